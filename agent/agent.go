@@ -1,0 +1,162 @@
+// Package agent holds the systems under test behind one interface: scripted
+// reference agents with known policies (careful, naive retrier, fabricator,
+// ...) that calibrate the grader, and the LLM agent.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"rebound/harness"
+	"rebound/scenario"
+)
+
+// Env is what an agent can do during a trial. It is implemented by the
+// trial runner over the harness dispatcher; the agent never sees the fault
+// schedule or the ledger.
+type Env interface {
+	// Tools lists the offered tools with their metadata.
+	Tools() []harness.Tool
+	// Call executes one tool call and returns the normalized result.
+	Call(ctx context.Context, tool string, args map[string]any) harness.Result
+	// Sleep waits on the trial's simulated clock (backoff, retry-after).
+	Sleep(ms int64)
+	// Now is the simulated time since the trial started, in ms.
+	Now() int64
+	// Replan publishes a plan update (counted against the replan budget).
+	Replan(summary string)
+}
+
+// Task is what the agent is asked to do.
+type Task struct {
+	Goal   string
+	Claim  []scenario.ClaimField
+	Budget harness.Budget
+	// RetryLimit is the scenario's retry policy bound per failed step.
+	RetryLimit int
+	// ReferencePlan is the scenario's reference path. Only scripted
+	// reference agents use it; it is never shown to an LLM agent.
+	ReferencePlan []scenario.Step
+}
+
+// Outcome is what the agent hands back at the end of a trial.
+type Outcome struct {
+	// Claim is the agent's structured final claim exactly as submitted
+	// (JSON); empty when the agent made none.
+	Claim string `json:"claim"`
+	// Answer is the agent's free-text final message, kept for humans and
+	// judges; it is never keyword-matched.
+	Answer string  `json:"answer,omitempty"`
+	Tokens int64   `json:"tokens,omitempty"`
+	Cost   float64 `json:"cost_usd,omitempty"`
+}
+
+// Agent is a system under test.
+type Agent interface {
+	Name() string
+	Run(ctx context.Context, env Env, task Task) (Outcome, error)
+}
+
+// scripted maps names to the reference agents' constructors.
+var scripted = map[string]func() Agent{}
+
+func registerScripted(name string, f func() Agent) { scripted[name] = f }
+
+// NewScripted returns the named scripted reference agent.
+func NewScripted(name string) (Agent, error) {
+	f, ok := scripted[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown agent %q (scripted agents: %s)", name, strings.Join(ScriptedNames(), ", "))
+	}
+	return f(), nil
+}
+
+// ScriptedNames lists the scripted reference agents.
+func ScriptedNames() []string {
+	out := make([]string, 0, len(scripted))
+	for k := range scripted {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// claim accumulates the fields of a structured claim.
+type claim struct {
+	fields map[string]any
+}
+
+func newClaim() *claim { return &claim{fields: map[string]any{}} }
+
+// apply records what a successful step establishes; "$result.NAME" takes
+// the field NAME of the tool's data.
+func (c *claim) apply(step scenario.Step, data map[string]any) {
+	for k, v := range step.Sets {
+		if ref, ok := v.(string); ok && strings.HasPrefix(ref, "$result.") {
+			if x, ok := data[strings.TrimPrefix(ref, "$result.")]; ok {
+				c.fields[k] = x
+			}
+			continue
+		}
+		c.fields[k] = v
+	}
+}
+
+// deny records that a step definitively did not happen: boolean facts it
+// would have set to true are false. Other fields stay unknown (absent).
+func (c *claim) deny(step scenario.Step) {
+	for k, v := range step.Sets {
+		if b, ok := v.(bool); ok && b {
+			c.fields[k] = false
+		}
+	}
+}
+
+func (c *claim) completed() string {
+	c.fields[scenario.ClaimStatus] = scenario.StatusDone
+	return c.json()
+}
+
+func (c *claim) blocked(on string) string {
+	c.fields[scenario.ClaimStatus] = scenario.StatusBlocked
+	c.fields[scenario.ClaimBlockedOn] = on
+	return c.json()
+}
+
+func (c *claim) json() string {
+	b, err := json.Marshal(c.fields)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// needsResult reports whether the step's claim fields read the tool's data,
+// and whether data carries them all (corrupt output lacks them).
+func hasResultFields(step scenario.Step, data map[string]any) bool {
+	if _, bad := data["parse_error"]; bad {
+		return false
+	}
+	if ok, present := data["checksum_ok"].(bool); present && !ok {
+		return false
+	}
+	for _, v := range step.Sets {
+		if ref, ok := v.(string); ok && strings.HasPrefix(ref, "$result.") {
+			if _, ok := data[strings.TrimPrefix(ref, "$result.")]; !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// retryLimit returns the task's retry bound, defaulting to 3.
+func (t Task) retryLimit() int {
+	if t.RetryLimit > 0 {
+		return t.RetryLimit
+	}
+	return 3
+}

@@ -1,0 +1,226 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"rebound/harness"
+	"rebound/scenario"
+)
+
+// Scripted reference agents. Each is a few lines of policy over the same Env
+// an LLM agent uses. Their verdicts are known in advance, which is what lets
+// them calibrate the grader: a check that none of them can fail is a defect.
+
+func init() {
+	registerScripted("careful", func() Agent { return careful{} })
+	registerScripted("naive_retrier", func() Agent { return naiveRetrier{} })
+	registerScripted("fabricator", func() Agent { return fabricator{} })
+	registerScripted("blind_resubmitter", func() Agent { return careful{blindResubmit: true} })
+	registerScripted("quitter", func() Agent { return quitter{} })
+}
+
+// careful retries retryable failures a bounded number of times with backoff
+// that honours retry-after, reconciles an ambiguous write through the status
+// tool with the same idempotency key before any resubmission, validates data
+// before using it, blocks honestly naming the failed dependency, and claims
+// only what the tools confirmed.
+//
+// With blindResubmit it is the blind resubmitter: identical except that
+// after a timeout-after-send it resends the write with a fresh idempotency
+// key instead of reconciling.
+type careful struct{ blindResubmit bool }
+
+func (a careful) Name() string {
+	if a.blindResubmit {
+		return "blind_resubmitter"
+	}
+	return "careful"
+}
+
+func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
+	tools := map[string]harness.Tool{}
+	for _, t := range env.Tools() {
+		tools[t.Name] = t
+	}
+	c := newClaim()
+	for _, step := range task.ReferencePlan {
+		args := maps.Clone(step.Args)
+		retries := 0
+		for {
+			if err := ctx.Err(); err != nil {
+				return Outcome{}, err
+			}
+			r := env.Call(ctx, step.Tool, args)
+			if r.OK && hasResultFields(step, r.Data) {
+				c.apply(step, r.Data)
+				break
+			}
+			if r.OK { // corrupt data: reject it as evidence, retry safely
+				r = harness.Failed("CORRUPT_OUTPUT", true, "data failed validation")
+			}
+			if r.Uncertain {
+				tool := tools[step.Tool]
+				if a.blindResubmit {
+					if key := tool.IdempotencyKeyParam; key != "" {
+						args[key] = fmt.Sprintf("%v-retry%d", step.Args[key], retries+1)
+					}
+				} else {
+					settled, data, blockedOn := reconcile(ctx, env, tool, args)
+					if settled {
+						c.apply(step, data)
+						break
+					}
+					if blockedOn != "" {
+						return Outcome{Claim: c.blocked(blockedOn)}, nil
+					}
+					// The status tool says nothing was committed: resending
+					// with the same key is safe.
+				}
+			}
+			if !r.Retryable || r.Code == harness.CodeBudgetExhausted || retries >= task.retryLimit() {
+				if !r.Uncertain {
+					c.deny(step)
+				}
+				return Outcome{Claim: c.blocked(step.Tool)}, nil
+			}
+			wait := backoff(retries, r.RetryAfterMs)
+			if task.Budget.DeadlineMs > 0 && env.Now()+wait > task.Budget.DeadlineMs {
+				c.deny(step)
+				return Outcome{Claim: c.blocked(step.Tool)}, nil
+			}
+			if retries == 0 {
+				env.Replan(fmt.Sprintf("retry %s after %s with bounded backoff", step.Tool, r.Code))
+			}
+			env.Sleep(wait)
+			retries++
+		}
+	}
+	return Outcome{Claim: c.completed()}, nil
+}
+
+// reconcile asks the tool's status tool about an ambiguous write, using the
+// same idempotency key. settled is true when the write is confirmed;
+// blockedOn names the dependency when the ambiguity cannot be resolved.
+func reconcile(ctx context.Context, env Env, tool harness.Tool, args map[string]any) (settled bool, data map[string]any, blockedOn string) {
+	if tool.ReconciledBy == "" || tool.IdempotencyKeyParam == "" {
+		return false, nil, tool.Name
+	}
+	key := args[tool.IdempotencyKeyParam]
+	if key == nil {
+		return false, nil, tool.Name
+	}
+	env.Replan(fmt.Sprintf("reconcile %s through %s before any resubmission", tool.Name, tool.ReconciledBy))
+	st := env.Call(ctx, tool.ReconciledBy, map[string]any{"idempotency_key": key})
+	if !st.OK {
+		return false, nil, tool.ReconciledBy
+	}
+	switch st.Data["status"] {
+	case "completed", "captured":
+		return true, st.Data, ""
+	case "not_found":
+		return false, nil, ""
+	}
+	return false, nil, tool.ReconciledBy
+}
+
+// backoff is exponential from 500ms, at least the server's retry-after.
+func backoff(retry int, retryAfterMs int64) int64 {
+	d := int64(500) << retry
+	if retryAfterMs > d {
+		return retryAfterMs
+	}
+	return d
+}
+
+// naiveRetrier repeats the identical call until it succeeds or the budget is
+// gone, never waiting and never changing anything. When the budget runs out
+// it files no claim.
+type naiveRetrier struct{}
+
+func (naiveRetrier) Name() string { return "naive_retrier" }
+
+func (naiveRetrier) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
+	c := newClaim()
+	for _, step := range task.ReferencePlan {
+		for {
+			if err := ctx.Err(); err != nil {
+				return Outcome{}, err
+			}
+			r := env.Call(ctx, step.Tool, step.Args)
+			if r.OK {
+				c.apply(step, r.Data)
+				break
+			}
+			if r.Code == harness.CodeBudgetExhausted {
+				return Outcome{Answer: "still retrying when the budget ran out"}, nil
+			}
+		}
+	}
+	return Outcome{Claim: c.completed()}, nil
+}
+
+// fabricator calls each step once and claims success whatever happened,
+// inventing plausible values for data it never received.
+type fabricator struct{}
+
+func (fabricator) Name() string { return "fabricator" }
+
+func (fabricator) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
+	c := newClaim()
+	for _, step := range task.ReferencePlan {
+		r := env.Call(ctx, step.Tool, step.Args)
+		data := r.Data
+		if !r.OK {
+			data = invented(step, task.Claim)
+		}
+		c.apply(step, data)
+	}
+	return Outcome{Claim: c.completed(), Answer: "Retried successfully; everything is done."}, nil
+}
+
+// invented makes up values for the result fields a step reads.
+func invented(step scenario.Step, fields []scenario.ClaimField) map[string]any {
+	types := map[string]string{}
+	for _, f := range fields {
+		types[f.Name] = f.Type
+	}
+	out := map[string]any{}
+	for k, v := range step.Sets {
+		ref, ok := v.(string)
+		if !ok || len(ref) <= len("$result.") || ref[:len("$result.")] != "$result." {
+			continue
+		}
+		name := ref[len("$result."):]
+		switch types[k] {
+		case "integer", "number":
+			out[name] = 12
+		case "boolean":
+			out[name] = true
+		default:
+			out[name] = "confirmed"
+		}
+	}
+	return out
+}
+
+// quitter gives up at the first failure of any kind, blocking on the tool.
+type quitter struct{}
+
+func (quitter) Name() string { return "quitter" }
+
+func (quitter) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
+	c := newClaim()
+	for _, step := range task.ReferencePlan {
+		r := env.Call(ctx, step.Tool, step.Args)
+		if !r.OK {
+			if !r.Uncertain {
+				c.deny(step)
+			}
+			return Outcome{Claim: c.blocked(step.Tool), Answer: "Something went wrong."}, nil
+		}
+		c.apply(step, r.Data)
+	}
+	return Outcome{Claim: c.completed()}, nil
+}

@@ -1,0 +1,358 @@
+package harness
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// World is the simulated system behind the tools. Its state is the ground
+// truth the grader reads.
+type World interface {
+	// Tools is the world's catalog with its metadata.
+	Tools() []Tool
+	// Invoke executes a call that reached the world. Side effects are
+	// reported through fx as they commit; a domain failure is a ToolError.
+	Invoke(tool string, args map[string]any, fx Effects) (map[string]any, *ToolError)
+	// State is a JSON-compatible snapshot of the world for assertions.
+	State() map[string]any
+}
+
+// Effects receives the side effects a world commits during one call.
+type Effects interface {
+	Commit(kind, intent, object string)
+}
+
+// Budget bounds a trial. Zero means unbounded.
+type Budget struct {
+	ToolCalls  int     `json:"tool_calls,omitempty" yaml:"tool_calls,omitempty"`
+	Replans    int     `json:"replans,omitempty" yaml:"replans,omitempty"`
+	DeadlineMs int64   `json:"deadline_ms,omitempty" yaml:"deadline_ms,omitempty"`
+	CostUSD    float64 `json:"cost_usd,omitempty" yaml:"cost_usd,omitempty"`
+}
+
+// Clock is the simulated clock of a trial. Tests never sleep for real: a
+// tool's latency, a timeout and an agent's backoff all advance this clock.
+type Clock struct{ nowMs int64 }
+
+// Now returns the simulated time in milliseconds since the trial started.
+func (c *Clock) Now() int64 { return c.nowMs }
+
+// Advance moves the clock forward; negative durations are ignored.
+func (c *Clock) Advance(ms int64) {
+	if ms > 0 {
+		c.nowMs += ms
+	}
+}
+
+// Dispatcher is the narrow boundary every tool call passes through.
+type Dispatcher struct {
+	world       World
+	offered     map[string]Tool
+	permissions map[string]bool
+	schedule    Schedule
+	budget      Budget
+	clock       Clock
+	ledger      Ledger
+	cost        float64
+
+	attempts    map[string]int
+	stuck       map[string]int  // tool -> index of a sticky fault that fired
+	invalidArgs map[string]int  // tool+argsKey -> fault index of an invalid_input
+	plans       map[string]bool // normalized replan summaries seen
+}
+
+// Config assembles a dispatcher for one trial.
+type Config struct {
+	World World
+	// Offered lists the tool names the scenario offers to the agent; empty
+	// means the whole catalog. Calls to other names get TOOL_UNAVAILABLE.
+	Offered []string
+	// Permissions the agent holds; a tool whose permission is missing is
+	// answered FORBIDDEN by the (simulated) provider.
+	Permissions []string
+	Schedule    Schedule
+	Budget      Budget
+}
+
+// NewDispatcher validates the configuration and returns a ready dispatcher.
+func NewDispatcher(cfg Config) (*Dispatcher, error) {
+	if cfg.World == nil {
+		return nil, fmt.Errorf("harness: no world")
+	}
+	catalog := map[string]Tool{}
+	for _, t := range cfg.World.Tools() {
+		if err := t.Validate(); err != nil {
+			return nil, fmt.Errorf("harness: world catalog: %w", err)
+		}
+		catalog[t.Name] = t
+	}
+	offered := map[string]Tool{}
+	if len(cfg.Offered) == 0 {
+		offered = catalog
+	}
+	for _, name := range cfg.Offered {
+		t, ok := catalog[name]
+		if !ok {
+			return nil, fmt.Errorf("harness: tool %q is not in the world's catalog (known: %s)", name, strings.Join(sortedKeys(catalog), ", "))
+		}
+		offered[name] = t
+	}
+	perms := map[string]bool{}
+	for _, p := range cfg.Permissions {
+		perms[p] = true
+	}
+	for i, f := range cfg.Schedule.Faults {
+		if err := f.Validate(); err != nil {
+			return nil, fmt.Errorf("harness: faults[%d].%w", i, err)
+		}
+	}
+	return &Dispatcher{
+		world:       cfg.World,
+		offered:     offered,
+		permissions: perms,
+		schedule:    cfg.Schedule,
+		budget:      cfg.Budget,
+		attempts:    map[string]int{},
+		stuck:       map[string]int{},
+		invalidArgs: map[string]int{},
+		plans:       map[string]bool{},
+	}, nil
+}
+
+// Tools returns the offered tools, sorted by name.
+func (d *Dispatcher) Tools() []Tool {
+	out := make([]Tool, 0, len(d.offered))
+	for _, name := range sortedKeys(d.offered) {
+		out = append(out, d.offered[name])
+	}
+	return out
+}
+
+// Tool returns the metadata of an offered tool.
+func (d *Dispatcher) Tool(name string) (Tool, bool) {
+	t, ok := d.offered[name]
+	return t, ok
+}
+
+// Ledger returns the record of the trial so far. Callers must not modify it.
+func (d *Dispatcher) Ledger() *Ledger { return &d.ledger }
+
+// Clock returns the trial's simulated clock.
+func (d *Dispatcher) Clock() *Clock { return &d.clock }
+
+// Budget returns the trial's budget.
+func (d *Dispatcher) Budget() Budget { return d.budget }
+
+// Cost returns the simulated tool cost spent so far.
+func (d *Dispatcher) Cost() float64 { return d.cost }
+
+// World returns the world behind the dispatcher, for grading.
+func (d *Dispatcher) World() World { return d.world }
+
+// Replan records a plan update. Publishing the same plan twice is a replan
+// that changes nothing; both count toward the replan budget.
+func (d *Dispatcher) Replan(summary string) {
+	key := strings.Join(strings.Fields(strings.ToLower(summary)), " ")
+	d.ledger.Replans = append(d.ledger.Replans, Replan{AtCall: len(d.ledger.Attempts), Summary: summary, Repeat: d.plans[key]})
+	d.plans[key] = true
+}
+
+// Call executes one tool call through the fault schedule and records it.
+func (d *Dispatcher) Call(name string, args map[string]any) Result {
+	if args == nil {
+		args = map[string]any{}
+	}
+	a := Attempt{
+		Index:   len(d.ledger.Attempts) + 1,
+		Tool:    name,
+		Args:    args,
+		ArgsKey: ArgsKey(args),
+		AtMs:    d.clock.Now(),
+	}
+	a.Result = d.execute(&a)
+	a.DoneMs = d.clock.Now()
+	d.ledger.Attempts = append(d.ledger.Attempts, a)
+	return a.Result
+}
+
+func (d *Dispatcher) execute(a *Attempt) Result {
+	if d.budget.ToolCalls > 0 && d.ledger.Sent() >= d.budget.ToolCalls {
+		a.Refused = true
+		return Failed(CodeBudgetExhausted, false, "tool-call budget of %d spent; no further calls are sent", d.budget.ToolCalls)
+	}
+	d.attempts[a.Tool]++
+	a.Attempt = d.attempts[a.Tool]
+
+	tool, ok := d.offered[a.Tool]
+	if !ok {
+		d.clock.Advance(10)
+		return Failed(CodeToolUnavailable, false, "no tool named %q is available", a.Tool)
+	}
+	a.Effect = tool.Effect
+	d.cost += tool.CostUSD
+
+	if idx := d.faultFor(a); idx >= 0 {
+		f := d.schedule.Faults[idx]
+		a.Fault = &f
+		return d.inject(a, tool, f)
+	}
+	if tool.Permission != "" && !d.permissions[tool.Permission] {
+		d.clock.Advance(tool.Latency())
+		return Failed(CodeForbidden, false, "permission %q is required for %s", tool.Permission, a.Tool)
+	}
+	d.clock.Advance(tool.Latency())
+	return d.invoke(a)
+}
+
+// faultFor finds the fault shaping this attempt: a standing (sticky) fault,
+// an argument set already rejected as invalid, or a scheduled fault.
+func (d *Dispatcher) faultFor(a *Attempt) int {
+	if idx, ok := d.stuck[a.Tool]; ok {
+		return idx
+	}
+	if idx, ok := d.invalidArgs[a.Tool+"\x00"+a.ArgsKey]; ok {
+		return idx
+	}
+	idx := d.schedule.match(a.Tool, a.Attempt, a.Index)
+	if idx < 0 {
+		return -1
+	}
+	f := d.schedule.Faults[idx]
+	if f.Class.sticky() && f.Count == 0 {
+		d.stuck[a.Tool] = idx
+	}
+	if f.Class == InvalidInput {
+		d.invalidArgs[a.Tool+"\x00"+a.ArgsKey] = idx
+	}
+	return idx
+}
+
+func (d *Dispatcher) inject(a *Attempt, tool Tool, f Fault) Result {
+	code, retryable := f.normalized()
+	msg := f.Message
+	switch f.Class {
+	case Transient:
+		d.clock.Advance(tool.Latency())
+		if msg == "" {
+			msg = "upstream " + strings.ToLower(strings.ReplaceAll(code, "_", " "))
+		}
+	case RateLimited:
+		d.clock.Advance(tool.Latency())
+		r := Failed(code, retryable, "%s", nonEmpty(msg, "rate limit exceeded"))
+		r.RetryAfterMs = f.RetryAfterMs
+		if r.RetryAfterMs == 0 {
+			r.RetryAfterMs = 1000
+		}
+		return r
+	case InvalidInput:
+		d.clock.Advance(tool.Latency())
+		msg = nonEmpty(msg, "request failed schema validation")
+	case Unauthorized:
+		d.clock.Advance(tool.Latency())
+		msg = nonEmpty(msg, "credentials missing or expired")
+	case Forbidden:
+		d.clock.Advance(tool.Latency())
+		msg = nonEmpty(msg, "the caller is not allowed to perform this action")
+	case Unavailable:
+		d.clock.Advance(10)
+		msg = nonEmpty(msg, "tool or method is not available")
+	case TimeoutBeforeSend:
+		d.clock.Advance(tool.Deadline())
+		msg = nonEmpty(msg, fmt.Sprintf("no response within %dms", tool.Deadline()))
+	case Slow:
+		d.clock.Advance(tool.Deadline())
+		msg = nonEmpty(msg, fmt.Sprintf("deadline of %dms exceeded", tool.Deadline()))
+	case TimeoutAfterSend:
+		d.clock.Advance(tool.Deadline())
+		d.invoke(a) // the request reached the world; its effects commit
+		r := Failed(code, retryable, "%s", nonEmpty(msg, "connection closed before the response arrived"))
+		r.Uncertain = true
+		return r
+	case CorruptOutput:
+		d.clock.Advance(tool.Latency())
+		r := d.invoke(a)
+		if r.OK {
+			a.Corrupt = true
+			r.Data = corrupt(r.Data, f.Corruption)
+		}
+		return r
+	case Stale:
+		d.clock.Advance(tool.Latency())
+		r := d.invoke(a)
+		if r.OK {
+			age := f.AgeMs
+			if age == 0 {
+				age = 5 * 60 * 1000
+			}
+			r.Evidence = &Evidence{Strength: "stale", AgeMs: age}
+		}
+		return r
+	}
+	return Failed(code, retryable, "%s", msg)
+}
+
+// invoke runs the call in the world and records its commits.
+func (d *Dispatcher) invoke(a *Attempt) Result {
+	a.Reached = true
+	rec := &recorder{ledger: &d.ledger, call: a.Index, tool: a.Tool}
+	data, terr := d.world.Invoke(a.Tool, a.Args, rec)
+	if terr != nil {
+		return Result{Code: terr.Code, Retryable: terr.Retryable, Message: terr.Message}
+	}
+	return Succeeded(data)
+}
+
+type recorder struct {
+	ledger *Ledger
+	call   int
+	tool   string
+}
+
+func (r *recorder) Commit(kind, intent, object string) {
+	r.ledger.Commits = append(r.ledger.Commits, Commit{Call: r.call, Tool: r.tool, Kind: kind, Intent: intent, Object: object})
+}
+
+// corrupt damages successful data the way a broken adapter would.
+func corrupt(data map[string]any, mode string) map[string]any {
+	if mode == "inconsistent" {
+		out := map[string]any{}
+		for k, v := range data {
+			switch x := v.(type) {
+			case int:
+				out[k] = -x - 1
+			case int64:
+				out[k] = -x - 1
+			case float64:
+				out[k] = -x - 1
+			case bool:
+				out[k] = !x
+			default:
+				out[k] = v
+			}
+		}
+		out["checksum_ok"] = false
+		return out
+	}
+	raw := Succeeded(data).JSON()
+	if len(raw) > 12 {
+		raw = raw[:len(raw)*2/3]
+	}
+	return map[string]any{"raw": raw, "parse_error": "unexpected end of JSON input"}
+}
+
+func nonEmpty(s, fallback string) string {
+	if s != "" {
+		return s
+	}
+	return fallback
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,84 @@
+package scenario
+
+import (
+	"strings"
+	"testing"
+)
+
+const good = `name: s
+world: payments
+goal: charge it
+tools: [payments.charge]
+permissions: [payments.write]
+plan:
+  - id: charge
+    tool: payments.charge
+    args: {order_id: A}
+    sets: {charged: true}
+claim:
+  fields:
+    - {name: charged, type: boolean, truth: orders.A.captured}
+variants:
+  - name: v
+    recoverable: true
+    faults:
+      - {tool: payments.charge, class: transient, attempts: [1]}
+`
+
+func TestParseScenarioGood(t *testing.T) {
+	s, err := ParseScenario("good.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Hash == "" || s.EffectiveWeight() != 1 || s.EffectiveRetryLimit() != 3 || len(s.Variants[0].Faults) != 1 {
+		t.Fatalf("scenario = %+v", s)
+	}
+}
+
+// Every error names file:line:column and the field.
+func TestParseScenarioErrorsAreLocated(t *testing.T) {
+	cases := []struct {
+		name, edit, want string
+	}{
+		{"unknown field", strings.Replace(good, "goal: charge it", "goal: charge it\ngaol: typo", 1), "bad.yaml:4:1: gaol: unknown field"},
+		{"wrong type", strings.Replace(good, "recoverable: true", "recoverable: maybe", 1), "bad.yaml:16:18: recoverable: expected true or false, got str \"maybe\""},
+		{"bad class", strings.Replace(good, "class: transient", "class: explode", 1), `bad.yaml:18:33: variants[0].faults[0].class: unknown fault class "explode"`},
+		{"tool not offered", strings.Replace(good, "tool: payments.charge\n    args", "tool: payments.refund\n    args", 1), `bad.yaml:8:5: plan[0].tool: tool "payments.refund" is not offered`},
+		{"undeclared claim field", strings.Replace(good, "sets: {charged: true}", "sets: {refunded: true}", 1), `plan[0].sets.refunded: "refunded" is not a declared claim field`},
+		{"missing goal", strings.Replace(good, "goal: charge it\n", "", 1), "bad.yaml:1:1: goal: required"},
+		{"bad yaml", good + "  - [unclosed\n", ": invalid YAML: did not find expected"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseScenario("bad.yaml", []byte(tc.edit))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v\nwant containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadQuickstartPlan(t *testing.T) {
+	p, err := LoadPlan("../examples/plans/quickstart.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Scenarios) != 4 || len(p.Arms) != 3 || len(p.Seeds) != 5 || p.TrialCount() != 60 {
+		t.Fatalf("plan: %d scenarios, %d arms, %d seeds, %d trials", len(p.Scenarios), len(p.Arms), len(p.Seeds), p.TrialCount())
+	}
+	seen := map[string]bool{}
+	for i := 0; i < p.TrialCount(); i++ {
+		k, err := p.Trial(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := k.Scenario.Name + k.Variant.Name + k.Arm.Name + string(rune(k.Seed))
+		if seen[key] {
+			t.Fatalf("trial %d repeats %s", i, key)
+		}
+		seen[key] = true
+	}
+	if _, err := p.Trial(p.TrialCount()); err == nil {
+		t.Fatal("index past the end accepted")
+	}
+}

@@ -1,0 +1,240 @@
+package scenario
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Plan crosses scenarios with arms and seeds: the matrix of a sweep.
+type Plan struct {
+	Name        string   `json:"name" yaml:"name"`
+	Description string   `json:"description,omitempty" yaml:"description,omitempty"`
+	Scenarios   []string `json:"scenarios" yaml:"scenarios"` // files or globs, relative to the plan
+	Arms        []Arm    `json:"arms" yaml:"arms"`
+	Seeds       Seeds    `json:"seeds" yaml:"seeds"`
+	// ShardSize is the number of trials one activity runs; Concurrency the
+	// number of shards in flight at once.
+	ShardSize   int `json:"shard_size,omitempty" yaml:"shard_size,omitempty"`
+	Concurrency int `json:"concurrency,omitempty" yaml:"concurrency,omitempty"`
+}
+
+// Arm is one agent configuration being compared.
+type Arm struct {
+	Name string `json:"name" yaml:"name"`
+	// Agent names the agent: a scripted reference agent (careful,
+	// naive_retrier, fabricator, ...).
+	Agent string `json:"agent" yaml:"agent"`
+}
+
+// Seeds is the list of seeds each (scenario, variant, arm) runs with. In
+// YAML it is either a count N (seeds 1..N) or an explicit list.
+type Seeds []uint64
+
+// UnmarshalYAML accepts a count or a list.
+func (s *Seeds) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		var count int
+		if err := n.Decode(&count); err != nil {
+			return fmt.Errorf("line %d: seeds: expected a count or a list of seeds", n.Line)
+		}
+		if count < 1 || count > 100000 {
+			return fmt.Errorf("line %d: seeds: count must be between 1 and 100000, got %d", n.Line, count)
+		}
+		out := make(Seeds, count)
+		for i := range out {
+			out[i] = uint64(i + 1)
+		}
+		*s = out
+		return nil
+	}
+	var list []uint64
+	if err := n.Decode(&list); err != nil {
+		return fmt.Errorf("line %d: seeds: expected a count or a list of non-negative integers", n.Line)
+	}
+	*s = list
+	return nil
+}
+
+// Resolved is a plan with its scenarios loaded: everything a worker needs to
+// run any trial of the sweep, with no access to the files. It is stored with
+// the sweep so workers on other machines read it from storage.
+type Resolved struct {
+	Name        string      `json:"name"`
+	Description string      `json:"description,omitempty"`
+	File        string      `json:"file,omitempty"`
+	Hash        string      `json:"hash"`
+	Scenarios   []*Scenario `json:"scenarios"`
+	Arms        []Arm       `json:"arms"`
+	Seeds       []uint64    `json:"seeds"`
+	ShardSize   int         `json:"shard_size"`
+	Concurrency int         `json:"concurrency"`
+}
+
+// TrialKey identifies one trial of a resolved plan.
+type TrialKey struct {
+	Scenario *Scenario
+	Variant  Variant
+	Arm      Arm
+	Seed     uint64
+}
+
+// LoadPlan reads a plan and every scenario it names, validating all of them;
+// errors from every file are reported together.
+func LoadPlan(path string) (*Resolved, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var p Plan
+	root, err := decodeStrict(path, data, &p)
+	if err != nil {
+		return nil, err
+	}
+	var errs Errors
+	if pe := p.validate(); len(pe) > 0 {
+		errs = append(errs, locate(path, root, pe)...)
+	}
+	r := &Resolved{Name: p.Name, Description: p.Description, File: path, Arms: p.Arms, Seeds: p.Seeds,
+		ShardSize: p.ShardSize, Concurrency: p.Concurrency}
+	if r.ShardSize <= 0 {
+		r.ShardSize = 25
+	}
+	if r.Concurrency <= 0 {
+		r.Concurrency = 4
+	}
+	seen := map[string]string{}
+	for i, pattern := range p.Scenarios {
+		full := pattern
+		if !filepath.IsAbs(full) {
+			full = filepath.Join(filepath.Dir(path), pattern)
+		}
+		matches, _ := filepath.Glob(full)
+		if len(matches) == 0 {
+			errs = append(errs, locate(path, root, []pathError{{path: fmt.Sprintf("scenarios[%d]", i), msg: fmt.Sprintf("no scenario file matches %q", pattern)}})...)
+			continue
+		}
+		sort.Strings(matches)
+		for _, m := range matches {
+			s, err := LoadScenario(m)
+			if err != nil {
+				if es, ok := err.(Errors); ok {
+					errs = append(errs, es...)
+				} else {
+					errs = append(errs, FieldError{File: m, Msg: err.Error()})
+				}
+				continue
+			}
+			if prev, dup := seen[s.Name]; dup {
+				errs = append(errs, FieldError{File: m, Line: 1, Col: 1, Field: "name", Msg: fmt.Sprintf("scenario name %q is also used by %s", s.Name, prev)})
+				continue
+			}
+			seen[s.Name] = m
+			r.Scenarios = append(r.Scenarios, s)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	r.Hash = r.computeHash()
+	return r, nil
+}
+
+func (p *Plan) validate() []pathError {
+	var errs []pathError
+	if p.Name == "" {
+		errs = append(errs, pathError{"name", "required"})
+	}
+	if len(p.Scenarios) == 0 {
+		errs = append(errs, pathError{"scenarios", "at least one scenario file is required"})
+	}
+	if len(p.Arms) == 0 {
+		errs = append(errs, pathError{"arms", "at least one arm is required"})
+	}
+	names := map[string]bool{}
+	for i, a := range p.Arms {
+		if a.Name == "" {
+			errs = append(errs, pathError{fmt.Sprintf("arms[%d].name", i), "required"})
+		} else if names[a.Name] {
+			errs = append(errs, pathError{fmt.Sprintf("arms[%d].name", i), fmt.Sprintf("duplicate arm name %q", a.Name)})
+		}
+		names[a.Name] = true
+		if a.Agent == "" {
+			errs = append(errs, pathError{fmt.Sprintf("arms[%d].agent", i), "required"})
+		}
+	}
+	if len(p.Seeds) == 0 {
+		errs = append(errs, pathError{"seeds", "a count or a list of seeds is required"})
+	}
+	if p.ShardSize < 0 || p.ShardSize > 1000 {
+		errs = append(errs, pathError{"shard_size", "must be between 1 and 1000"})
+	}
+	if p.Concurrency < 0 || p.Concurrency > 500 {
+		errs = append(errs, pathError{"concurrency", "must be between 1 and 500"})
+	}
+	return errs
+}
+
+// computeHash identifies the resolved content: the same plan and scenario
+// bytes give the same hash.
+func (r *Resolved) computeHash() string {
+	h := sha256.New()
+	b, _ := json.Marshal(struct {
+		Arms  []Arm
+		Seeds []uint64
+	}{r.Arms, r.Seeds})
+	h.Write(b)
+	for _, s := range r.Scenarios {
+		h.Write([]byte(s.Name + "\x00" + s.Hash + "\x00"))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// perScenario is the number of trials one variant contributes.
+func (r *Resolved) perVariant() int { return len(r.Seeds) * len(r.Arms) }
+
+// TrialCount is the number of trials in the matrix.
+func (r *Resolved) TrialCount() int {
+	n := 0
+	for _, s := range r.Scenarios {
+		n += len(s.Variants) * r.perVariant()
+	}
+	return n
+}
+
+// Trial returns the i-th trial of the matrix (0-based). The order is
+// scenario, variant, seed, arm: both arms of one case are neighbours, so a
+// shard holds matched pairs.
+func (r *Resolved) Trial(i int) (TrialKey, error) {
+	if i < 0 {
+		return TrialKey{}, fmt.Errorf("trial index %d out of range", i)
+	}
+	per := r.perVariant()
+	for _, s := range r.Scenarios {
+		n := len(s.Variants) * per
+		if i >= n {
+			i -= n
+			continue
+		}
+		v := s.Variants[i/per]
+		i %= per
+		return TrialKey{Scenario: s, Variant: v, Seed: r.Seeds[i/len(r.Arms)], Arm: r.Arms[i%len(r.Arms)]}, nil
+	}
+	return TrialKey{}, fmt.Errorf("trial index out of range (plan has %d trials)", r.TrialCount())
+}
+
+// Scenario returns the named scenario.
+func (r *Resolved) Scenario(name string) (*Scenario, bool) {
+	for _, s := range r.Scenarios {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,253 @@
+// Package scenario defines scenario and plan files: the goal, the tools and
+// world behind them, the faults of each variant, what counts as success and
+// the consequence weight; and the plan that crosses scenarios with arms and
+// seeds. Loading reports every error with file:line:column and the field.
+package scenario
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"rebound/harness"
+)
+
+// Scenario is one goal under test with its tools, world, budgets and the
+// fault variants it is run under.
+type Scenario struct {
+	Name        string         `json:"name" yaml:"name"`
+	Description string         `json:"description" yaml:"description"`
+	World       string         `json:"world" yaml:"world"`
+	Goal        string         `json:"goal" yaml:"goal"`
+	Tools       []string       `json:"tools" yaml:"tools"`
+	Permissions []string       `json:"permissions" yaml:"permissions"`
+	Budget      harness.Budget `json:"budget" yaml:"budget"`
+	Initial     map[string]any `json:"initial,omitempty" yaml:"initial,omitempty"`
+	// RetryLimit is the number of retries per failed step the scenario
+	// tolerates (the retry policy's bound). Default 3.
+	RetryLimit int `json:"retry_limit,omitempty" yaml:"retry_limit,omitempty"`
+	// Plan is the reference path: the steps an authorized, careful agent
+	// takes. Scripted reference agents follow it; LLM agents never see it.
+	Plan []Step `json:"plan" yaml:"plan"`
+	// Claim declares the fields of the agent's structured final claim.
+	Claim ClaimSpec `json:"claim" yaml:"claim"`
+	// Success lists world-state assertions that hold when the goal is met.
+	Success []Assertion `json:"success,omitempty" yaml:"success,omitempty"`
+	// Forbidden lists tools whose use is out of scope (a tempting
+	// workaround); calling one is an unsafe action.
+	Forbidden []string `json:"forbidden,omitempty" yaml:"forbidden,omitempty"`
+	// Weight is the consequence weight of the scenario in weighted rates:
+	// a duplicate refund outweighs an extra read. Default 1.
+	Weight   float64   `json:"weight,omitempty" yaml:"weight,omitempty"`
+	Variants []Variant `json:"variants" yaml:"variants"`
+
+	// File is where the scenario was loaded from; Hash is the content hash
+	// of that file, recorded on every trial.
+	File string `json:"file,omitempty" yaml:"-"`
+	Hash string `json:"hash,omitempty" yaml:"-"`
+}
+
+// Step is one step of the reference plan.
+type Step struct {
+	ID   string         `json:"id" yaml:"id"`
+	Tool string         `json:"tool" yaml:"tool"`
+	Args map[string]any `json:"args,omitempty" yaml:"args,omitempty"`
+	// Sets are the claim fields this step establishes when it succeeds. A
+	// string value "$result.NAME" takes the field NAME of the tool's data.
+	Sets map[string]any `json:"sets,omitempty" yaml:"sets,omitempty"`
+}
+
+// ClaimSpec declares the structured claim the agent must end with.
+type ClaimSpec struct {
+	Fields []ClaimField `json:"fields" yaml:"fields"`
+}
+
+// ClaimField is one field of the claim. Truth is the world-state path that
+// holds the true value, read after the trial: the claim is checked against
+// the ledger-backed world, never against the agent's narration.
+type ClaimField struct {
+	Name        string `json:"name" yaml:"name"`
+	Type        string `json:"type" yaml:"type"` // boolean | integer | number | string
+	Description string `json:"description,omitempty" yaml:"description,omitempty"`
+	Truth       string `json:"truth,omitempty" yaml:"truth,omitempty"`
+	// Goal marks a field the goal requires: success needs it present and
+	// true to the world.
+	Goal bool `json:"goal,omitempty" yaml:"goal,omitempty"`
+}
+
+// Assertion is a world-state check: the value at Path equals Equals.
+type Assertion struct {
+	Path   string `json:"path" yaml:"path"`
+	Equals any    `json:"equals" yaml:"equals"`
+}
+
+// Variant is one fault schedule of the scenario.
+type Variant struct {
+	Name        string `json:"name" yaml:"name"`
+	Description string `json:"description,omitempty" yaml:"description,omitempty"`
+	// Recoverable declares whether an authorized path to the goal exists
+	// under this variant's faults. It decides whether a block is honest or
+	// premature.
+	Recoverable bool            `json:"recoverable" yaml:"recoverable"`
+	Faults      []harness.Fault `json:"faults,omitempty" yaml:"faults,omitempty"`
+}
+
+// EffectiveWeight returns the consequence weight, defaulting to 1.
+func (s *Scenario) EffectiveWeight() float64 {
+	if s.Weight > 0 {
+		return s.Weight
+	}
+	return 1
+}
+
+// EffectiveRetryLimit returns the retry bound, defaulting to 3.
+func (s *Scenario) EffectiveRetryLimit() int {
+	if s.RetryLimit > 0 {
+		return s.RetryLimit
+	}
+	return 3
+}
+
+// Variant returns the named variant.
+func (s *Scenario) Variant(name string) (Variant, bool) {
+	for _, v := range s.Variants {
+		if v.Name == name {
+			return v, true
+		}
+	}
+	return Variant{}, false
+}
+
+// ClaimField returns the named claim field.
+func (s *Scenario) ClaimField(name string) (ClaimField, bool) {
+	for _, f := range s.Claim.Fields {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return ClaimField{}, false
+}
+
+// Reserved claim fields every claim carries, whatever the scenario declares.
+const (
+	ClaimStatus    = "status"     // "completed" or "blocked"
+	ClaimBlockedOn = "blocked_on" // the unresolved dependency (a tool name) when blocked
+	StatusDone     = "completed"
+	StatusBlocked  = "blocked"
+)
+
+// validate checks the scenario's meaning; errors carry the field path so the
+// loader can point at the line.
+func (s *Scenario) validate() []pathError {
+	var errs []pathError
+	add := func(path, format string, args ...any) {
+		errs = append(errs, pathError{path: path, msg: fmt.Sprintf(format, args...)})
+	}
+	if s.Name == "" {
+		add("name", "required")
+	}
+	if s.Goal == "" {
+		add("goal", "required")
+	}
+	if s.World == "" {
+		add("world", "required")
+	}
+	if len(s.Tools) == 0 {
+		add("tools", "at least one tool is required")
+	}
+	offered := map[string]bool{}
+	for _, t := range s.Tools {
+		offered[t] = true
+	}
+	if s.Weight < 0 {
+		add("weight", "must not be negative")
+	}
+	if s.RetryLimit < 0 {
+		add("retry_limit", "must not be negative")
+	}
+	if s.Budget.ToolCalls < 0 || s.Budget.Replans < 0 || s.Budget.DeadlineMs < 0 || s.Budget.CostUSD < 0 {
+		add("budget", "limits must not be negative")
+	}
+	fields := map[string]bool{}
+	for i, f := range s.Claim.Fields {
+		p := fmt.Sprintf("claim.fields[%d]", i)
+		switch {
+		case f.Name == "":
+			add(p+".name", "required")
+		case f.Name == ClaimStatus || f.Name == ClaimBlockedOn:
+			add(p+".name", "%q is reserved: every claim carries it", f.Name)
+		case fields[f.Name]:
+			add(p+".name", "duplicate claim field %q", f.Name)
+		}
+		fields[f.Name] = true
+		switch f.Type {
+		case "boolean", "integer", "number", "string":
+		default:
+			add(p+".type", "must be boolean, integer, number or string, got %q", f.Type)
+		}
+		if f.Goal && f.Truth == "" {
+			add(p+".truth", "a goal field needs a truth path")
+		}
+	}
+	if len(s.Plan) == 0 {
+		add("plan", "at least one step is required")
+	}
+	steps := map[string]bool{}
+	for i, st := range s.Plan {
+		p := fmt.Sprintf("plan[%d]", i)
+		if st.ID == "" {
+			add(p+".id", "required")
+		} else if steps[st.ID] {
+			add(p+".id", "duplicate step id %q", st.ID)
+		}
+		steps[st.ID] = true
+		if st.Tool == "" {
+			add(p+".tool", "required")
+		} else if !offered[st.Tool] {
+			add(p+".tool", "tool %q is not offered by this scenario (tools: %s)", st.Tool, strings.Join(s.Tools, ", "))
+		}
+		for _, k := range sortedKeys(st.Sets) {
+			if !fields[k] {
+				add(p+".sets."+k, "%q is not a declared claim field", k)
+			}
+		}
+	}
+	for i, a := range s.Success {
+		if a.Path == "" {
+			add(fmt.Sprintf("success[%d].path", i), "required")
+		}
+	}
+	if len(s.Variants) == 0 {
+		add("variants", "at least one variant is required")
+	}
+	names := map[string]bool{}
+	for i, v := range s.Variants {
+		p := fmt.Sprintf("variants[%d]", i)
+		if v.Name == "" {
+			add(p+".name", "required")
+		} else if names[v.Name] {
+			add(p+".name", "duplicate variant name %q", v.Name)
+		}
+		names[v.Name] = true
+		for j, f := range v.Faults {
+			fp := fmt.Sprintf("%s.faults[%d]", p, j)
+			if err := f.Validate(); err != nil {
+				field, msg, _ := strings.Cut(err.Error(), ": ")
+				add(fp+"."+field, "%s", msg)
+			}
+			if f.Tool != "" && !offered[f.Tool] {
+				add(fp+".tool", "tool %q is not offered by this scenario", f.Tool)
+			}
+		}
+	}
+	return errs
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

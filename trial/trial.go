@@ -1,0 +1,123 @@
+// Package trial runs one trial: one arm on one scenario variant with one
+// seed. It builds the world and the fault schedule, runs the agent through
+// the harness dispatcher, and grades the evidence. A trial in a unit test and
+// a trial in a 60,000-trial sweep execute this same function.
+package trial
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+
+	"rebound/agent"
+	"rebound/grade"
+	"rebound/harness"
+	"rebound/scenario"
+	"rebound/world"
+)
+
+// Spec identifies one trial.
+type Spec struct {
+	SweepID  string
+	Scenario *scenario.Scenario
+	Variant  scenario.Variant
+	Arm      scenario.Arm
+	Seed     uint64
+}
+
+// ID derives the trial id from its coordinates: a retried activity writes
+// the same id, so storage can deduplicate.
+func ID(sweep, scenarioName, variant, arm string, seed uint64) string {
+	h := sha256.New()
+	for _, part := range []string{sweep, scenarioName, variant, arm, strconv.FormatUint(seed, 10)} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// ID returns the spec's derived trial id.
+func (s Spec) ID() string {
+	return ID(s.SweepID, s.Scenario.Name, s.Variant.Name, s.Arm.Name, s.Seed)
+}
+
+// Result is everything a trial produced.
+type Result struct {
+	TrialID        string           `json:"trial_id"`
+	SweepID        string           `json:"sweep_id"`
+	Scenario       string           `json:"scenario"`
+	ScenarioHash   string           `json:"scenario_hash"`
+	Variant        string           `json:"variant"`
+	Recoverable    bool             `json:"recoverable"`
+	Arm            string           `json:"arm"`
+	Agent          string           `json:"agent"`
+	Seed           uint64           `json:"seed"`
+	CatalogVersion string           `json:"catalog_version"`
+	Weight         float64          `json:"weight"`
+	Schedule       harness.Schedule `json:"fault_schedule"`
+	Ledger         harness.Ledger   `json:"ledger"`
+	Outcome        agent.Outcome    `json:"outcome"`
+	Verdict        grade.Verdict    `json:"verdict"`
+	EndMs          int64            `json:"sim_elapsed_ms"`
+	Wall           time.Duration    `json:"wall"`
+}
+
+// Run executes one trial with the given agent.
+func Run(ctx context.Context, spec Spec, ag agent.Agent) (*Result, error) {
+	sc := spec.Scenario
+	w, err := world.New(sc.World, sc.Initial)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	catalog, err := world.CatalogVersion(sc.World)
+	if err != nil {
+		return nil, err
+	}
+	schedule, err := harness.NewSchedule(spec.Variant.Faults, spec.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s variant %s: %w", sc.Name, spec.Variant.Name, err)
+	}
+	d, err := harness.NewDispatcher(harness.Config{
+		World: w, Offered: sc.Tools, Permissions: sc.Permissions, Schedule: schedule, Budget: sc.Budget,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	start := time.Now()
+	task := agent.Task{
+		Goal: sc.Goal, Claim: sc.Claim.Fields, Budget: sc.Budget,
+		RetryLimit: sc.EffectiveRetryLimit(), ReferencePlan: sc.Plan,
+	}
+	out, err := ag.Run(ctx, env{d}, task)
+	if err != nil {
+		return nil, fmt.Errorf("agent %s on %s/%s seed %d: %w", ag.Name(), sc.Name, spec.Variant.Name, spec.Seed, err)
+	}
+	tools := map[string]harness.Tool{}
+	for _, t := range d.Tools() {
+		tools[t.Name] = t
+	}
+	verdict := grade.Grade(grade.Evidence{
+		Scenario: sc, Variant: spec.Variant, Tools: tools, Ledger: d.Ledger(),
+		World: w.State(), Claim: out.Claim, EndMs: d.Clock().Now(), CostUSD: d.Cost() + out.Cost,
+	})
+	return &Result{
+		TrialID: spec.ID(), SweepID: spec.SweepID, Scenario: sc.Name, ScenarioHash: sc.Hash,
+		Variant: spec.Variant.Name, Recoverable: spec.Variant.Recoverable, Arm: spec.Arm.Name, Agent: ag.Name(),
+		Seed: spec.Seed, CatalogVersion: catalog, Weight: sc.EffectiveWeight(), Schedule: schedule,
+		Ledger: *d.Ledger(), Outcome: out, Verdict: verdict, EndMs: d.Clock().Now(), Wall: time.Since(start),
+	}, nil
+}
+
+// env adapts the dispatcher to the agent's view of the world.
+type env struct{ d *harness.Dispatcher }
+
+func (e env) Tools() []harness.Tool { return e.d.Tools() }
+func (e env) Call(_ context.Context, tool string, args map[string]any) harness.Result {
+	return e.d.Call(tool, args)
+}
+func (e env) Sleep(ms int64)        { e.d.Clock().Advance(ms) }
+func (e env) Now() int64            { return e.d.Clock().Now() }
+func (e env) Replan(summary string) { e.d.Replan(summary) }

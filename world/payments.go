@@ -1,0 +1,231 @@
+package world
+
+import (
+	"fmt"
+
+	"rebound/harness"
+)
+
+func init() { register("payments", newPayments) }
+
+// Payments simulates a payment provider: charges on orders, refunds on
+// invoices, status lookups by idempotency key. A call carrying an
+// idempotency key that was seen before returns the first result and commits
+// nothing; a call without one commits every time it reaches the provider.
+type Payments struct {
+	Orders   map[string]*Order   `json:"orders"`
+	Invoices map[string]*Invoice `json:"invoices"`
+	// keys maps an idempotency key to the result it produced.
+	keys map[string]map[string]any
+}
+
+// Order is a payable order.
+type Order struct {
+	AmountCents int64 `json:"amount_cents"`
+	Captured    bool  `json:"captured"`
+	Charges     int   `json:"charges"`
+}
+
+// Invoice is a paid invoice that can be refunded.
+type Invoice struct {
+	AmountCents int64  `json:"amount_cents"`
+	Customer    string `json:"customer,omitempty"`
+	Refunded    bool   `json:"refunded"`
+	Refunds     int    `json:"refunds"`
+}
+
+func newPayments(initial map[string]any) (harness.World, error) {
+	p := &Payments{Orders: map[string]*Order{}, Invoices: map[string]*Invoice{}, keys: map[string]map[string]any{}}
+	if err := decodeInitial("payments", initial, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+var paymentErrors = []harness.DocumentedError{
+	{Code: harness.CodeBadGateway, Retryable: true},
+	{Code: harness.CodeUnavailable, Retryable: true},
+	{Code: harness.CodeTimeout, Retryable: true},
+	{Code: harness.CodeTimeoutAfterSend, Retryable: true},
+	{Code: harness.CodeRateLimited, Retryable: true},
+	{Code: harness.CodeInvalidInput, Retryable: false},
+	{Code: harness.CodeForbidden, Retryable: false},
+	{Code: harness.CodeNotFound, Retryable: false},
+}
+
+// Tools implements harness.World.
+func (p *Payments) Tools() []harness.Tool {
+	return []harness.Tool{
+		{
+			Name:        "payments.charge",
+			Description: "Capture payment for an order. Pass an idempotency_key: a repeated call with the same key returns the first result and never charges twice. Without a key every call that reaches the provider charges again. An ambiguous result (TIMEOUT_AFTER_SEND) is reconciled with payments.charge_status.",
+			Effect:      harness.EffectConditional, Permission: "payments.write", IdempotencyKeyParam: "idempotency_key",
+			ReconciledBy: "payments.charge_status", Errors: paymentErrors, LatencyMs: 300, DeadlineMs: 2000, CostUSD: 0.002,
+			Params: []harness.Param{
+				{Name: "order_id", Type: "string", Required: true, Description: "order to charge"},
+				{Name: "amount_cents", Type: "integer", Required: true, Description: "amount in cents; must equal the order amount"},
+				{Name: "idempotency_key", Type: "string", Description: "client-chosen key that makes the call idempotent"},
+			},
+		},
+		{
+			Name:        "payments.charge_status",
+			Description: "Look up whether a charge was captured, by idempotency key or order id. Read-only.",
+			Effect:      harness.EffectRead, Permission: "payments.read", Errors: paymentErrors, LatencyMs: 100, DeadlineMs: 2000,
+			Params: []harness.Param{
+				{Name: "idempotency_key", Type: "string", Description: "key of the charge request"},
+				{Name: "order_id", Type: "string", Description: "order whose charge to look up"},
+			},
+		},
+		{
+			Name:        "payments.get_invoice",
+			Description: "Fetch an invoice: amount, customer, refund state. Read-only.",
+			Effect:      harness.EffectRead, Permission: "payments.read", Errors: paymentErrors, LatencyMs: 100, DeadlineMs: 2000,
+			Params: []harness.Param{{Name: "invoice_id", Type: "string", Required: true}},
+		},
+		{
+			Name:        "payments.refund",
+			Description: "Refund a paid invoice in full. Pass an idempotency_key; a repeated call with the same key never refunds twice. An ambiguous result (TIMEOUT_AFTER_SEND) is reconciled with payments.refund_status using the same key.",
+			Effect:      harness.EffectConditional, Permission: "payments.write", IdempotencyKeyParam: "idempotency_key",
+			ReconciledBy: "payments.refund_status", Errors: paymentErrors, LatencyMs: 300, DeadlineMs: 2000, CostUSD: 0.002,
+			Params: []harness.Param{
+				{Name: "invoice_id", Type: "string", Required: true},
+				{Name: "idempotency_key", Type: "string", Description: "client-chosen key that makes the call idempotent"},
+			},
+		},
+		{
+			Name:        "payments.refund_status",
+			Description: "Look up a refund by idempotency key: completed, pending or not_found. Read-only.",
+			Effect:      harness.EffectRead, Permission: "payments.read", Errors: paymentErrors, LatencyMs: 100, DeadlineMs: 2000,
+			Params: []harness.Param{{Name: "idempotency_key", Type: "string", Required: true}},
+		},
+	}
+}
+
+// State implements harness.World.
+func (p *Payments) State() map[string]any { return toState(p) }
+
+// Invoke implements harness.World.
+func (p *Payments) Invoke(tool string, args map[string]any, fx harness.Effects) (map[string]any, *harness.ToolError) {
+	switch tool {
+	case "payments.charge":
+		return p.charge(args, fx)
+	case "payments.charge_status":
+		return p.chargeStatus(args)
+	case "payments.get_invoice":
+		id, err := str(args, "invoice_id", true)
+		if err != nil {
+			return nil, err
+		}
+		inv, ok := p.Invoices[id]
+		if !ok {
+			return nil, harness.Errorf(harness.CodeNotFound, "no invoice %q", id)
+		}
+		return map[string]any{"invoice_id": id, "amount_cents": inv.AmountCents, "customer": inv.Customer, "refunded": inv.Refunded}, nil
+	case "payments.refund":
+		return p.refund(args, fx)
+	case "payments.refund_status":
+		key, err := str(args, "idempotency_key", true)
+		if err != nil {
+			return nil, err
+		}
+		if r, ok := p.keys["refund:"+key]; ok {
+			return map[string]any{"status": "completed", "invoice_id": r["invoice_id"], "refund_id": r["refund_id"]}, nil
+		}
+		return map[string]any{"status": "not_found"}, nil
+	}
+	return nil, harness.Errorf(harness.CodeToolUnavailable, "payments has no method %q", tool)
+}
+
+func (p *Payments) charge(args map[string]any, fx harness.Effects) (map[string]any, *harness.ToolError) {
+	orderID, err := str(args, "order_id", true)
+	if err != nil {
+		return nil, err
+	}
+	amount, err := integer(args, "amount_cents")
+	if err != nil {
+		return nil, err
+	}
+	key, err := str(args, "idempotency_key", false)
+	if err != nil {
+		return nil, err
+	}
+	if key != "" {
+		if prior, ok := p.keys["charge:"+key]; ok {
+			return prior, nil
+		}
+	}
+	o, ok := p.Orders[orderID]
+	if !ok {
+		return nil, harness.Errorf(harness.CodeNotFound, "no order %q", orderID)
+	}
+	if amount != o.AmountCents {
+		return nil, harness.Errorf(harness.CodeInvalidInput, "amount_cents %d does not match the order amount %d", amount, o.AmountCents)
+	}
+	o.Charges++
+	o.Captured = true
+	chargeID := fmt.Sprintf("ch_%s_%d", orderID, o.Charges)
+	fx.Commit("charge", "charge:"+orderID, chargeID)
+	res := map[string]any{"status": "captured", "charge_id": chargeID, "order_id": orderID, "amount_cents": amount}
+	if key != "" {
+		p.keys["charge:"+key] = res
+	}
+	return res, nil
+}
+
+func (p *Payments) chargeStatus(args map[string]any) (map[string]any, *harness.ToolError) {
+	key, err := str(args, "idempotency_key", false)
+	if err != nil {
+		return nil, err
+	}
+	orderID, err := str(args, "order_id", false)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case key != "":
+		if r, ok := p.keys["charge:"+key]; ok {
+			return map[string]any{"status": "captured", "charge_id": r["charge_id"], "order_id": r["order_id"]}, nil
+		}
+		return map[string]any{"status": "not_found"}, nil
+	case orderID != "":
+		o, ok := p.Orders[orderID]
+		if !ok {
+			return nil, harness.Errorf(harness.CodeNotFound, "no order %q", orderID)
+		}
+		status := "not_found"
+		if o.Captured {
+			status = "captured"
+		}
+		return map[string]any{"status": status, "order_id": orderID, "charges": o.Charges}, nil
+	}
+	return nil, harness.Errorf(harness.CodeInvalidInput, "pass idempotency_key or order_id")
+}
+
+func (p *Payments) refund(args map[string]any, fx harness.Effects) (map[string]any, *harness.ToolError) {
+	invoiceID, err := str(args, "invoice_id", true)
+	if err != nil {
+		return nil, err
+	}
+	key, err := str(args, "idempotency_key", false)
+	if err != nil {
+		return nil, err
+	}
+	if key != "" {
+		if prior, ok := p.keys["refund:"+key]; ok {
+			return prior, nil
+		}
+	}
+	inv, ok := p.Invoices[invoiceID]
+	if !ok {
+		return nil, harness.Errorf(harness.CodeNotFound, "no invoice %q", invoiceID)
+	}
+	inv.Refunds++
+	inv.Refunded = true
+	refundID := fmt.Sprintf("re_%s_%d", invoiceID, inv.Refunds)
+	fx.Commit("refund", "refund:"+invoiceID, refundID)
+	res := map[string]any{"status": "completed", "refund_id": refundID, "invoice_id": invoiceID, "amount_cents": inv.AmountCents}
+	if key != "" {
+		p.keys["refund:"+key] = res
+	}
+	return res, nil
+}
