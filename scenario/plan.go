@@ -238,3 +238,14 @@ func (r *Resolved) Scenario(name string) (*Scenario, bool) {
 	}
 	return nil, false
 }
+
+// LooksLikePlan reports whether YAML data is a plan (it has a top-level
+// "arms" key) rather than a scenario.
+func LooksLikePlan(data []byte) bool {
+	var top map[string]any
+	if err := yaml.Unmarshal(data, &top); err != nil {
+		return false
+	}
+	_, ok := top["arms"]
+	return ok
+}

@@ -1,0 +1,65 @@
+package activities
+
+import (
+	"encoding/json"
+
+	"rebound/grade"
+	"rebound/redact"
+	"rebound/storage"
+	"rebound/trial"
+)
+
+// Rows converts a trial result into its storage rows, redacting arguments,
+// results, the claim and the schedule before anything is persisted.
+func Rows(r *trial.Result, red *redact.Redactor) (storage.Trial, []storage.ToolCall) {
+	v := r.Verdict
+	t := storage.Trial{
+		SweepID: r.SweepID, TrialID: r.TrialID, Scenario: r.Scenario, ScenarioHash: r.ScenarioHash,
+		Variant: r.Variant, Arm: r.Arm, Agent: r.Agent, Seed: r.Seed, Recoverable: r.Recoverable,
+		FaultClasses: r.Schedule.Classes(),
+		ToolCalls:    uint32(v.Counts.ToolCalls), Retries: uint32(v.Counts.Retries),
+		UnnecessaryCalls: uint32(v.Counts.UnnecessaryCalls), Replans: uint32(v.Counts.Replans),
+		SimElapsedMS: uint64(r.EndMs), WallUS: uint64(r.Wall.Microseconds()),
+		Tokens: uint64(r.Outcome.Tokens), CostUSD: r.Outcome.Cost, Weight: r.Weight,
+		Claim:          red.String(r.Outcome.Claim),
+		Verdicts:       red.String(mustJSON(v)),
+		FaultSchedule:  mustJSON(r.Schedule),
+		CatalogVersion: r.CatalogVersion,
+	}
+	if t.FaultClasses == nil {
+		t.FaultClasses = []string{}
+	}
+	for _, m := range grade.Metrics {
+		t.SetOutcome(storage.Metric(m), v.Metric(m))
+	}
+	committed := map[int]bool{}
+	for _, c := range r.Ledger.Commits {
+		committed[c.Call] = true
+	}
+	calls := make([]storage.ToolCall, 0, len(r.Ledger.Attempts))
+	for _, a := range r.Ledger.Attempts {
+		fault := ""
+		if a.Fault != nil {
+			fault = string(a.Fault.Class)
+		}
+		res := a.Result
+		res.Data, _ = red.Value(res.Data).(map[string]any)
+		res.Message = red.String(res.Message)
+		args, _ := red.Value(a.Args).(map[string]any)
+		calls = append(calls, storage.ToolCall{
+			SweepID: r.SweepID, TrialID: r.TrialID, CallIndex: uint32(a.Index), Tool: a.Tool,
+			Args: mustJSON(args), Effect: string(a.Effect), FaultClass: fault, OK: a.Result.OK,
+			Code: a.Result.Code, Retryable: a.Result.Retryable, RetryAfterMS: uint64(max(a.Result.RetryAfterMs, 0)),
+			Committed: committed[a.Index], AtMS: uint64(a.AtMs), Result: mustJSON(res),
+		})
+	}
+	return t, calls
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return `{"error":"unserializable"}`
+	}
+	return string(b)
+}

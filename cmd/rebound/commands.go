@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"rebound/activities"
+	"rebound/runner"
+	"rebound/scenario"
+	"rebound/storage"
+)
+
+const workerAbout = `Runs a worker: it polls the task queue of an existing Temporal cluster for
+sweep workflows and trial activities, and writes trials to an existing
+ClickHouse server. Start as many as you like; they share the work.
+
+Example:
+  REBOUND_TEMPORAL_ADDRESS=temporal:7233 \
+  REBOUND_CLICKHOUSE_DSN=clickhouse://rebound:secret@clickhouse:9000/rebound \
+  rebound worker`
+
+func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("worker", "rebound worker [flags]", workerAbout, stderr)
+	var conn connection
+	conn.temporalFlags(fs)
+	conn.storageFlags(fs)
+	concurrency := fs.Int("max-concurrent-shards", 0, "shard activities this worker runs at once (0: SDK default)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if conn.temporalAddress == "" {
+		return usagef("worker needs --temporal-address (or REBOUND_TEMPORAL_ADDRESS); for a self-contained run use 'rebound run'")
+	}
+	store, err := conn.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	c, err := conn.dialTemporal(conn.temporalAddress)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w := runner.NewWorker(c, conn.taskQueue, &activities.Activities{Store: store, RedactionKey: []byte(os.Getenv("REBOUND_REDACTION_KEY"))}, runner.WorkerOptions{MaxConcurrentShards: *concurrency})
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	fmt.Fprintf(stderr, "worker polling task queue %q on %s (namespace %s), storing to %s; Ctrl-C to stop\n",
+		conn.taskQueue, conn.temporalAddress, conn.namespace, storeLabel(conn))
+	<-ctx.Done()
+	w.Stop()
+	return nil
+}
+
+func storeLabel(conn connection) string {
+	if conn.clickhouseDSN != "" {
+		return storage.RedactDSN(conn.clickhouseDSN)
+	}
+	return "embedded chDB in " + conn.dataDir
+}
+
+const sweepAbout = `Starts a sweep on an existing Temporal cluster (workers must be running:
+'rebound worker'), or shows a running sweep's progress.
+
+  rebound sweep start [flags] PLAN     start it; --wait follows it to the end
+  rebound sweep status [flags] ID      progress of a running sweep
+
+Example:
+  rebound sweep start --temporal-address temporal:7233 examples/plans/quickstart.yaml`
+
+func sweepCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "start" && args[0] != "status") {
+		fmt.Fprintf(stderr, "Usage: rebound sweep start|status ...\n\n%s\n", sweepAbout)
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			return errHelp
+		}
+		return usagef("sweep needs a subcommand: start or status")
+	}
+	fs := newFlags("sweep "+args[0], "rebound sweep "+args[0]+" [flags] ARG", sweepAbout, stderr)
+	var conn connection
+	conn.temporalFlags(fs)
+	wait := fs.Bool("wait", false, "start: follow the sweep until it ends, showing progress")
+	output := outputFlag(fs)
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	if err := checkOutput(*output); err != nil {
+		return err
+	}
+	if conn.temporalAddress == "" {
+		return usagef("sweep %s needs --temporal-address (or REBOUND_TEMPORAL_ADDRESS)", args[0])
+	}
+	if fs.NArg() != 1 {
+		return usagef("sweep %s takes exactly one argument", args[0])
+	}
+	c, err := conn.dialTemporal(conn.temporalAddress)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if args[0] == "status" {
+		p, err := runner.Progress(ctx, c, fs.Arg(0))
+		if err != nil {
+			return fmt.Errorf("progress of sweep %s: %w", fs.Arg(0), err)
+		}
+		if *output == "json" {
+			return json.NewEncoder(stdout).Encode(p)
+		}
+		fmt.Fprintf(stdout, "sweep %s: %s, %d/%d trials, %d/%d shards, attrition %d\n", fs.Arg(0), p.Status, p.TrialsDone, p.TrialsPlanned, p.ShardsDone, p.ShardsTotal, p.Attrition)
+		return nil
+	}
+	plan, err := scenario.LoadPlan(fs.Arg(0))
+	if err != nil {
+		return usageError{err}
+	}
+	sweepID := runner.NewSweepID(plan.Name, time.Now())
+	run, err := runner.StartSweep(ctx, c, conn.taskQueue, sweepID, plan)
+	if err != nil {
+		return err
+	}
+	if *output == "json" {
+		if err := json.NewEncoder(stdout).Encode(map[string]any{"sweep_id": sweepID, "workflow_id": runner.WorkflowID(sweepID), "run_id": run.GetRunID(), "trials": plan.TrialCount()}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "%s\n", sweepID)
+		fmt.Fprintf(stderr, "started sweep %s: %d trials on task queue %q; follow with 'rebound sweep status %s', report with 'rebound report %s'\n", sweepID, plan.TrialCount(), conn.taskQueue, sweepID, sweepID)
+	}
+	if !*wait {
+		return nil
+	}
+	final, err := followSweep(ctx, c, run, sweepID, time.Second, newStatus(stderr))
+	if err != nil {
+		return err
+	}
+	if final.Status != "completed" {
+		return failure{fmt.Sprintf("sweep %s ended %s", sweepID, final.Status)}
+	}
+	return nil
+}
+
+const reportAbout = `Prints the report of a stored sweep: per arm and metric, the rate with its
+95% Wilson interval and n, the number of trials where the metric was tested
+(NOT TESTED trials are excluded, never counted as zero).
+
+Example:
+  rebound report quickstart-20261129-120000-a1b2c3
+  rebound report --output json --clickhouse-dsn clickhouse://host:9000/rebound ID`
+
+func reportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("report", "rebound report [flags] SWEEP_ID", reportAbout, stderr)
+	var conn connection
+	conn.storageFlags(fs)
+	output := outputFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkOutput(*output); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("report takes exactly one SWEEP_ID (list them with 'rebound sweeps')")
+	}
+	store, err := conn.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	return printReport(ctx, store, fs.Arg(0), *output, stdout)
+}
+
+func sweepsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("sweeps", "rebound sweeps [flags]", "Lists stored sweeps, newest first.", stderr)
+	var conn connection
+	conn.storageFlags(fs)
+	limit := fs.Int("limit", 20, "how many sweeps to list")
+	output := outputFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkOutput(*output); err != nil {
+		return err
+	}
+	store, err := conn.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	sweeps, err := store.Sweeps(ctx, *limit)
+	if err != nil {
+		return err
+	}
+	if *output == "json" {
+		type row struct {
+			SweepID, Name, Status string
+			TrialsPlanned         uint64
+			CreatedAt             time.Time
+		}
+		rows := make([]row, len(sweeps))
+		for i, s := range sweeps {
+			rows[i] = row{s.SweepID, s.Name, s.Status, s.TrialsPlanned, s.CreatedAt}
+		}
+		return json.NewEncoder(stdout).Encode(rows)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SWEEP\tPLAN\tSTATUS\tTRIALS\tSTARTED")
+	for _, s := range sweeps {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", s.SweepID, s.Name, s.Status, s.TrialsPlanned, s.CreatedAt.Local().Format("2006-01-02 15:04"))
+	}
+	return tw.Flush()
+}
+
+const lintAbout = `Checks scenario and plan files: YAML syntax, unknown fields, types, and
+meaning (tools offered, claim fields declared, fault triggers). Every problem
+is reported with file:line:column and the field. A file with a top-level
+'arms' key is checked as a plan (with every scenario it names).
+
+Example:
+  rebound scenario lint examples/scenarios/*.yaml examples/plans/quickstart.yaml`
+
+func scenarioCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "lint" {
+		fmt.Fprintf(stderr, "Usage: rebound scenario lint PATH...\n\n%s\n", lintAbout)
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			return errHelp
+		}
+		return usagef("scenario needs a subcommand: lint")
+	}
+	fs := newFlags("scenario lint", "rebound scenario lint PATH...", lintAbout, stderr)
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usagef("scenario lint needs at least one file")
+	}
+	problems := 0
+	for _, path := range fs.Args() {
+		var err error
+		if isPlan(path) {
+			_, err = scenario.LoadPlan(path)
+		} else {
+			_, err = scenario.LoadScenario(path)
+		}
+		if err == nil {
+			fmt.Fprintf(stdout, "ok    %s\n", path)
+			continue
+		}
+		var list scenario.Errors
+		if errors.As(err, &list) {
+			for _, e := range list {
+				fmt.Fprintln(stdout, e.Error())
+			}
+			problems += len(list)
+			continue
+		}
+		fmt.Fprintf(stdout, "%s: %v\n", path, err)
+		problems++
+	}
+	if problems > 0 {
+		return failure{fmt.Sprintf("%d problem(s) found", problems)}
+	}
+	return nil
+}
+
+// isPlan tells plans from scenarios by their top-level keys.
+func isPlan(path string) bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	return scenario.LooksLikePlan(data)
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+
+	"rebound/runner"
+	"rebound/storage"
+)
+
+var errHelp = errors.New("help shown")
+
+// env returns the environment variable or a default.
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// connection holds the flags that say where Temporal and ClickHouse are.
+type connection struct {
+	temporalAddress string
+	namespace       string
+	taskQueue       string
+	clickhouseDSN   string
+	dataDir         string
+	chdbLib         string
+}
+
+func (c *connection) temporalFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.temporalAddress, "temporal-address", env("REBOUND_TEMPORAL_ADDRESS", ""), "Temporal frontend host:port (env REBOUND_TEMPORAL_ADDRESS)")
+	fs.StringVar(&c.namespace, "namespace", env("REBOUND_NAMESPACE", "default"), "Temporal namespace (env REBOUND_NAMESPACE)")
+	fs.StringVar(&c.taskQueue, "task-queue", env("REBOUND_TASK_QUEUE", runner.DefaultTaskQueue), "Temporal task queue the workers poll (env REBOUND_TASK_QUEUE)")
+}
+
+func (c *connection) storageFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.clickhouseDSN, "clickhouse-dsn", env("REBOUND_CLICKHOUSE_DSN", ""), "ClickHouse server, Native protocol: clickhouse://user:pass@host:9000/db (env REBOUND_CLICKHOUSE_DSN); empty uses the embedded chDB under --data-dir")
+	fs.StringVar(&c.dataDir, "data-dir", env("REBOUND_DATA_DIR", "data"), "directory for the embedded stack's state: chDB data and the Temporal SQLite file (env REBOUND_DATA_DIR)")
+	fs.StringVar(&c.chdbLib, "chdb-lib", env("REBOUND_CHDB_LIB", ""), "path of libchdb.so for the embedded ClickHouse (env REBOUND_CHDB_LIB; default: the repo's .cache, installed by make setup)")
+}
+
+// openStore connects to the ClickHouse server, or opens the embedded engine.
+func (c *connection) openStore(ctx context.Context) (storage.Store, error) {
+	cfg := storage.Config{DSN: c.clickhouseDSN, LibPath: c.chdbLib}
+	if c.clickhouseDSN == "" {
+		cfg.DataDir = filepath.Join(c.dataDir, "chdb")
+	}
+	st, err := storage.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+func (c *connection) dialTemporal(address string) (client.Client, error) {
+	cl, err := client.Dial(client.Options{HostPort: address, Namespace: c.namespace, Logger: quietLogger{}})
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", address, c.namespace, err)
+	}
+	return cl, nil
+}
+
+// parse parses flags; -h prints the command's help and stops it cleanly.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return usageError{err}
+	}
+	return nil
+}
+
+// newFlags builds a flag set whose help starts with a teaching paragraph.
+func newFlags(name, usage, about string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: %s\n\n%s\n\nFlags:\n", usage, strings.TrimSpace(about))
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// outputFlag adds --output text|json.
+func outputFlag(fs *flag.FlagSet) *string {
+	return fs.String("output", "text", "output format: text (for people) or json (for machines)")
+}
+
+func checkOutput(o string) error {
+	if o != "text" && o != "json" {
+		return usagef("--output must be text or json, got %q", o)
+	}
+	return nil
+}
+
+// quietLogger keeps the Temporal SDK's routine logs out of the terminal;
+// warnings and errors still show.
+type quietLogger struct{}
+
+func (quietLogger) Debug(string, ...any) {}
+func (quietLogger) Info(string, ...any)  {}
+func (quietLogger) Warn(msg string, kv ...any) {
+	fmt.Fprintln(os.Stderr, append([]any{"temporal warning:", msg}, kv...)...)
+}
+func (quietLogger) Error(msg string, kv ...any) {
+	fmt.Fprintln(os.Stderr, append([]any{"temporal error:", msg}, kv...)...)
+}
+
+var _ log.Logger = quietLogger{}

@@ -1,0 +1,66 @@
+package stats
+
+import "math"
+
+// WeightedObs is one trial outcome Y with its consequence weight W ≥ 0 (from
+// the scenario: a duplicate refund outweighs an extra read), in a cluster
+// (scenario).
+type WeightedObs struct {
+	Cluster string
+	Y, W    float64
+}
+
+// WeightedRate returns the consequence-weighted rate (a ratio estimator)
+//
+//	R = Σ w_i y_i / Σ w_i
+//
+// with its clustered linearization (Taylor series) standard error. The
+// linearized residual of trial i is e_i = w_i (y_i − R); residuals are summed
+// within each cluster, E_c = Σ_{i∈c} e_i (these sum to zero over clusters by
+// construction of R), and
+//
+//	Var(R) = f · Σ_c E_c² / (Σ_i w_i)²
+//
+// with f = 1 for [MillerSE] (the default; with all weights 1 this is exactly
+// [ClusteredMean]'s variance) and f = C/(C−1) for [InspectSE], the usual
+// with-replacement small-sample factor for C sampled clusters.
+//
+// The interval is R ± z·SE, clipped to [0, 1] when every y lies in [0, 1].
+// Empty input, Σw = 0, a negative or non-finite weight, or a non-finite y
+// gives NaN.
+func WeightedRate(obs []WeightedObs, conf float64, opt SEOption) Estimate {
+	z := zCrit(conf)
+	idx := newClusterIndexer()
+	var swy, sw []float64
+	var totWY, totW float64
+	unit, valid := true, true
+	for _, o := range obs {
+		c := idx.of(o.Cluster)
+		if c == len(sw) {
+			swy = append(swy, 0)
+			sw = append(sw, 0)
+		}
+		valid = valid && o.W >= 0 // NaN weights fail here too
+		swy[c] += o.W * o.Y
+		sw[c] += o.W
+		totWY += o.W * o.Y
+		totW += o.W
+		unit = unit && o.Y >= 0 && o.Y <= 1
+	}
+	est := Estimate{N: len(obs), Clusters: idx.count()}
+	// An infinite weight or a non-finite y makes a total non-finite.
+	if !valid || !(totW > 0) || !isFinite(totW) || !isFinite(totWY) {
+		est.Value, est.SE, est.CI = math.NaN(), math.NaN(), nanInterval()
+		return est
+	}
+	r := totWY / totW
+	ss := 0.0
+	for c := range sw {
+		e := swy[c] - r*sw[c] // E_c = Σ w_i y_i − R Σ w_i over the cluster
+		ss += e * e
+	}
+	est.Value = r
+	est.SE = math.Sqrt(opt.factor(est.Clusters)*ss) / totW
+	est.CI = normalCI(r, est.SE, z, unit, 0, 1)
+	return est
+}

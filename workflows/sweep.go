@@ -1,0 +1,211 @@
+// Package workflows holds rebound's Temporal workflows. A sweep is one
+// workflow that fans trial shards out to activities through a sliding window,
+// answers progress queries, and continues as new before its history grows
+// large. It never carries the sweep's matrix or any trace: activities read
+// the resolved plan from storage by sweep id and return compact summaries.
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Names under which the workflow, its query and its activities are
+// registered. Activities are referenced by name so this package does not
+// import the activity implementations.
+const (
+	SweepWorkflowName     = "rebound.Sweep"
+	ProgressQuery         = "progress"
+	RegisterSweepActivity = "RegisterSweep"
+	RunShardActivity      = "RunShard"
+	FinishSweepActivity   = "FinishSweep"
+)
+
+// Error types activities return for permanent failures; the retry policy
+// does not retry them.
+const (
+	ErrInvalidPlan  = "InvalidPlan"
+	ErrUnknownSweep = "UnknownSweep"
+)
+
+// SweepInput starts (or continues) a sweep.
+type SweepInput struct {
+	SweepID string
+	// PlanJSON is the resolved plan; present only on the first run, where
+	// RegisterSweep stores it. Continued runs carry none.
+	PlanJSON    string
+	Trials      int
+	ShardSize   int
+	Concurrency int
+	// NextShard and Progress travel through continue-as-new.
+	NextShard int
+	Progress  Progress
+	// ShardsPerRun bounds the shards one run schedules before it continues
+	// as new (history stays far below 51,200 events). 0 means 1,000.
+	ShardsPerRun int
+}
+
+// Progress is what the progress query returns, and the sweep's result.
+type Progress struct {
+	TrialsPlanned int    `json:"trials_planned"`
+	TrialsDone    int    `json:"trials_done"`
+	ShardsTotal   int    `json:"shards_total"`
+	ShardsDone    int    `json:"shards_done"`
+	Attrition     int    `json:"attrition"`
+	Runs          int    `json:"runs"` // workflow runs so far (continue-as-new)
+	Status        string `json:"status"`
+}
+
+// RegisterSweepInput stores a sweep's plan and planned size.
+type RegisterSweepInput struct {
+	SweepID  string
+	PlanJSON string
+	Trials   int
+}
+
+// ShardInput asks an activity to run trials [From, To) of a sweep.
+type ShardInput struct {
+	SweepID string
+	Shard   int
+	From    int
+	To      int
+}
+
+// ShardResult is the compact summary an activity returns: counts only.
+type ShardResult struct {
+	Trials    int
+	Attrition int
+}
+
+// FinishSweepInput records a sweep's final status.
+type FinishSweepInput struct {
+	SweepID string
+	Status  string
+}
+
+// Sweep statuses.
+const (
+	StatusRunning   = "running"
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+func shardCount(trials, size int) int {
+	if size <= 0 {
+		return 0
+	}
+	return (trials + size - 1) / size
+}
+
+// ActivityOptions are the options of trial-running activities: retried with
+// backoff, heartbeating per trial, permanent plan errors not retried.
+func ActivityOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Minute,
+		HeartbeatTimeout:    2 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        time.Minute,
+			MaximumAttempts:        10,
+			NonRetryableErrorTypes: []string{ErrInvalidPlan, ErrUnknownSweep},
+		},
+	}
+}
+
+// Sweep runs every trial of a sweep through RunShard activities, at most
+// Concurrency shards in flight.
+func Sweep(ctx workflow.Context, in SweepInput) (Progress, error) {
+	if in.ShardSize <= 0 || in.Concurrency <= 0 || in.Trials < 0 || in.SweepID == "" {
+		return in.Progress, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("invalid sweep input: id=%q trials=%d shard_size=%d concurrency=%d", in.SweepID, in.Trials, in.ShardSize, in.Concurrency),
+			ErrInvalidPlan, nil)
+	}
+	perRun := in.ShardsPerRun
+	if perRun <= 0 {
+		perRun = 1000
+	}
+	total := shardCount(in.Trials, in.ShardSize)
+	p := in.Progress
+	p.TrialsPlanned, p.ShardsTotal, p.Status = in.Trials, total, StatusRunning
+	p.Runs++
+	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) { return p, nil }); err != nil {
+		return p, err
+	}
+	actx := workflow.WithActivityOptions(ctx, ActivityOptions())
+
+	if in.PlanJSON != "" {
+		err := workflow.ExecuteActivity(actx, RegisterSweepActivity, RegisterSweepInput{SweepID: in.SweepID, PlanJSON: in.PlanJSON, Trials: in.Trials}).Get(ctx, nil)
+		if err != nil {
+			return p, finish(ctx, in.SweepID, &p, StatusFailed, err)
+		}
+	}
+
+	next, scheduled, inFlight := in.NextShard, 0, 0
+	var firstErr error
+	sel := workflow.NewSelector(ctx)
+	schedule := func() {
+		shard := next
+		from := shard * in.ShardSize
+		to := min(from+in.ShardSize, in.Trials)
+		next++
+		scheduled++
+		inFlight++
+		f := workflow.ExecuteActivity(actx, RunShardActivity, ShardInput{SweepID: in.SweepID, Shard: shard, From: from, To: to})
+		sel.AddFuture(f, func(f workflow.Future) {
+			inFlight--
+			var r ShardResult
+			if err := f.Get(ctx, &r); err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			p.ShardsDone++
+			p.TrialsDone += r.Trials
+			p.Attrition += r.Attrition
+		})
+	}
+	for {
+		for firstErr == nil && ctx.Err() == nil && inFlight < in.Concurrency && next < total && scheduled < perRun {
+			schedule()
+		}
+		if inFlight == 0 {
+			break
+		}
+		sel.Select(ctx)
+	}
+	if ctx.Err() != nil {
+		return p, finish(ctx, in.SweepID, &p, StatusCancelled, ctx.Err())
+	}
+	if firstErr != nil {
+		return p, finish(ctx, in.SweepID, &p, StatusFailed, firstErr)
+	}
+	if next < total {
+		in.PlanJSON, in.NextShard, in.Progress = "", next, p
+		return p, workflow.NewContinueAsNewError(ctx, Sweep, in)
+	}
+	return p, finish(ctx, in.SweepID, &p, StatusCompleted, nil)
+}
+
+// finish records the final status (on a disconnected context when the sweep
+// was cancelled, so the record survives the cancellation) and returns cause.
+func finish(ctx workflow.Context, sweepID string, p *Progress, status string, cause error) error {
+	p.Status = status
+	if errors.Is(cause, workflow.ErrCanceled) || status == StatusCancelled {
+		ctx, _ = workflow.NewDisconnectedContext(ctx)
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5},
+	})
+	if err := workflow.ExecuteActivity(actx, FinishSweepActivity, FinishSweepInput{SweepID: sweepID, Status: status}).Get(ctx, nil); err != nil && cause == nil {
+		return err
+	}
+	return cause
+}

@@ -1,0 +1,164 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+)
+
+// fakeStore is an in-memory stand-in for the activities, recording what the
+// workflow asked for; the real activities run in the integration test.
+type fakeStore struct {
+	mu        sync.Mutex
+	shards    map[int]ShardInput
+	status    string
+	failShard int
+	calls     int
+}
+
+func (f *fakeStore) register(env *testsuite.TestWorkflowEnvironment) {
+	env.RegisterActivityWithOptions(func(ctx context.Context, in RegisterSweepInput) error { return nil }, activity.RegisterOptions{Name: RegisterSweepActivity})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in ShardInput) (ShardResult, error) {
+		f.mu.Lock()
+		f.calls++
+		f.mu.Unlock()
+		if f.failShard >= 0 && in.Shard == f.failShard {
+			return ShardResult{}, temporal.NewNonRetryableApplicationError("bad plan", ErrInvalidPlan, nil)
+		}
+		f.mu.Lock()
+		f.shards[in.Shard] = in
+		f.mu.Unlock()
+		return ShardResult{Trials: in.To - in.From, Attrition: 1}, nil
+	}, activity.RegisterOptions{Name: RunShardActivity})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in FinishSweepInput) error {
+		f.mu.Lock()
+		f.status = in.Status
+		f.mu.Unlock()
+		return nil
+	}, activity.RegisterOptions{Name: FinishSweepActivity})
+}
+
+func newFake() *fakeStore { return &fakeStore{shards: map[int]ShardInput{}, failShard: -1} }
+
+func TestSweepCoversEveryTrialOnce(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	f := newFake()
+	f.register(env)
+	env.RegisterWorkflowWithOptions(Sweep, workflow.RegisterOptions{Name: SweepWorkflowName})
+	env.ExecuteWorkflow(SweepWorkflowName, SweepInput{SweepID: "s1", PlanJSON: "{}", Trials: 103, ShardSize: 10, Concurrency: 3})
+	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+		t.Fatalf("workflow: %v", env.GetWorkflowError())
+	}
+	var p Progress
+	if err := env.GetWorkflowResult(&p); err != nil {
+		t.Fatal(err)
+	}
+	if p.TrialsDone != 103 || p.ShardsDone != 11 || p.ShardsTotal != 11 || p.Attrition != 11 || p.Status != StatusCompleted {
+		t.Fatalf("progress = %+v", p)
+	}
+	covered := make([]bool, 103)
+	for _, in := range f.shards {
+		for i := in.From; i < in.To; i++ {
+			if covered[i] {
+				t.Fatalf("trial %d in two shards", i)
+			}
+			covered[i] = true
+		}
+	}
+	for i, c := range covered {
+		if !c {
+			t.Fatalf("trial %d never scheduled", i)
+		}
+	}
+	if f.status != StatusCompleted {
+		t.Fatalf("final status = %q", f.status)
+	}
+}
+
+// A sweep continues as new after ShardsPerRun shards, carrying its progress
+// and the next shard; the plan is not carried again.
+func TestSweepContinuesAsNew(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	f := newFake()
+	f.register(env)
+	env.RegisterWorkflowWithOptions(Sweep, workflow.RegisterOptions{Name: SweepWorkflowName})
+	env.ExecuteWorkflow(SweepWorkflowName, SweepInput{SweepID: "s1", PlanJSON: "{}", Trials: 50, ShardSize: 10, Concurrency: 2, ShardsPerRun: 2})
+	err := env.GetWorkflowError()
+	var can *workflow.ContinueAsNewError
+	if !errors.As(err, &can) {
+		t.Fatalf("want continue-as-new, got %v", err)
+	}
+	var next SweepInput
+	if err := converterDecode(can, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.NextShard != 2 || next.PlanJSON != "" || next.Progress.TrialsDone != 20 || next.Progress.Runs != 1 {
+		t.Fatalf("continued input = %+v", next)
+	}
+}
+
+func TestSweepStopsOnPermanentError(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	f := newFake()
+	f.failShard = 1
+	f.register(env)
+	env.RegisterWorkflowWithOptions(Sweep, workflow.RegisterOptions{Name: SweepWorkflowName})
+	env.ExecuteWorkflow(SweepWorkflowName, SweepInput{SweepID: "s1", Trials: 100, ShardSize: 10, Concurrency: 1})
+	var appErr *temporal.ApplicationError
+	if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != ErrInvalidPlan {
+		t.Fatalf("error = %v", err)
+	}
+	if f.status != StatusFailed {
+		t.Fatalf("status = %q", f.status)
+	}
+	// Non-retryable: shard 1 ran once, and nothing after it was scheduled.
+	if f.calls != 2 {
+		t.Fatalf("RunShard ran %d times, want 2", f.calls)
+	}
+}
+
+func TestSweepProgressQuery(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	f := newFake()
+	f.register(env)
+	env.RegisterWorkflowWithOptions(Sweep, workflow.RegisterOptions{Name: SweepWorkflowName})
+	env.ExecuteWorkflow(SweepWorkflowName, SweepInput{SweepID: "s1", Trials: 30, ShardSize: 10, Concurrency: 2})
+	v, err := env.QueryWorkflow(ProgressQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p Progress
+	if err := v.Get(&p); err != nil {
+		t.Fatal(err)
+	}
+	if p.TrialsPlanned != 30 || p.TrialsDone != 30 || p.Status != StatusCompleted {
+		t.Fatalf("progress = %+v", p)
+	}
+}
+
+func TestSweepRejectsInvalidInput(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	newFake().register(env)
+	env.RegisterWorkflowWithOptions(Sweep, workflow.RegisterOptions{Name: SweepWorkflowName})
+	env.ExecuteWorkflow(SweepWorkflowName, SweepInput{SweepID: "s1", Trials: 10, ShardSize: 0, Concurrency: 1})
+	var appErr *temporal.ApplicationError
+	if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != ErrInvalidPlan {
+		t.Fatalf("error = %v", err)
+	}
+}
+
+func converterDecode(can *workflow.ContinueAsNewError, into *SweepInput) error {
+	return converter.GetDefaultDataConverter().FromPayloads(can.Input, into)
+}
