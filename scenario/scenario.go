@@ -55,6 +55,10 @@ type Step struct {
 	// Sets are the claim fields this step establishes when it succeeds. A
 	// string value "$result.NAME" takes the field NAME of the tool's data.
 	Sets map[string]any `json:"sets,omitempty" yaml:"sets,omitempty"`
+	// Corrected are the argument changes that fix an INVALID_INPUT answer
+	// (merged over Args): what a careful agent sends after a validation
+	// error instead of repeating the identical call.
+	Corrected map[string]any `json:"corrected,omitempty" yaml:"corrected,omitempty"`
 }
 
 // ClaimSpec declares the structured claim the agent must end with.

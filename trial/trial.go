@@ -65,8 +65,14 @@ type Result struct {
 	Wall           time.Duration    `json:"wall"`
 }
 
-// Run executes one trial with the given agent.
+// Run executes one trial with the given agent, graded by every check.
 func Run(ctx context.Context, spec Spec, ag agent.Agent) (*Result, error) {
+	return RunWith(ctx, spec, ag, grade.Checks)
+}
+
+// RunWith executes one trial graded by the given checks (calibration uses
+// it to prove that a broken check is caught).
+func RunWith(ctx context.Context, spec Spec, ag agent.Agent, checks []grade.Check) (*Result, error) {
 	sc := spec.Scenario
 	w, err := world.New(sc.World, sc.Initial)
 	if err != nil {
@@ -99,7 +105,7 @@ func Run(ctx context.Context, spec Spec, ag agent.Agent) (*Result, error) {
 	for _, t := range d.Tools() {
 		tools[t.Name] = t
 	}
-	verdict := grade.Grade(grade.Evidence{
+	verdict := grade.GradeWith(checks, grade.Evidence{
 		Scenario: sc, Variant: spec.Variant, Tools: tools, Ledger: d.Ledger(),
 		World: w.State(), Claim: out.Claim, EndMs: d.Clock().Now(), CostUSD: d.Cost() + out.Cost,
 	})

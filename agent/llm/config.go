@@ -1,0 +1,212 @@
+package llm
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Defaults applied by Config.withDefaults.
+const (
+	DefaultMaxTurns       = 24
+	DefaultRequestTimeout = 120 * time.Second
+	DefaultMaxRetries     = 6
+	DefaultRetryBase      = time.Second
+	DefaultRetryMaxWait   = 2 * time.Minute
+)
+
+// Config is one arm's model configuration: where the OpenAI-compatible
+// endpoint is, which model, which sampling settings and which system prompt.
+// The API key is never part of it: APIKeyEnv names the environment variable
+// that holds the key, and the key itself is read once by New and never
+// logged, stored, recorded or put in an error.
+type Config struct {
+	// BaseURL is the OpenAI-compatible base URL, up to and including the
+	// API version segment: https://api.openai.com/v1,
+	// https://RESOURCE.openai.azure.com/openai/v1 (Azure OpenAI's v1 API),
+	// http://localhost:8000/v1 (vLLM), http://localhost:11434/v1 (Ollama),
+	// http://localhost:8080/v1 (llama.cpp server).
+	BaseURL string `json:"base_url" yaml:"base_url"`
+	// APIKeyEnv is the NAME of the environment variable holding the API
+	// key; empty for local servers that need none.
+	APIKeyEnv string `json:"api_key_env,omitempty" yaml:"api_key_env,omitempty"`
+	Model     string `json:"model" yaml:"model"`
+
+	// Temperature and TopP are sent when set; nil leaves the provider's
+	// default. Seed is sent when set (providers that support it sample
+	// reproducibly).
+	Temperature *float64 `json:"temperature,omitempty" yaml:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty" yaml:"top_p,omitempty"`
+	Seed        *int     `json:"seed,omitempty" yaml:"seed,omitempty"`
+	// MaxTokens bounds each completion (0: provider default). It is sent as
+	// max_tokens, which vLLM, Ollama and llama.cpp read; for OpenAI
+	// reasoning models, which reject max_tokens, as max_completion_tokens.
+	MaxTokens int `json:"max_tokens,omitempty" yaml:"max_tokens,omitempty"`
+	// MaxTurns bounds the model requests of the tool loop (default 24). The
+	// final claim request is one more, made only when the model stopped
+	// calling tools within MaxTurns; when MaxTurns is exhausted the trial
+	// ends with no claim.
+	MaxTurns int `json:"max_turns,omitempty" yaml:"max_turns,omitempty"`
+	// ParallelToolCalls is forwarded as parallel_tool_calls when set; nil
+	// leaves the provider's default. Whatever the provider does, the agent
+	// executes every tool call of a response, one after the other, in order.
+	ParallelToolCalls *bool `json:"parallel_tool_calls,omitempty" yaml:"parallel_tool_calls,omitempty"`
+
+	// Prompt is the arm's system prompt (the revision under test);
+	// PromptName labels it and PromptHash is HashPrompt(Prompt). An empty
+	// PromptHash is computed; a given one must match.
+	Prompt     string `json:"prompt" yaml:"prompt"`
+	PromptName string `json:"prompt_name,omitempty" yaml:"prompt_name,omitempty"`
+	PromptHash string `json:"prompt_hash,omitempty" yaml:"prompt_hash,omitempty"`
+
+	// Prices turn token usage into cost.
+	Prices Prices `json:"prices" yaml:"prices"`
+
+	// RequestTimeout bounds one HTTP request (default 120s). A timeout is a
+	// provider failure and is retried.
+	RequestTimeout time.Duration `json:"request_timeout,omitempty" yaml:"request_timeout,omitempty"`
+	// MaxRetries is the number of retries of one request after a provider
+	// failure (429, 5xx, timeout, connection error); default 6. When they
+	// are spent the trial is attrition (ErrAttrition).
+	MaxRetries int `json:"max_retries,omitempty" yaml:"max_retries,omitempty"`
+	// RetryBase is the first backoff (default 1s), doubled per retry with
+	// jitter; RetryMaxWait caps one wait, including a server's Retry-After
+	// (default 2m): a server asking for more is treated as persistent.
+	RetryBase    time.Duration `json:"retry_base,omitempty" yaml:"retry_base,omitempty"`
+	RetryMaxWait time.Duration `json:"retry_max_wait,omitempty" yaml:"retry_max_wait,omitempty"`
+
+	// RequestsPerMinute and TokensPerMinute are the provider's limits as
+	// this worker may use them (0: unlimited). They are enforced by one
+	// limiter per (BaseURL, APIKeyEnv) shared by every Agent of the
+	// process; see the package documentation for many workers.
+	RequestsPerMinute int `json:"requests_per_minute,omitempty" yaml:"requests_per_minute,omitempty"`
+	TokensPerMinute   int `json:"tokens_per_minute,omitempty" yaml:"tokens_per_minute,omitempty"`
+}
+
+// Prices are per one million tokens, in USD.
+type Prices struct {
+	InputPerMTok  float64 `json:"input_per_mtok" yaml:"input_per_mtok"`
+	OutputPerMTok float64 `json:"output_per_mtok" yaml:"output_per_mtok"`
+}
+
+// Cost returns the cost of the given usage.
+func (p Prices) Cost(promptTokens, completionTokens int64) float64 {
+	return (float64(promptTokens)*p.InputPerMTok + float64(completionTokens)*p.OutputPerMTok) / 1e6
+}
+
+// HashPrompt is the content hash of a system prompt: the first 16 hex
+// digits of its SHA-256. Trials record it so a prompt revision is
+// identified by its text, whatever its name.
+func HashPrompt(prompt string) string {
+	sum := sha256.Sum256([]byte(prompt))
+	return hex.EncodeToString(sum[:8])
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Validate checks the configuration and reports every problem at once.
+func (c Config) Validate() error {
+	var errs []string
+	add := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	if c.BaseURL == "" {
+		add("base_url is required (e.g. https://api.openai.com/v1 or http://localhost:8000/v1)")
+	} else if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		add("base_url %q is not an http(s) URL", c.BaseURL)
+	} else if u.User != nil {
+		add("base_url must not carry credentials; put the key in the environment variable named by api_key_env")
+	}
+	if c.Model == "" {
+		add("model is required")
+	}
+	if c.APIKeyEnv != "" && !envName.MatchString(c.APIKeyEnv) {
+		add("api_key_env must be the NAME of an environment variable (letters, digits, underscore), not the key itself")
+	}
+	if c.Temperature != nil && (*c.Temperature < 0 || *c.Temperature > 2 || math.IsNaN(*c.Temperature)) {
+		add("temperature must be in [0, 2], got %v", *c.Temperature)
+	}
+	if c.TopP != nil && (*c.TopP < 0 || *c.TopP > 1 || math.IsNaN(*c.TopP)) {
+		add("top_p must be in [0, 1], got %v", *c.TopP)
+	}
+	if c.MaxTokens < 0 {
+		add("max_tokens must not be negative")
+	}
+	if c.MaxTurns < 0 {
+		add("max_turns must not be negative")
+	}
+	if c.PromptHash != "" && c.PromptHash != HashPrompt(c.Prompt) {
+		add("prompt_hash %s does not match the prompt (its hash is %s): the prompt changed since the hash was recorded", c.PromptHash, HashPrompt(c.Prompt))
+	}
+	if c.Prices.InputPerMTok < 0 || c.Prices.OutputPerMTok < 0 {
+		add("prices must not be negative")
+	}
+	if c.RequestTimeout < 0 || c.RetryBase < 0 || c.RetryMaxWait < 0 {
+		add("request_timeout, retry_base and retry_max_wait must not be negative")
+	}
+	if c.MaxRetries < 0 {
+		add("max_retries must not be negative")
+	}
+	if c.RequestsPerMinute < 0 || c.TokensPerMinute < 0 {
+		add("requests_per_minute and tokens_per_minute must not be negative")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %s", ErrConfig, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxTurns == 0 {
+		c.MaxTurns = DefaultMaxTurns
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.MaxRetries == 0 {
+		c.MaxRetries = DefaultMaxRetries
+	}
+	if c.RetryBase == 0 {
+		c.RetryBase = DefaultRetryBase
+	}
+	if c.RetryMaxWait == 0 {
+		c.RetryMaxWait = DefaultRetryMaxWait
+	}
+	if c.PromptHash == "" {
+		c.PromptHash = HashPrompt(c.Prompt)
+	}
+	return c
+}
+
+// apiKey reads the key from the environment. The error names the variable,
+// never its value.
+func (c Config) apiKey() (string, error) {
+	if c.APIKeyEnv == "" {
+		return "", nil
+	}
+	key, ok := os.LookupEnv(c.APIKeyEnv)
+	if !ok || strings.TrimSpace(key) == "" {
+		return "", fmt.Errorf("%w: environment variable %s (api_key_env) is unset or empty", ErrConfig, c.APIKeyEnv)
+	}
+	return strings.TrimSpace(key), nil
+}
+
+// Sentinel errors. Run's errors wrap exactly one of them (or the context's
+// error when the run was cancelled).
+var (
+	// ErrAttrition marks a trial lost to the provider: 429, 5xx, timeouts
+	// or connection errors that persisted through every retry. The trial is
+	// counted as attrition for its arm and never graded.
+	ErrAttrition = errors.New("llm: provider failure (attrition)")
+	// ErrConfig marks a configuration error: invalid settings, a missing
+	// key, or a provider 4xx other than 429 (bad request, authentication,
+	// unknown model). Retrying does not help.
+	ErrConfig = errors.New("llm: configuration error")
+	// ErrDivergence marks a replay whose conversation left the recording.
+	ErrDivergence = errors.New("llm: replay divergence")
+)
