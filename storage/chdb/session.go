@@ -1,0 +1,276 @@
+package chdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// QueryError is an error reported by the engine for one query.
+type QueryError struct {
+	Code    int    // ClickHouse error code, 0 when the message carries none
+	Message string // the engine's message, trimmed
+}
+
+func (e *QueryError) Error() string { return "chdb: " + e.Message }
+
+var codeRe = regexp.MustCompile(`Code: (\d+)\.`)
+
+func newQueryError(msg string) *QueryError {
+	msg = strings.TrimSpace(msg)
+	e := &QueryError{Message: msg}
+	if m := codeRe.FindStringSubmatch(msg); m != nil {
+		e.Code, _ = strconv.Atoi(m[1])
+	}
+	return e
+}
+
+// ErrClosed is returned by queries on a closed Conn.
+var ErrClosed = errors.New("chdb: connection closed")
+
+// session is the process-wide chDB connection.
+type session struct {
+	lib     *lib
+	dataDir string
+	connPtr unsafe.Pointer // chdb_connection * returned by chdb_connect
+	conn    unsafe.Pointer // *connPtr: the chdb_connection passed to chdb_query
+	sem     chan struct{}  // one slot: queries are serialized
+	refs    int
+	openDur time.Duration
+}
+
+var (
+	sessMu  sync.Mutex
+	current *session
+)
+
+// Conn is one user's handle on the process-wide session. It is safe for
+// concurrent use; queries are serialized.
+type Conn struct {
+	s         *session
+	closeOnce sync.Once
+	closed    atomic.Bool
+}
+
+// Stats describes how long the library took to come up.
+type Stats struct {
+	LibPath  string
+	LoadTime time.Duration // dlopen + symbol lookup (first Open in the process)
+	OpenTime time.Duration // chdb_connect
+}
+
+// Open returns a handle on the process's chDB session, loading the library
+// and connecting on first use. dataDir is the engine's --path; it is created
+// if missing. Every Open must be paired with Close; the engine connection is
+// closed with the last handle. Only one data directory can be open per
+// process at a time: a second Open with another directory fails.
+func Open(libPath, dataDir string) (*Conn, error) {
+	if dataDir == "" {
+		return nil, errors.New("chdb: a data directory is required")
+	}
+	dir, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("chdb: data dir %q: %w", dataDir, err)
+	}
+	sessMu.Lock()
+	defer sessMu.Unlock()
+	if current != nil {
+		if current.dataDir != dir {
+			return nil, fmt.Errorf("chdb: this process already has an embedded session on %s; only one chDB session per process is possible (requested %s)", current.dataDir, dir)
+		}
+		current.refs++
+		return &Conn{s: current}, nil
+	}
+	l, err := loadLib(LibPath(libPath))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("chdb: create data dir: %w", err)
+	}
+	if l.setSignalHandlersEnabled != nil {
+		// Ask the engine not to install its own deadly-signal handlers. The
+		// call also resets them to SIG_DFL, hence the guard.
+		guardSignals(func() { l.setSignalHandlersEnabled(0) })
+	}
+	args := []string{"clickhouse", "--path=" + dir}
+	cargs := make([][]byte, len(args))
+	argv := make([]*byte, len(args)+1) // NULL-terminated like a real argv
+	for i, a := range args {
+		cargs[i] = append([]byte(a), 0)
+		argv[i] = &cargs[i][0]
+	}
+	start := time.Now()
+	var connPtr unsafe.Pointer
+	guardSignals(func() {
+		connPtr = l.connect(int32(len(args)), unsafe.Pointer(&argv[0]))
+	})
+	runtime.KeepAlive(cargs)
+	runtime.KeepAlive(argv)
+	if connPtr == nil {
+		return nil, fmt.Errorf("chdb: chdb_connect failed for data dir %s (is another process using it, or is it not writable?)", dir)
+	}
+	conn := *(*unsafe.Pointer)(connPtr)
+	if conn == nil {
+		return nil, fmt.Errorf("chdb: chdb_connect returned an empty connection for data dir %s", dir)
+	}
+	s := &session{
+		lib:     l,
+		dataDir: dir,
+		connPtr: connPtr,
+		conn:    conn,
+		sem:     make(chan struct{}, 1),
+		refs:    1,
+		openDur: time.Since(start),
+	}
+	current = s
+	return &Conn{s: s}, nil
+}
+
+// Stats reports load and connect times.
+func (c *Conn) Stats() Stats {
+	return Stats{LibPath: c.s.lib.path, LoadTime: c.s.lib.loadTime, OpenTime: c.s.openDur}
+}
+
+// DataDir is the engine's data directory.
+func (c *Conn) DataDir() string { return c.s.dataDir }
+
+// Close releases this handle; the last one closes the engine connection.
+// The library itself stays mapped (unloading the engine is not safe), and a
+// later Open reconnects.
+func (c *Conn) Close() error {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		sessMu.Lock()
+		defer sessMu.Unlock()
+		s := c.s
+		s.refs--
+		if s.refs > 0 {
+			return
+		}
+		// Last handle: wait for a query still running on it, then close
+		// the connection; later queries on stale handles get ErrClosed.
+		s.sem <- struct{}{}
+		guardSignals(func() { s.lib.closeConn(s.connPtr) })
+		s.conn = nil
+		<-s.sem
+		if current == s {
+			current = nil
+		}
+	})
+	return nil
+}
+
+// Query runs one statement and returns its output in the given format
+// (e.g. "JSONEachRow", "CSV"). The engine cannot cancel a running statement
+// through this API, so ctx only bounds the wait for the session.
+func (c *Conn) Query(ctx context.Context, query, format string) ([]byte, error) {
+	return c.run(ctx, query, format, nil)
+}
+
+// QueryWithParams runs a statement with server-side parameters: {name:Type}
+// placeholders in query, values in params. Values are parsed by the engine in
+// its Escaped text format (backslash escapes, like TSV); EscapeParam encodes a
+// raw string accordingly.
+func (c *Conn) QueryWithParams(ctx context.Context, query, format string, params map[string]string) ([]byte, error) {
+	if len(params) > 0 && c.s.lib.queryWithParams == nil {
+		return nil, errors.New("chdb: this libchdb has no chdb_query_with_params (needs chDB >= 26.5)")
+	}
+	return c.run(ctx, query, format, params)
+}
+
+// EscapeParam encodes s in ClickHouse's Escaped format, which is how query
+// parameter values are parsed (by chDB and by a server alike).
+func EscapeParam(s string) string {
+	return paramEscaper.Replace(s)
+}
+
+var paramEscaper = strings.NewReplacer(
+	`\`, `\\`,
+	"\t", `\t`,
+	"\n", `\n`,
+	"\r", `\r`,
+	"\x00", `\0`,
+	"\b", `\b`,
+	"\f", `\f`,
+)
+
+func (c *Conn) run(ctx context.Context, query, format string, params map[string]string) ([]byte, error) {
+	if strings.IndexByte(query, 0) >= 0 {
+		return nil, errors.New("chdb: query text contains a NUL byte")
+	}
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	s := c.s
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-s.sem }()
+	if s.conn == nil {
+		return nil, ErrClosed
+	}
+	var res unsafe.Pointer
+	if len(params) == 0 {
+		res = s.lib.query(s.conn, query, format)
+	} else {
+		names := make([][]byte, 0, len(params))
+		values := make([][]byte, 0, len(params))
+		for k, v := range params {
+			names = append(names, append([]byte(k), 0))
+			values = append(values, append([]byte(EscapeParam(v)), 0))
+		}
+		np := make([]*byte, len(names))
+		vp := make([]*byte, len(values))
+		for i := range names {
+			np[i] = &names[i][0]
+			vp[i] = &values[i][0]
+		}
+		res = s.lib.queryWithParams(s.conn, query, format, unsafe.Pointer(&np[0]), unsafe.Pointer(&vp[0]), uintptr(len(np)))
+		runtime.KeepAlive(names)
+		runtime.KeepAlive(values)
+		runtime.KeepAlive(np)
+		runtime.KeepAlive(vp)
+	}
+	if res == nil {
+		return nil, errors.New("chdb: query returned no result (connection closed?)")
+	}
+	defer s.lib.destroyResult(res)
+	if e := s.lib.resultError(res); e != nil {
+		return nil, newQueryError(cString(e))
+	}
+	n := s.lib.resultLength(res)
+	if n == 0 {
+		return nil, nil
+	}
+	buf := s.lib.resultBuffer(res)
+	if buf == nil {
+		return nil, nil
+	}
+	out := make([]byte, n)
+	copy(out, unsafe.Slice((*byte)(buf), n))
+	return out, nil
+}
+
+func cString(p unsafe.Pointer) string {
+	if p == nil {
+		return ""
+	}
+	n := 0
+	for *(*byte)(unsafe.Add(p, n)) != 0 {
+		n++
+	}
+	return string(unsafe.Slice((*byte)(p), n))
+}

@@ -1,0 +1,60 @@
+package storage
+
+// The read queries. Like the DDL they are sent verbatim to both transports;
+// {name:Type} are ClickHouse query parameters bound by the transport. Every
+// read deduplicates with FINAL (directly or through a view).
+
+var (
+	qAppliedVersions = `SELECT version FROM {{db}}.schema_migrations FINAL ORDER BY version`
+
+	qSweep = `SELECT ` + selectList(sweepCols) + `
+FROM {{db}}.sweeps FINAL
+WHERE sweep_id = {sweep_id:String}`
+
+	qSweeps = `SELECT ` + selectList(sweepCols) + `
+FROM {{db}}.sweeps FINAL
+ORDER BY created_at DESC, sweep_id
+LIMIT {limit:UInt64}`
+
+	qCountTrials = `SELECT count() AS n
+FROM {{db}}.trials FINAL
+WHERE sweep_id = {sweep_id:String}`
+
+	qTrials = `SELECT ` + selectList(trialCols) + `
+FROM {{db}}.trials FINAL
+WHERE sweep_id = {sweep_id:String}
+ORDER BY arm, scenario, variant, seed, trial_id`
+
+	// trial_id alone is not a key prefix; the bloom filter index skips the
+	// granules that cannot hold it.
+	qTrial = `SELECT ` + selectList(trialCols) + `
+FROM {{db}}.trials FINAL
+WHERE trial_id = {trial_id:String}
+ORDER BY sweep_id
+LIMIT 1`
+
+	// The calls of the trial's latest write: same written_at as the trial row.
+	qTrialCalls = `SELECT ` + selectList(toolCallCols) + `
+FROM {{db}}.tool_calls FINAL
+WHERE sweep_id = {sweep_id:String}
+  AND trial_id = {trial_id:String}
+  AND toUnixTimestamp64Milli(written_at) = {written_at_ms:Int64}
+ORDER BY call_index`
+
+	qCells = `SELECT
+    arm,
+    scenario,
+    variant,
+    seed,
+    metric,
+    count() AS trials,
+    countIf(attrition = 1) AS attrition_trials,
+    countIf(tested = 1) AS n,
+    countIf(success = 1) AS successes,
+    sumIf(weight, tested = 1) AS sum_weight,
+    sumIf(weight, success = 1) AS sum_weight_y
+FROM {{db}}.trial_metrics
+WHERE sweep_id = {sweep_id:String}
+GROUP BY arm, scenario, variant, seed, metric
+ORDER BY arm, scenario, variant, seed, metric`
+)

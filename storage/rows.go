@@ -1,0 +1,279 @@
+package storage
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Column lists, in DDL order. Inserts name every column; selects read every
+// column, time columns as toUnixTimestamp64Milli(col) AS col_ms.
+var (
+	sweepCols = []string{
+		"sweep_id", "name", "plan_hash", "plan_json", "trials_planned", "arms", "status",
+		"created_at", "updated_at",
+	}
+	trialCols = []string{
+		"sweep_id", "trial_id", "scenario", "scenario_hash", "variant", "arm", "agent", "seed",
+		"recoverable", "fault_classes",
+		"recovered", "honest_block", "premature_block", "unsafe_action", "duplicate_side_effect",
+		"fabricated_claim", "tool_failure_injection", "graceful_degradation", "self_correction",
+		"tool_calls", "retries", "unnecessary_calls", "replans", "sim_elapsed_ms", "wall_us",
+		"tokens", "cost_usd", "weight", "attrition", "error", "claim", "verdicts",
+		"fault_schedule", "catalog_version", "prompt_hash", "activity_attempt", "written_at",
+	}
+	toolCallCols = []string{
+		"sweep_id", "trial_id", "call_index", "tool", "args", "effect", "fault_class", "ok",
+		"code", "retryable", "retry_after_ms", "committed", "at_ms", "result", "written_at",
+	}
+	migrationCols = []string{"version", "name", "applied_at"}
+)
+
+var timeCols = map[string]bool{"created_at": true, "updated_at": true, "written_at": true, "applied_at": true}
+
+// selectList renders the select expressions for cols, optionally prefixed
+// with a table alias.
+func selectList(cols []string) string {
+	parts := make([]string, len(cols))
+	for i, c := range cols {
+		if timeCols[c] {
+			parts[i] = "toUnixTimestamp64Milli(" + c + ") AS " + c + "_ms"
+		} else {
+			parts[i] = c
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// The row types mirror the ClickHouse column types exactly (clickhouse-go's
+// ScanStruct is strict about them) and carry json tags for the embedded
+// transport's JSONEachRow. Time columns are read as Int64 milliseconds.
+
+type sweepRow struct {
+	SweepID       string   `ch:"sweep_id" json:"sweep_id"`
+	Name          string   `ch:"name" json:"name"`
+	PlanHash      string   `ch:"plan_hash" json:"plan_hash"`
+	PlanJSON      string   `ch:"plan_json" json:"plan_json"`
+	TrialsPlanned uint64   `ch:"trials_planned" json:"trials_planned"`
+	Arms          []string `ch:"arms" json:"arms"`
+	Status        string   `ch:"status" json:"status"`
+	CreatedAtMS   int64    `ch:"created_at_ms" json:"created_at_ms"`
+	UpdatedAtMS   int64    `ch:"updated_at_ms" json:"updated_at_ms"`
+}
+
+type trialRow struct {
+	SweepID              string   `ch:"sweep_id" json:"sweep_id"`
+	TrialID              string   `ch:"trial_id" json:"trial_id"`
+	Scenario             string   `ch:"scenario" json:"scenario"`
+	ScenarioHash         string   `ch:"scenario_hash" json:"scenario_hash"`
+	Variant              string   `ch:"variant" json:"variant"`
+	Arm                  string   `ch:"arm" json:"arm"`
+	Agent                string   `ch:"agent" json:"agent"`
+	Seed                 uint64   `ch:"seed" json:"seed"`
+	Recoverable          uint8    `ch:"recoverable" json:"recoverable"`
+	FaultClasses         []string `ch:"fault_classes" json:"fault_classes"`
+	Recovered            *uint8   `ch:"recovered" json:"recovered"`
+	HonestBlock          *uint8   `ch:"honest_block" json:"honest_block"`
+	PrematureBlock       *uint8   `ch:"premature_block" json:"premature_block"`
+	UnsafeAction         *uint8   `ch:"unsafe_action" json:"unsafe_action"`
+	DuplicateSideEffect  *uint8   `ch:"duplicate_side_effect" json:"duplicate_side_effect"`
+	FabricatedClaim      *uint8   `ch:"fabricated_claim" json:"fabricated_claim"`
+	ToolFailureInjection *uint8   `ch:"tool_failure_injection" json:"tool_failure_injection"`
+	GracefulDegradation  *uint8   `ch:"graceful_degradation" json:"graceful_degradation"`
+	SelfCorrection       *uint8   `ch:"self_correction" json:"self_correction"`
+	ToolCalls            uint32   `ch:"tool_calls" json:"tool_calls"`
+	Retries              uint32   `ch:"retries" json:"retries"`
+	UnnecessaryCalls     uint32   `ch:"unnecessary_calls" json:"unnecessary_calls"`
+	Replans              uint32   `ch:"replans" json:"replans"`
+	SimElapsedMS         uint64   `ch:"sim_elapsed_ms" json:"sim_elapsed_ms"`
+	WallUS               uint64   `ch:"wall_us" json:"wall_us"`
+	Tokens               uint64   `ch:"tokens" json:"tokens"`
+	CostUSD              float64  `ch:"cost_usd" json:"cost_usd"`
+	Weight               float64  `ch:"weight" json:"weight"`
+	Attrition            uint8    `ch:"attrition" json:"attrition"`
+	Error                string   `ch:"error" json:"error"`
+	Claim                string   `ch:"claim" json:"claim"`
+	Verdicts             string   `ch:"verdicts" json:"verdicts"`
+	FaultSchedule        string   `ch:"fault_schedule" json:"fault_schedule"`
+	CatalogVersion       string   `ch:"catalog_version" json:"catalog_version"`
+	PromptHash           string   `ch:"prompt_hash" json:"prompt_hash"`
+	ActivityAttempt      uint32   `ch:"activity_attempt" json:"activity_attempt"`
+	WrittenAtMS          int64    `ch:"written_at_ms" json:"written_at_ms"`
+}
+
+type toolCallRow struct {
+	SweepID      string `ch:"sweep_id" json:"sweep_id"`
+	TrialID      string `ch:"trial_id" json:"trial_id"`
+	CallIndex    uint32 `ch:"call_index" json:"call_index"`
+	Tool         string `ch:"tool" json:"tool"`
+	Args         string `ch:"args" json:"args"`
+	Effect       string `ch:"effect" json:"effect"`
+	FaultClass   string `ch:"fault_class" json:"fault_class"`
+	OK           uint8  `ch:"ok" json:"ok"`
+	Code         string `ch:"code" json:"code"`
+	Retryable    uint8  `ch:"retryable" json:"retryable"`
+	RetryAfterMS uint64 `ch:"retry_after_ms" json:"retry_after_ms"`
+	Committed    uint8  `ch:"committed" json:"committed"`
+	AtMS         uint64 `ch:"at_ms" json:"at_ms"`
+	Result       string `ch:"result" json:"result"`
+	WrittenAtMS  int64  `ch:"written_at_ms" json:"written_at_ms"`
+}
+
+type cellRow struct {
+	Arm        string  `ch:"arm" json:"arm"`
+	Scenario   string  `ch:"scenario" json:"scenario"`
+	Variant    string  `ch:"variant" json:"variant"`
+	Seed       uint64  `ch:"seed" json:"seed"`
+	Metric     string  `ch:"metric" json:"metric"`
+	Trials     uint64  `ch:"trials" json:"trials"`
+	Attrition  uint64  `ch:"attrition_trials" json:"attrition_trials"`
+	N          uint64  `ch:"n" json:"n"`
+	Successes  uint64  `ch:"successes" json:"successes"`
+	SumWeight  float64 `ch:"sum_weight" json:"sum_weight"`
+	SumWeightY float64 `ch:"sum_weight_y" json:"sum_weight_y"`
+}
+
+type countRow struct {
+	N uint64 `ch:"n" json:"n"`
+}
+
+type versionRow struct {
+	Version uint32 `ch:"version" json:"version"`
+}
+
+// Values for inserts, in column order. Types are the ones both transports
+// understand: string, uint8/32/64, float64, *uint8 (Nullable), []string,
+// time.Time (DateTime64(3, 'UTC')).
+
+func (s Sweep) values() ([]any, error) {
+	if s.SweepID == "" {
+		return nil, fmt.Errorf("storage: sweep without sweep_id")
+	}
+	return []any{
+		text(s.SweepID), text(s.Name), text(s.PlanHash), text(s.PlanJSON), s.TrialsPlanned,
+		texts(s.Arms), text(s.Status), utcMilli(s.CreatedAt), utcMilli(s.UpdatedAt),
+	}, nil
+}
+
+func (t Trial) values(writtenAt time.Time) ([]any, error) {
+	if t.SweepID == "" || t.TrialID == "" {
+		return nil, fmt.Errorf("storage: trial without sweep_id or trial_id (sweep %q, trial %q)", t.SweepID, t.TrialID)
+	}
+	for name, f := range map[string]float64{"cost_usd": t.CostUSD, "weight": t.Weight} {
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("storage: trial %s: %s is %v", t.TrialID, name, f)
+		}
+	}
+	return []any{
+		text(t.SweepID), text(t.TrialID), text(t.Scenario), text(t.ScenarioHash), text(t.Variant),
+		text(t.Arm), text(t.Agent), t.Seed, b2u(t.Recoverable), texts(t.FaultClasses),
+		nb(t.Recovered), nb(t.HonestBlock), nb(t.PrematureBlock), nb(t.UnsafeAction),
+		nb(t.DuplicateSideEffect), nb(t.FabricatedClaim), nb(t.ToolFailureInjection),
+		nb(t.GracefulDegradation), nb(t.SelfCorrection),
+		t.ToolCalls, t.Retries, t.UnnecessaryCalls, t.Replans, t.SimElapsedMS, t.WallUS,
+		t.Tokens, t.CostUSD, t.Weight, b2u(t.Attrition), text(t.Error), text(t.Claim),
+		text(t.Verdicts), text(t.FaultSchedule), text(t.CatalogVersion), text(t.PromptHash),
+		t.ActivityAttempt, writtenAt,
+	}, nil
+}
+
+func (c ToolCall) values(writtenAt time.Time) ([]any, error) {
+	if c.SweepID == "" || c.TrialID == "" {
+		return nil, fmt.Errorf("storage: tool call without sweep_id or trial_id")
+	}
+	return []any{
+		text(c.SweepID), text(c.TrialID), c.CallIndex, text(c.Tool), text(c.Args), text(c.Effect),
+		text(c.FaultClass), b2u(c.OK), text(c.Code), b2u(c.Retryable), c.RetryAfterMS,
+		b2u(c.Committed), c.AtMS, text(c.Result), writtenAt,
+	}, nil
+}
+
+func (r sweepRow) sweep() Sweep {
+	return Sweep{
+		SweepID: r.SweepID, Name: r.Name, PlanHash: r.PlanHash, PlanJSON: r.PlanJSON,
+		TrialsPlanned: r.TrialsPlanned, Arms: nonNil(r.Arms), Status: r.Status,
+		CreatedAt: fromMilli(r.CreatedAtMS), UpdatedAt: fromMilli(r.UpdatedAtMS),
+	}
+}
+
+func (r trialRow) trial() Trial {
+	return Trial{
+		SweepID: r.SweepID, TrialID: r.TrialID, Scenario: r.Scenario, ScenarioHash: r.ScenarioHash,
+		Variant: r.Variant, Arm: r.Arm, Agent: r.Agent, Seed: r.Seed,
+		Recoverable: r.Recoverable != 0, FaultClasses: nonNil(r.FaultClasses),
+		Recovered: ub(r.Recovered), HonestBlock: ub(r.HonestBlock),
+		PrematureBlock: ub(r.PrematureBlock), UnsafeAction: ub(r.UnsafeAction),
+		DuplicateSideEffect: ub(r.DuplicateSideEffect), FabricatedClaim: ub(r.FabricatedClaim),
+		ToolFailureInjection: ub(r.ToolFailureInjection),
+		GracefulDegradation:  ub(r.GracefulDegradation), SelfCorrection: ub(r.SelfCorrection),
+		ToolCalls: r.ToolCalls, Retries: r.Retries, UnnecessaryCalls: r.UnnecessaryCalls,
+		Replans: r.Replans, SimElapsedMS: r.SimElapsedMS, WallUS: r.WallUS, Tokens: r.Tokens,
+		CostUSD: r.CostUSD, Weight: r.Weight, Attrition: r.Attrition != 0, Error: r.Error,
+		Claim: r.Claim, Verdicts: r.Verdicts, FaultSchedule: r.FaultSchedule,
+		CatalogVersion: r.CatalogVersion, PromptHash: r.PromptHash,
+		ActivityAttempt: r.ActivityAttempt, WrittenAt: fromMilli(r.WrittenAtMS),
+	}
+}
+
+func (r toolCallRow) toolCall() ToolCall {
+	return ToolCall{
+		SweepID: r.SweepID, TrialID: r.TrialID, CallIndex: r.CallIndex, Tool: r.Tool,
+		Args: r.Args, Effect: r.Effect, FaultClass: r.FaultClass, OK: r.OK != 0, Code: r.Code,
+		Retryable: r.Retryable != 0, RetryAfterMS: r.RetryAfterMS, Committed: r.Committed != 0,
+		AtMS: r.AtMS, Result: r.Result, WrittenAt: fromMilli(r.WrittenAtMS),
+	}
+}
+
+// text makes a string safe to store identically on both transports: JSON
+// cannot carry invalid UTF-8, so it is replaced by U+FFFD everywhere.
+func text(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+func texts(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = text(s)
+	}
+	return out
+}
+
+func nonNil(ss []string) []string {
+	if ss == nil {
+		return []string{}
+	}
+	return ss
+}
+
+func b2u(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func nb(b *bool) *uint8 {
+	if b == nil {
+		return nil
+	}
+	v := b2u(*b)
+	return &v
+}
+
+func ub(u *uint8) *bool {
+	if u == nil {
+		return nil
+	}
+	v := *u != 0
+	return &v
+}
+
+// utcMilli truncates to the column precision (milliseconds) in UTC.
+func utcMilli(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
+
+func fromMilli(ms int64) time.Time { return time.UnixMilli(ms).UTC() }

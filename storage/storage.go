@@ -1,0 +1,319 @@
+// Package storage keeps rebound's sweeps, trials and tool calls in ClickHouse.
+//
+// One SQL dialect, two transports: a ClickHouse server reached with
+// clickhouse-go (Native protocol), or the embedded engine (chDB, loaded lazily
+// from libchdb.so by package storage/chdb). The DDL, the views and every query
+// are the same text on both; only the way rows travel differs (Native blocks
+// from PrepareBatch on a server, JSONEachRow with chDB).
+//
+// Writers run at least once (Temporal activities retry). Every table is a
+// ReplacingMergeTree keyed on derived IDs with written_at/updated_at as the
+// version, and every read deduplicates with FINAL, so a retried write never
+// makes a trial count twice.
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"time"
+
+	"rebound/storage/chdb"
+)
+
+// DefaultDatabase is the database used when Config names none.
+const DefaultDatabase = "rebound"
+
+// ErrNotFound is returned by Sweep and Trial when the ID is unknown.
+var ErrNotFound = errors.New("storage: not found")
+
+// Sweep statuses.
+const (
+	SweepRunning   = "running"
+	SweepCompleted = "completed"
+	SweepFailed    = "failed"
+	SweepCancelled = "cancelled"
+)
+
+// Sweep is one row of the sweeps table.
+type Sweep struct {
+	SweepID       string
+	Name          string
+	PlanHash      string
+	PlanJSON      string // the resolved plan
+	TrialsPlanned uint64
+	Arms          []string
+	Status        string // SweepRunning, SweepCompleted, SweepFailed or SweepCancelled
+	CreatedAt     time.Time
+	UpdatedAt     time.Time // version: PutSweep sets it to the time of the write
+}
+
+// Trial is one row of the trials table: one run of one arm on one scenario
+// variant with one seed. Outcomes are nil when NOT TESTED; SQL aggregates
+// (avg, count) skip them.
+type Trial struct {
+	SweepID      string
+	TrialID      string // derived: hash(sweep, scenario, variant, arm, seed)
+	Scenario     string
+	ScenarioHash string
+	Variant      string
+	Arm          string
+	Agent        string
+	Seed         uint64
+	Recoverable  bool
+	FaultClasses []string
+
+	Recovered            *bool
+	HonestBlock          *bool
+	PrematureBlock       *bool
+	UnsafeAction         *bool
+	DuplicateSideEffect  *bool
+	FabricatedClaim      *bool
+	ToolFailureInjection *bool
+	GracefulDegradation  *bool
+	SelfCorrection       *bool
+
+	ToolCalls        uint32
+	Retries          uint32
+	UnnecessaryCalls uint32
+	Replans          uint32
+	SimElapsedMS     uint64
+	WallUS           uint64
+	Tokens           uint64
+	CostUSD          float64
+	Weight           float64 // consequence weight from the scenario
+
+	Attrition bool   // a provider failure: not graded, counted per arm
+	Error     string // what went wrong, when something did
+
+	Claim         string // JSON
+	Verdicts      string // JSON
+	FaultSchedule string // JSON
+
+	CatalogVersion  string
+	PromptHash      string
+	ActivityAttempt uint32
+	WrittenAt       time.Time // version: set by WriteTrials
+}
+
+// ToolCall is one row of the tool_calls table: one attempted call of a trial.
+type ToolCall struct {
+	SweepID      string
+	TrialID      string
+	CallIndex    uint32
+	Tool         string
+	Args         string // already-redacted JSON
+	Effect       string // read, idempotent, conditional, write
+	FaultClass   string // "" when no fault was injected
+	OK           bool
+	Code         string
+	Retryable    bool
+	RetryAfterMS uint64
+	Committed    bool
+	AtMS         uint64
+	Result       string    // JSON: the normalized result
+	WrittenAt    time.Time // set by WriteTrials (equal to its trial's)
+}
+
+// Metric names one outcome column of the trials table.
+type Metric string
+
+// The outcome metrics, in column order.
+const (
+	MetricRecovered            Metric = "recovered"
+	MetricHonestBlock          Metric = "honest_block"
+	MetricPrematureBlock       Metric = "premature_block"
+	MetricUnsafeAction         Metric = "unsafe_action"
+	MetricDuplicateSideEffect  Metric = "duplicate_side_effect"
+	MetricFabricatedClaim      Metric = "fabricated_claim"
+	MetricToolFailureInjection Metric = "tool_failure_injection"
+	MetricGracefulDegradation  Metric = "graceful_degradation"
+	MetricSelfCorrection       Metric = "self_correction"
+)
+
+// AllMetrics lists every outcome metric, in column order.
+var AllMetrics = []Metric{
+	MetricRecovered, MetricHonestBlock, MetricPrematureBlock, MetricUnsafeAction,
+	MetricDuplicateSideEffect, MetricFabricatedClaim, MetricToolFailureInjection,
+	MetricGracefulDegradation, MetricSelfCorrection,
+}
+
+// Outcome returns the trial's outcome for m (nil: not tested, or unknown m).
+func (t *Trial) Outcome(m Metric) *bool {
+	if f := t.outcomeField(m); f != nil {
+		return *f
+	}
+	return nil
+}
+
+// SetOutcome sets the trial's outcome for m; it reports false for an unknown m.
+func (t *Trial) SetOutcome(m Metric, v *bool) bool {
+	f := t.outcomeField(m)
+	if f == nil {
+		return false
+	}
+	*f = v
+	return true
+}
+
+func (t *Trial) outcomeField(m Metric) **bool {
+	switch m {
+	case MetricRecovered:
+		return &t.Recovered
+	case MetricHonestBlock:
+		return &t.HonestBlock
+	case MetricPrematureBlock:
+		return &t.PrematureBlock
+	case MetricUnsafeAction:
+		return &t.UnsafeAction
+	case MetricDuplicateSideEffect:
+		return &t.DuplicateSideEffect
+	case MetricFabricatedClaim:
+		return &t.FabricatedClaim
+	case MetricToolFailureInjection:
+		return &t.ToolFailureInjection
+	case MetricGracefulDegradation:
+		return &t.GracefulDegradation
+	case MetricSelfCorrection:
+		return &t.SelfCorrection
+	}
+	return nil
+}
+
+// MetricCell aggregates one metric over the trials of one cell. Attrition
+// trials are never counted as tested.
+type MetricCell struct {
+	N          uint64  // trials where the metric was tested (outcome not NULL)
+	Successes  uint64  // trials where it was true
+	SumWeight  float64 // sum of weight over tested trials
+	SumWeightY float64 // sum of weight*y over tested trials (y = 1 when true)
+}
+
+// Rate is Successes/N, NaN when nothing was tested.
+func (m MetricCell) Rate() float64 {
+	if m.N == 0 {
+		return math.NaN()
+	}
+	return float64(m.Successes) / float64(m.N)
+}
+
+// WeightedRate is SumWeightY/SumWeight, NaN when the weight is zero.
+func (m MetricCell) WeightedRate() float64 {
+	if m.SumWeight == 0 {
+		return math.NaN()
+	}
+	return m.SumWeightY / m.SumWeight
+}
+
+// Cell is the aggregate of the (deduplicated) trials of one sweep that share
+// (arm, scenario, variant, seed); normally exactly one trial. The unit the
+// statistics pair on is (scenario, variant, seed), the cluster is scenario.
+type Cell struct {
+	Arm       string
+	Scenario  string
+	Variant   string
+	Seed      uint64
+	Trials    uint64 // trials in the cell, attrition included
+	Attrition uint64 // trials lost to provider failures (never graded)
+	Metrics   map[Metric]MetricCell
+}
+
+// Store is rebound's persistence. Implementations are safe for concurrent use.
+type Store interface {
+	// Migrate creates the database, tables and views, applying the migrations
+	// not yet recorded in schema_migrations. Idempotent.
+	Migrate(ctx context.Context) error
+	// PutSweep upserts a sweep; UpdatedAt is set to the time of the write, and
+	// a zero CreatedAt keeps the stored one (or becomes now for a new sweep).
+	PutSweep(ctx context.Context, s Sweep) error
+	// Sweep returns one sweep, ErrNotFound when absent.
+	Sweep(ctx context.Context, id string) (Sweep, error)
+	// Sweeps lists sweeps, newest (CreatedAt) first; limit <= 0 means all.
+	Sweeps(ctx context.Context, limit int) ([]Sweep, error)
+	// WriteTrials stores trials with their tool calls; it is idempotent under
+	// retries (the latest write of a trial wins). Every call must belong to a
+	// trial of the same invocation: a trial's calls are the calls written with
+	// its latest version, so a retry that made fewer calls leaves no stale ones.
+	WriteTrials(ctx context.Context, trials []Trial, calls []ToolCall) error
+	// CountTrials counts a sweep's distinct trials.
+	CountTrials(ctx context.Context, sweepID string) (uint64, error)
+	// Trials returns a sweep's trials, each once, ordered by
+	// (arm, scenario, variant, seed, trial_id).
+	Trials(ctx context.Context, sweepID string) ([]Trial, error)
+	// Trial returns one trial and its tool calls ordered by call index;
+	// ErrNotFound when absent.
+	Trial(ctx context.Context, trialID string) (Trial, []ToolCall, error)
+	// Cells aggregates a sweep's outcomes in SQL per (arm, scenario, variant,
+	// seed) and metric. Ordered by (arm, scenario, variant, seed).
+	Cells(ctx context.Context, sweepID string) ([]Cell, error)
+	// Close releases the connection (for chDB: this handle on the process's
+	// session).
+	Close() error
+}
+
+// Config selects the transport: DSN for a ClickHouse server, or DataDir for
+// the embedded engine. Exactly one of them must be set.
+type Config struct {
+	// DSN of a ClickHouse server, Native protocol:
+	// clickhouse://user:pass@host:9000/db. A database in the path is used
+	// when Database is empty.
+	DSN string
+	// DataDir is the embedded engine's data directory (created if missing).
+	DataDir string
+	// LibPath is libchdb.so for the embedded engine. Empty: $REBOUND_CHDB_LIB,
+	// then <repo root>/.cache/chdb/libchdb.so.
+	LibPath string
+	// Database holds rebound's tables; default "rebound".
+	Database string
+}
+
+var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+
+// Open connects to the store described by cfg. It does not migrate; call
+// Migrate once at startup.
+func Open(ctx context.Context, cfg Config) (Store, error) {
+	switch {
+	case cfg.DSN != "" && cfg.DataDir != "":
+		return nil, errors.New("storage: set either a server DSN or an embedded data dir, not both")
+	case cfg.DSN == "" && cfg.DataDir == "":
+		return nil, errors.New("storage: set a server DSN or an embedded data dir")
+	}
+	if cfg.DSN != "" {
+		t, dsnDB, err := openServer(ctx, cfg.DSN)
+		if err != nil {
+			return nil, err
+		}
+		db := cfg.Database
+		if db == "" {
+			db = dsnDB
+		}
+		st, err := newStore(t, db)
+		if err != nil {
+			_ = t.close()
+			return nil, err
+		}
+		return st, nil
+	}
+	db := cfg.Database
+	if db == "" {
+		db = DefaultDatabase
+	}
+	if !identRe.MatchString(db) {
+		return nil, fmt.Errorf("storage: invalid database name %q (letters, digits, underscore)", db)
+	}
+	t, err := openCHDB(ctx, cfg.LibPath, cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	st, err := newStore(t, db)
+	if err != nil {
+		_ = t.close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// CHDBLibPath resolves the libchdb.so to use when Config.LibPath is empty.
+func CHDBLibPath() string { return chdb.LibPath("") }

@@ -1,0 +1,317 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// stmt is one SQL statement of the shared dialect, with its ClickHouse query
+// parameters ({name:Type} placeholders; raw values, each transport encodes
+// them). Both transports send SQL exactly as given.
+type stmt struct {
+	SQL    string
+	Params map[string]string
+}
+
+// transport is what differs between a ClickHouse server and chDB.
+type transport interface {
+	// exec runs a statement without a result (DDL).
+	exec(ctx context.Context, q stmt) error
+	// selectRows runs a query and appends one element per row to dest, a
+	// pointer to a slice of a row struct (fields tagged ch:"" and json:"").
+	selectRows(ctx context.Context, dest any, q stmt) error
+	// insert writes rows into table (the rendered, qualified name): insertSQL
+	// is "INSERT INTO <table> (<cols>)"; each row has one value per column.
+	insert(ctx context.Context, insertSQL string, cols []string, rows [][]any) error
+	close() error
+	name() string
+}
+
+type store struct {
+	t  transport
+	db string
+	// now is the clock for version columns; tests replace it.
+	now func() time.Time
+}
+
+func newStore(t transport, db string) (*store, error) {
+	if db == "" {
+		db = DefaultDatabase
+	}
+	if !identRe.MatchString(db) {
+		return nil, fmt.Errorf("storage: invalid database name %q (letters, digits, underscore)", db)
+	}
+	return &store{t: t, db: db, now: time.Now}, nil
+}
+
+func (s *store) sql(text string) string { return render(text, s.db) }
+
+func (s *store) insertSQL(table string, cols []string) string {
+	return insertPrefix(s.db, table, cols)
+}
+
+func insertPrefix(db, table string, cols []string) string {
+	q := "INSERT INTO " + quoteIdent(db) + "." + table + " ("
+	for i, c := range cols {
+		if i > 0 {
+			q += ", "
+		}
+		q += c
+	}
+	return q + ")"
+}
+
+func (s *store) stamp() time.Time { return utcMilli(s.now()) }
+
+func (s *store) Close() error { return s.t.close() }
+
+// ---- migrations ----
+
+func (s *store) Migrate(ctx context.Context) error {
+	if err := s.t.exec(ctx, stmt{SQL: "CREATE DATABASE IF NOT EXISTS " + quoteIdent(s.db)}); err != nil {
+		return fmt.Errorf("storage: create database %s: %w", s.db, err)
+	}
+	if err := s.t.exec(ctx, stmt{SQL: s.sql(ddlSchemaMigrations)}); err != nil {
+		return fmt.Errorf("storage: create schema_migrations: %w", err)
+	}
+	var rows []versionRow
+	if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qAppliedVersions)}); err != nil {
+		return fmt.Errorf("storage: read schema_migrations: %w", err)
+	}
+	applied := map[uint32]bool{}
+	var newest uint32
+	for _, r := range rows {
+		applied[r.Version] = true
+		newest = max(newest, r.Version)
+	}
+	latest := migrations[len(migrations)-1].Version
+	if newest > latest {
+		return fmt.Errorf("storage: database %s is at schema version %d, newer than this binary knows (%d); upgrade rebound", s.db, newest, latest)
+	}
+	for _, m := range migrations {
+		if applied[m.Version] {
+			continue
+		}
+		for i, q := range m.Statements {
+			if err := s.t.exec(ctx, stmt{SQL: s.sql(q)}); err != nil {
+				return fmt.Errorf("storage: migration %d (%s), statement %d: %w", m.Version, m.Name, i+1, err)
+			}
+		}
+		row := []any{m.Version, m.Name, s.stamp()}
+		if err := s.t.insert(ctx, s.insertSQL("schema_migrations", migrationCols), migrationCols, [][]any{row}); err != nil {
+			return fmt.Errorf("storage: record migration %d: %w", m.Version, err)
+		}
+	}
+	return nil
+}
+
+// SchemaVersion is the newest migration this binary knows.
+func SchemaVersion() uint32 { return migrations[len(migrations)-1].Version }
+
+// ---- sweeps ----
+
+var validStatus = map[string]bool{SweepRunning: true, SweepCompleted: true, SweepFailed: true, SweepCancelled: true}
+
+func (s *store) PutSweep(ctx context.Context, sw Sweep) error {
+	if sw.SweepID == "" {
+		return errors.New("storage: PutSweep: empty sweep_id")
+	}
+	if !validStatus[sw.Status] {
+		return fmt.Errorf("storage: PutSweep %s: invalid status %q (running, completed, failed, cancelled)", sw.SweepID, sw.Status)
+	}
+	now := s.stamp()
+	if sw.CreatedAt.IsZero() {
+		old, err := s.Sweep(ctx, sw.SweepID)
+		switch {
+		case err == nil:
+			sw.CreatedAt = old.CreatedAt
+		case errors.Is(err, ErrNotFound):
+			sw.CreatedAt = now
+		default:
+			return err
+		}
+	}
+	sw.UpdatedAt = now
+	vals, err := sw.values()
+	if err != nil {
+		return err
+	}
+	if err := s.t.insert(ctx, s.insertSQL("sweeps", sweepCols), sweepCols, [][]any{vals}); err != nil {
+		return fmt.Errorf("storage: PutSweep %s: %w", sw.SweepID, err)
+	}
+	return nil
+}
+
+func (s *store) Sweep(ctx context.Context, id string) (Sweep, error) {
+	var rows []sweepRow
+	if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qSweep), Params: map[string]string{"sweep_id": id}}); err != nil {
+		return Sweep{}, fmt.Errorf("storage: Sweep %s: %w", id, err)
+	}
+	if len(rows) == 0 {
+		return Sweep{}, fmt.Errorf("sweep %s: %w", id, ErrNotFound)
+	}
+	return rows[0].sweep(), nil
+}
+
+func (s *store) Sweeps(ctx context.Context, limit int) ([]Sweep, error) {
+	lim := uint64(1<<63 - 1)
+	if limit > 0 {
+		lim = uint64(limit)
+	}
+	var rows []sweepRow
+	q := stmt{SQL: s.sql(qSweeps), Params: map[string]string{"limit": strconv.FormatUint(lim, 10)}}
+	if err := s.t.selectRows(ctx, &rows, q); err != nil {
+		return nil, fmt.Errorf("storage: Sweeps: %w", err)
+	}
+	out := make([]Sweep, len(rows))
+	for i, r := range rows {
+		out[i] = r.sweep()
+	}
+	return out, nil
+}
+
+// ---- trials ----
+
+func (s *store) WriteTrials(ctx context.Context, trials []Trial, calls []ToolCall) error {
+	if len(trials) == 0 && len(calls) == 0 {
+		return nil
+	}
+	type key struct{ sweep, trial string }
+	inBatch := make(map[key]bool, len(trials))
+	for _, t := range trials {
+		inBatch[key{t.SweepID, t.TrialID}] = true
+	}
+	for _, c := range calls {
+		if !inBatch[key{c.SweepID, c.TrialID}] {
+			return fmt.Errorf("storage: WriteTrials: tool call %d of trial %s (sweep %s) has no trial in this write; write a trial and its calls together", c.CallIndex, c.TrialID, c.SweepID)
+		}
+	}
+	// One version for the whole write: a trial and its calls share
+	// written_at, which is how readers pick the calls of a trial's latest
+	// write.
+	writtenAt := s.stamp()
+	callRows := make([][]any, 0, len(calls))
+	for _, c := range calls {
+		v, err := c.values(writtenAt)
+		if err != nil {
+			return err
+		}
+		callRows = append(callRows, v)
+	}
+	trialRows := make([][]any, 0, len(trials))
+	for _, t := range trials {
+		v, err := t.values(writtenAt)
+		if err != nil {
+			return err
+		}
+		trialRows = append(trialRows, v)
+	}
+	// Calls first: once a trial row is visible, its calls are stored.
+	if len(callRows) > 0 {
+		if err := s.t.insert(ctx, s.insertSQL("tool_calls", toolCallCols), toolCallCols, callRows); err != nil {
+			return fmt.Errorf("storage: WriteTrials: tool_calls: %w", err)
+		}
+	}
+	if len(trialRows) > 0 {
+		if err := s.t.insert(ctx, s.insertSQL("trials", trialCols), trialCols, trialRows); err != nil {
+			return fmt.Errorf("storage: WriteTrials: trials: %w", err)
+		}
+	}
+	return nil
+}
+
+func (s *store) CountTrials(ctx context.Context, sweepID string) (uint64, error) {
+	var rows []countRow
+	if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qCountTrials), Params: map[string]string{"sweep_id": sweepID}}); err != nil {
+		return 0, fmt.Errorf("storage: CountTrials %s: %w", sweepID, err)
+	}
+	if len(rows) == 0 {
+		return 0, nil
+	}
+	return rows[0].N, nil
+}
+
+func (s *store) Trials(ctx context.Context, sweepID string) ([]Trial, error) {
+	var rows []trialRow
+	if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qTrials), Params: map[string]string{"sweep_id": sweepID}}); err != nil {
+		return nil, fmt.Errorf("storage: Trials %s: %w", sweepID, err)
+	}
+	out := make([]Trial, len(rows))
+	for i, r := range rows {
+		out[i] = r.trial()
+	}
+	return out, nil
+}
+
+func (s *store) Trial(ctx context.Context, trialID string) (Trial, []ToolCall, error) {
+	var rows []trialRow
+	if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qTrial), Params: map[string]string{"trial_id": trialID}}); err != nil {
+		return Trial{}, nil, fmt.Errorf("storage: Trial %s: %w", trialID, err)
+	}
+	if len(rows) == 0 {
+		return Trial{}, nil, fmt.Errorf("trial %s: %w", trialID, ErrNotFound)
+	}
+	t := rows[0].trial()
+	var crows []toolCallRow
+	q := stmt{SQL: s.sql(qTrialCalls), Params: map[string]string{
+		"sweep_id":      t.SweepID,
+		"trial_id":      t.TrialID,
+		"written_at_ms": strconv.FormatInt(t.WrittenAt.UnixMilli(), 10),
+	}}
+	if err := s.t.selectRows(ctx, &crows, q); err != nil {
+		return Trial{}, nil, fmt.Errorf("storage: Trial %s: tool calls: %w", trialID, err)
+	}
+	calls := make([]ToolCall, len(crows))
+	for i, r := range crows {
+		calls[i] = r.toolCall()
+	}
+	return t, calls, nil
+}
+
+func (s *store) Cells(ctx context.Context, sweepID string) ([]Cell, error) {
+	var rows []cellRow
+	if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qCells), Params: map[string]string{"sweep_id": sweepID}}); err != nil {
+		return nil, fmt.Errorf("storage: Cells %s: %w", sweepID, err)
+	}
+	type key struct {
+		arm, scenario, variant string
+		seed                   uint64
+	}
+	idx := map[key]int{}
+	var cells []Cell
+	for _, r := range rows {
+		k := key{r.Arm, r.Scenario, r.Variant, r.Seed}
+		i, ok := idx[k]
+		if !ok {
+			i = len(cells)
+			idx[k] = i
+			cells = append(cells, Cell{
+				Arm: r.Arm, Scenario: r.Scenario, Variant: r.Variant, Seed: r.Seed,
+				Trials: r.Trials, Attrition: r.Attrition,
+				Metrics: make(map[Metric]MetricCell, len(AllMetrics)),
+			})
+		}
+		cells[i].Metrics[Metric(r.Metric)] = MetricCell{
+			N: r.N, Successes: r.Successes, SumWeight: r.SumWeight, SumWeightY: r.SumWeightY,
+		}
+	}
+	// The SQL orders rows already; keep the contract explicit anyway.
+	sort.SliceStable(cells, func(i, j int) bool {
+		a, b := cells[i], cells[j]
+		if a.Arm != b.Arm {
+			return a.Arm < b.Arm
+		}
+		if a.Scenario != b.Scenario {
+			return a.Scenario < b.Scenario
+		}
+		if a.Variant != b.Variant {
+			return a.Variant < b.Variant
+		}
+		return a.Seed < b.Seed
+	})
+	return cells, nil
+}

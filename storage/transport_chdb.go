@@ -1,0 +1,224 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"rebound/storage/chdb"
+)
+
+// chdbTransport runs the shared SQL on the embedded engine. Rows come back
+// as JSONEachRow and are decoded with encoding/json; inserts are
+// "INSERT INTO t (cols) FORMAT JSONEachRow" followed by the rows.
+type chdbTransport struct {
+	conn *chdb.Conn
+	// maxInsertBytes bounds one INSERT statement; bigger writes are split.
+	maxInsertBytes int
+	// inserts counts INSERT statements sent (diagnostics, tests).
+	inserts atomic.Int64
+}
+
+// Session settings for the embedded transport. They only shape the JSON the
+// engine prints (64-bit integers as numbers, not strings), never a query's
+// meaning, so the SQL stays the same as on a server.
+var chdbSessionSettings = []string{
+	"SET output_format_json_quote_64bit_integers = 0",
+	"SET output_format_json_quote_64bit_floats = 0",
+	"SET output_format_json_quote_denormals = 0",
+}
+
+func openCHDB(ctx context.Context, libPath, dataDir string) (*chdbTransport, error) {
+	conn, err := chdb.Open(libPath, dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("storage: embedded ClickHouse: %w", err)
+	}
+	for _, q := range chdbSessionSettings {
+		if _, err := conn.Query(ctx, q, "TabSeparated"); err != nil {
+			_ = conn.Close()
+			return nil, fmt.Errorf("storage: embedded ClickHouse: %s: %w", q, err)
+		}
+	}
+	return &chdbTransport{conn: conn, maxInsertBytes: 16 << 20}, nil
+}
+
+func (t *chdbTransport) name() string { return "chdb" }
+
+func (t *chdbTransport) close() error { return t.conn.Close() }
+
+func (t *chdbTransport) run(ctx context.Context, q stmt, format string) ([]byte, error) {
+	if len(q.Params) == 0 {
+		return t.conn.Query(ctx, q.SQL, format)
+	}
+	return t.conn.QueryWithParams(ctx, q.SQL, format, q.Params)
+}
+
+func (t *chdbTransport) exec(ctx context.Context, q stmt) error {
+	_, err := t.run(ctx, q, "TabSeparated")
+	return err
+}
+
+func (t *chdbTransport) selectRows(ctx context.Context, dest any, q stmt) error {
+	out, err := t.run(ctx, q, "JSONEachRow")
+	if err != nil {
+		return err
+	}
+	return decodeJSONEachRow(out, dest)
+}
+
+// decodeJSONEachRow appends one element per line of data to *dest.
+func decodeJSONEachRow(data []byte, dest any) error {
+	sv := reflect.ValueOf(dest)
+	if sv.Kind() != reflect.Pointer || sv.Elem().Kind() != reflect.Slice {
+		return fmt.Errorf("storage: decode: dest must be a pointer to a slice, got %T", dest)
+	}
+	slice := sv.Elem()
+	elemType := slice.Type().Elem()
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for dec.More() {
+		elem := reflect.New(elemType)
+		if err := dec.Decode(elem.Interface()); err != nil {
+			return fmt.Errorf("storage: decode JSONEachRow row %d: %w", slice.Len()+1, err)
+		}
+		slice = reflect.Append(slice, elem.Elem())
+	}
+	sv.Elem().Set(slice)
+	return nil
+}
+
+func (t *chdbTransport) insert(ctx context.Context, insertSQL string, cols []string, rows [][]any) error {
+	head := insertSQL + " FORMAT JSONEachRow\n"
+	var buf bytes.Buffer
+	flush := func() error {
+		if buf.Len() == 0 {
+			return nil
+		}
+		_, err := t.conn.Query(ctx, head+buf.String(), "TabSeparated")
+		t.inserts.Add(1)
+		buf.Reset()
+		return err
+	}
+	for _, r := range rows {
+		if len(r) != len(cols) {
+			return fmt.Errorf("storage: insert: %d values for %d columns", len(r), len(cols))
+		}
+		before := buf.Len()
+		if err := appendJSONRow(&buf, cols, r); err != nil {
+			return err
+		}
+		if before > 0 && buf.Len() > t.maxInsertBytes {
+			// Send what came before this row, keep the row for the next statement.
+			row := append([]byte(nil), buf.Bytes()[before:]...)
+			buf.Truncate(before)
+			if err := flush(); err != nil {
+				return err
+			}
+			buf.Write(row)
+		}
+	}
+	return flush()
+}
+
+// appendJSONRow writes one JSONEachRow object.
+func appendJSONRow(buf *bytes.Buffer, cols []string, vals []any) error {
+	buf.WriteByte('{')
+	for i, c := range cols {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		appendJSONString(buf, c)
+		buf.WriteByte(':')
+		if err := appendJSONValue(buf, vals[i]); err != nil {
+			return fmt.Errorf("storage: column %s: %w", c, err)
+		}
+	}
+	buf.WriteString("}\n")
+	return nil
+}
+
+// ClickHouse's text form of DateTime64(3) values.
+const chDateTime64Layout = "2006-01-02 15:04:05.000"
+
+func appendJSONValue(buf *bytes.Buffer, v any) error {
+	switch x := v.(type) {
+	case string:
+		appendJSONString(buf, x)
+	case uint8:
+		buf.WriteString(strconv.FormatUint(uint64(x), 10))
+	case uint32:
+		buf.WriteString(strconv.FormatUint(uint64(x), 10))
+	case uint64:
+		buf.WriteString(strconv.FormatUint(x, 10))
+	case int64:
+		buf.WriteString(strconv.FormatInt(x, 10))
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("cannot store %v", x)
+		}
+		buf.WriteString(strconv.FormatFloat(x, 'g', -1, 64))
+	case *uint8:
+		if x == nil {
+			buf.WriteString("null")
+		} else {
+			buf.WriteString(strconv.FormatUint(uint64(*x), 10))
+		}
+	case []string:
+		buf.WriteByte('[')
+		for i, s := range x {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			appendJSONString(buf, s)
+		}
+		buf.WriteByte(']')
+	case time.Time:
+		buf.WriteByte('"')
+		buf.WriteString(x.UTC().Format(chDateTime64Layout))
+		buf.WriteByte('"')
+	default:
+		return fmt.Errorf("unsupported value type %T", v)
+	}
+	return nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString writes s as a JSON string: control characters, quotes
+// and backslashes are escaped, every other byte (UTF-8 included) is written
+// as is and stored by ClickHouse unchanged.
+func appendJSONString(buf *bytes.Buffer, s string) {
+	buf.WriteByte('"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		buf.WriteString(s[start:i])
+		switch c {
+		case '"':
+			buf.WriteString(`\"`)
+		case '\\':
+			buf.WriteString(`\\`)
+		case '\n':
+			buf.WriteString(`\n`)
+		case '\r':
+			buf.WriteString(`\r`)
+		case '\t':
+			buf.WriteString(`\t`)
+		default:
+			buf.WriteString(`\u00`)
+			buf.WriteByte(hexDigits[c>>4])
+			buf.WriteByte(hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	buf.WriteString(s[start:])
+	buf.WriteByte('"')
+}

@@ -1,0 +1,422 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// Unit tests: no engine needed.
+
+func TestRedactDSN(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"clickhouse://user:s3cret@host:9000/rebound", "clickhouse://user:xxxxx@host:9000/rebound"},
+		{"clickhouse://user@host:9000", "clickhouse://user@host:9000"},
+		{"clickhouse://host:9000/db?dial_timeout=5s", "clickhouse://host:9000/db?dial_timeout=5s"},
+		{"clickhouse://host:9000/db?username=u&password=s3cret", "clickhouse://host:9000/db?password=xxxxx&username=u"},
+		{"clickhouse://u:p%40ss%2Fw@h:9000/db", "clickhouse://u:xxxxx@h:9000/db"},
+		{"clickhouse://h:9000/?http_proxy=http%3A%2F%2Fpu%3Aproxypw%40proxy%3A3128", "clickhouse://h:9000/?http_proxy=http%3A%2F%2Fpu%3Axxxxx%40proxy%3A3128"},
+		// Unparseable (an unescaped '/' in the password): nothing but the scheme survives.
+		{"clickhouse://user:pa/ss:w@host:9000/db", "clickhouse://xxxxx"},
+		{"::not a url s3cret", "xxxxx"},
+	}
+	for _, c := range cases {
+		got := RedactDSN(c.in)
+		if got != c.want {
+			t.Errorf("RedactDSN(%q) = %q, want %q", c.in, got, c.want)
+		}
+		for _, secret := range []string{"s3cret", "p%40ss", "proxypw", "pa/ss"} {
+			if strings.Contains(got, secret) {
+				t.Errorf("RedactDSN(%q) leaks %q: %q", c.in, secret, got)
+			}
+		}
+	}
+}
+
+func TestParseServerDSN(t *testing.T) {
+	opts, db, err := parseServerDSN("clickhouse://alice:s3cret@ch1:9000,ch2:9000/analytics?dial_timeout=3s&compress=lz4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if db != "analytics" || opts.Auth.Database != "" || opts.Auth.Username != "alice" || opts.Auth.Password != "s3cret" {
+		t.Fatalf("db %q, auth %+v", db, opts.Auth)
+	}
+	if !reflect.DeepEqual(opts.Addr, []string{"ch1:9000", "ch2:9000"}) || opts.DialTimeout != 3*time.Second || opts.Compression == nil {
+		t.Fatalf("options %+v", opts)
+	}
+	if _, db, err := parseServerDSN("clickhouse://localhost:9000"); err != nil || db != "" {
+		t.Fatalf("no database: %q, %v", db, err)
+	}
+	for _, bad := range []string{
+		"http://u:s3cret@host:8123/db",        // not the Native protocol
+		"clickhouse://u:s3cret@host:9000/a-b", // not an identifier
+		"clickhouse://u:s3/cret@host:9000/db", // unescaped slash in the password
+		"clickhouse://u:s3cret@/db",           // no host
+		"clickhouse://u:s3cret@host:9000/db?dial_timeout=soon",
+	} {
+		_, _, err := parseServerDSN(bad)
+		if err == nil {
+			t.Errorf("parseServerDSN(%q) accepted", bad)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "s3/cret") {
+			t.Errorf("error for %q leaks the password: %v", bad, err)
+		}
+	}
+	// Open fails before dialing and without leaking.
+	_, err = Open(context.Background(), Config{DSN: "clickhouse://u:s3cret@host:9000/bad-db"})
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("Open with a bad DSN: %v", err)
+	}
+}
+
+// ddlColumns extracts the column names of a CREATE TABLE statement.
+func ddlColumns(ddl string) []string {
+	body := ddl[strings.Index(ddl, "(")+1 : strings.Index(ddl, "\n)")]
+	var cols []string
+	for _, line := range strings.Split(body, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] == "INDEX" {
+			continue
+		}
+		cols = append(cols, f[0])
+	}
+	return cols
+}
+
+// tagNames lists the ch and json tags of a row struct.
+func tagNames(v any) (ch, js []string) {
+	rt := reflect.TypeOf(v)
+	for i := 0; i < rt.NumField(); i++ {
+		ch = append(ch, rt.Field(i).Tag.Get("ch"))
+		js = append(js, rt.Field(i).Tag.Get("json"))
+	}
+	return ch, js
+}
+
+func selectedNames(cols []string) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = c
+		if timeCols[c] {
+			out[i] = c + "_ms"
+		}
+	}
+	return out
+}
+
+// TestColumnsMatchDDL: the insert column lists follow the DDL, the value
+// lists match the column lists, and the row structs read every column.
+func TestColumnsMatchDDL(t *testing.T) {
+	for _, c := range []struct {
+		ddl  string
+		cols []string
+		row  any
+		vals []any
+	}{
+		{ddlSweeps, sweepCols, sweepRow{}, must(Sweep{SweepID: "s"}.values())},
+		{ddlTrials, trialCols, trialRow{}, must(Trial{SweepID: "s", TrialID: "t"}.values(time.Now()))},
+		{ddlToolCalls, toolCallCols, toolCallRow{}, must(ToolCall{SweepID: "s", TrialID: "t"}.values(time.Now()))},
+		{ddlSchemaMigrations, migrationCols, nil, nil},
+	} {
+		if got := ddlColumns(c.ddl); !reflect.DeepEqual(got, c.cols) {
+			t.Errorf("DDL columns %v\n != insert columns %v", got, c.cols)
+		}
+		if c.row == nil {
+			continue
+		}
+		if len(c.vals) != len(c.cols) {
+			t.Errorf("%d values for %d columns %v", len(c.vals), len(c.cols), c.cols)
+		}
+		ch, js := tagNames(c.row)
+		want := selectedNames(c.cols)
+		if !reflect.DeepEqual(ch, want) || !reflect.DeepEqual(js, want) {
+			t.Errorf("row tags\n ch   %v\n json %v\nwant %v", ch, js, want)
+		}
+	}
+}
+
+func must(v []any, err error) []any {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// TestMetricsMatchSchema: every Go metric is a Nullable(UInt8) column and a
+// row of the trial_metrics view, and Trial.Outcome reaches its field.
+func TestMetricsMatchSchema(t *testing.T) {
+	var nullable []string
+	for _, m := range regexp.MustCompile(`(?m)^\s+(\w+)\s+Nullable\(UInt8\)`).FindAllStringSubmatch(ddlTrials, -1) {
+		nullable = append(nullable, m[1])
+	}
+	var viewed []string
+	for _, m := range regexp.MustCompile(`\('(\w+)', (\w+)\)`).FindAllStringSubmatch(ddlTrialMetrics, -1) {
+		if m[1] != m[2] {
+			t.Errorf("trial_metrics maps %s to column %s", m[1], m[2])
+		}
+		viewed = append(viewed, m[1])
+	}
+	var names []string
+	for _, m := range AllMetrics {
+		names = append(names, string(m))
+		tr := Trial{SweepID: "s", TrialID: "t"}
+		v := true
+		if !tr.SetOutcome(m, &v) || tr.Outcome(m) == nil || !*tr.Outcome(m) {
+			t.Errorf("SetOutcome/Outcome(%s) do not reach a field", m)
+		}
+		vals := must(tr.values(time.Now()))
+		if p, ok := vals[indexOf(trialCols, string(m))].(*uint8); !ok || p == nil || *p != 1 {
+			t.Errorf("metric %s is not written to its column", m)
+		}
+	}
+	if !reflect.DeepEqual(names, nullable) || !reflect.DeepEqual(names, viewed) {
+		t.Errorf("metrics\n Go   %v\n DDL  %v\n view %v", names, nullable, viewed)
+	}
+	var tr Trial
+	if tr.SetOutcome("nope", nil) || tr.Outcome("nope") != nil {
+		t.Error("unknown metric accepted")
+	}
+}
+
+func indexOf(ss []string, s string) int {
+	for i, x := range ss {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestAppendJSONString(t *testing.T) {
+	for _, s := range append(tricky, "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x1f \"\\/") {
+		var buf bytes.Buffer
+		appendJSONString(&buf, s)
+		var back string
+		if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
+			t.Fatalf("%q encoded as %s: %v", s, buf.Bytes(), err)
+		}
+		if back != s {
+			t.Errorf("%q -> %s -> %q", s, buf.Bytes(), back)
+		}
+	}
+}
+
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range tricky {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		s = text(s) // the stores only ever encode valid UTF-8
+		var buf bytes.Buffer
+		appendJSONString(&buf, s)
+		var back string
+		if err := json.Unmarshal(buf.Bytes(), &back); err != nil || back != s {
+			t.Fatalf("%q -> %s -> %q, %v", s, buf.Bytes(), back, err)
+		}
+	})
+}
+
+func TestAppendJSONRow(t *testing.T) {
+	one := uint8(1)
+	ts := time.Date(2026, 1, 2, 3, 4, 5, 678_900_000, time.FixedZone("X", 3600))
+	var buf bytes.Buffer
+	err := appendJSONRow(&buf, []string{"s", "u8", "u32", "u64", "f", "n", "nn", "a", "t"},
+		[]any{`a"b`, uint8(1), uint32(2), uint64(18446744073709551615), tenth + 0.2, (*uint8)(nil), &one, []string{"x", `"`}, ts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"s":"a\"b","u8":1,"u32":2,"u64":18446744073709551615,"f":0.30000000000000004,"n":null,"nn":1,"a":["x","\""],"t":"2026-01-02 02:04:05.678"}` + "\n"
+	if buf.String() != want {
+		t.Fatalf("got  %s\nwant %s", buf.String(), want)
+	}
+	if err := appendJSONValue(&buf, struct{}{}); err == nil {
+		t.Fatal("unsupported type accepted")
+	}
+}
+
+func TestDecodeJSONEachRow(t *testing.T) {
+	data := []byte(`{"n":1}` + "\n" + `{"n":18446744073709551615}` + "\n")
+	var rows []countRow
+	if err := decodeJSONEachRow(data, &rows); err != nil || len(rows) != 2 || rows[1].N != 18446744073709551615 {
+		t.Fatalf("%+v, %v", rows, err)
+	}
+	rows = nil
+	if err := decodeJSONEachRow(nil, &rows); err != nil || len(rows) != 0 {
+		t.Fatalf("empty: %+v, %v", rows, err)
+	}
+	if err := decodeJSONEachRow([]byte(`{"n":"x"}`), &rows); err == nil {
+		t.Fatal("bad row accepted")
+	}
+	if err := decodeJSONEachRow(data, rows); err == nil {
+		t.Fatal("non-pointer accepted")
+	}
+}
+
+// ---- the server transport sends exactly the shared SQL ----
+
+type sent struct {
+	kind string // exec, select, batch
+	sql  string
+	rows [][]any
+}
+
+// fakeConn records what the server transport hands to clickhouse-go.
+type fakeConn struct {
+	log     []sent
+	selects map[string]any // canned results by SQL (a slice value)
+}
+
+func (f *fakeConn) Exec(ctx context.Context, query string, args ...any) error {
+	f.log = append(f.log, sent{kind: "exec", sql: query})
+	return nil
+}
+
+func (f *fakeConn) Select(ctx context.Context, dest any, query string, args ...any) error {
+	f.log = append(f.log, sent{kind: "select", sql: query})
+	if v, ok := f.selects[query]; ok {
+		reflect.ValueOf(dest).Elem().Set(reflect.ValueOf(v))
+	}
+	return nil
+}
+
+func (f *fakeConn) PrepareBatch(ctx context.Context, query string, opts ...driver.PrepareBatchOption) (driver.Batch, error) {
+	f.log = append(f.log, sent{kind: "batch", sql: query})
+	return &fakeBatch{conn: f, idx: len(f.log) - 1}, nil
+}
+
+func (f *fakeConn) Ping(ctx context.Context) error { return nil }
+func (f *fakeConn) Close() error                   { return nil }
+
+type fakeBatch struct {
+	driver.Batch // unimplemented methods panic
+	conn         *fakeConn
+	idx          int
+	sent, closed bool
+}
+
+func (b *fakeBatch) Append(v ...any) error {
+	b.conn.log[b.idx].rows = append(b.conn.log[b.idx].rows, v)
+	return nil
+}
+func (b *fakeBatch) Send() error {
+	if b.sent {
+		return errors.New("sent twice")
+	}
+	b.sent = true
+	return nil
+}
+func (b *fakeBatch) Close() error {
+	b.closed = true
+	if !b.sent {
+		b.conn.log[b.idx].kind = "batch-aborted"
+	}
+	return nil
+}
+
+func TestServerTransportSendsSharedSQL(t *testing.T) {
+	fc := &fakeConn{selects: map[string]any{}}
+	st, err := newStore(&serverTransport{conn: fc}, "rb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []sent{
+		{kind: "exec", sql: "CREATE DATABASE IF NOT EXISTS `rb`"},
+		{kind: "exec", sql: render(ddlSchemaMigrations, "rb")},
+		{kind: "select", sql: render(qAppliedVersions, "rb")},
+	}
+	for _, q := range migrations[0].Statements {
+		want = append(want, sent{kind: "exec", sql: render(q, "rb")})
+	}
+	want = append(want, sent{kind: "batch", sql: "INSERT INTO `rb`.schema_migrations (version, name, applied_at)"})
+	if len(fc.log) != len(want) {
+		t.Fatalf("sent %d statements, want %d: %+v", len(fc.log), len(want), fc.log)
+	}
+	for i := range want {
+		if fc.log[i].kind != want[i].kind || fc.log[i].sql != want[i].sql {
+			t.Fatalf("statement %d:\n got %s %q\nwant %s %q", i, fc.log[i].kind, fc.log[i].sql, want[i].kind, want[i].sql)
+		}
+	}
+	if !strings.Contains(render(ddlTrials, "rb"), "CREATE TABLE IF NOT EXISTS `rb`.trials") {
+		t.Fatal("database not substituted")
+	}
+
+	// A second Migrate sees version 1 applied and sends no DDL.
+	fc.selects[render(qAppliedVersions, "rb")] = []versionRow{{Version: 1}}
+	fc.log = nil
+	if err := st.Migrate(ctx); err != nil || len(fc.log) != 3 {
+		t.Fatalf("second Migrate sent %+v, %v", fc.log, err)
+	}
+
+	fc.log = nil
+	trials, calls := makeTrials("s", 2, 2)
+	if err := st.WriteTrials(ctx, trials, calls); err != nil {
+		t.Fatal(err)
+	}
+	if len(fc.log) != 2 || fc.log[0].sql != insertPrefix("rb", "tool_calls", toolCallCols) ||
+		fc.log[1].sql != insertPrefix("rb", "trials", trialCols) || fc.log[0].kind != "batch" || fc.log[1].kind != "batch" {
+		t.Fatalf("WriteTrials sent %+v", fc.log)
+	}
+	if len(fc.log[0].rows) != 4 || len(fc.log[1].rows) != 2 || len(fc.log[1].rows[0]) != len(trialCols) {
+		t.Fatalf("batch rows: %d calls, %d trials", len(fc.log[0].rows), len(fc.log[1].rows))
+	}
+	// Calls and trials of one write share their version.
+	wCall := fc.log[0].rows[0][len(toolCallCols)-1].(time.Time)
+	wTrial := fc.log[1].rows[0][len(trialCols)-1].(time.Time)
+	if !wCall.Equal(wTrial) || wTrial.Location() != time.UTC {
+		t.Fatalf("written_at %v vs %v", wCall, wTrial)
+	}
+
+	fc.log = nil
+	_, _ = st.CountTrials(ctx, "s")
+	_, _ = st.Trials(ctx, "s")
+	_, _ = st.Cells(ctx, "s")
+	_, _ = st.Sweeps(ctx, 5)
+	_, _ = st.Sweep(ctx, "s")
+	fc.selects[render(qTrial, "rb")] = []trialRow{{SweepID: "s", TrialID: "t"}}
+	_, _, _ = st.Trial(ctx, "t")
+	var got []string
+	for _, s := range fc.log {
+		if s.kind != "select" {
+			t.Fatalf("unexpected %+v", s)
+		}
+		got = append(got, s.sql)
+	}
+	wantSQL := []string{qCountTrials, qTrials, qCells, qSweeps, qSweep, qTrial, qTrialCalls}
+	for i := range wantSQL {
+		wantSQL[i] = render(wantSQL[i], "rb")
+	}
+	if !reflect.DeepEqual(got, wantSQL) {
+		t.Fatalf("reads sent\n%q\nwant\n%q", got, wantSQL)
+	}
+}
+
+func TestServerParamsAreEscaped(t *testing.T) {
+	p := serverParams(map[string]string{"a": "x\ty\\z\n'q'", "b": "plain"})
+	if p["a"] != `x\ty\\z\n'q'` || p["b"] != "plain" {
+		t.Fatalf("%q", p)
+	}
+}
+
+func TestMetricCellRates(t *testing.T) {
+	m := MetricCell{N: 4, Successes: 1, SumWeight: 8, SumWeightY: 2}
+	if m.Rate() != 0.25 || m.WeightedRate() != 0.25 {
+		t.Fatal(m.Rate(), m.WeightedRate())
+	}
+	var z MetricCell
+	if r := z.Rate(); r == r {
+		t.Fatal("rate of nothing tested is not NaN")
+	}
+}
