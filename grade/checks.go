@@ -123,7 +123,7 @@ func callsWithinBudget(in *Input) CheckResult {
 
 func retriesBounded(in *Input) CheckResult {
 	c := CheckResult{Status: NotTested}
-	if len(in.Ledger.FaultsFired()) == 0 {
+	if !failureSeen(in.Ledger) {
 		return c
 	}
 	c.Status = Pass
@@ -365,7 +365,7 @@ func reconciledBeforeResubmit(in *Input) CheckResult {
 func atMostOneCommit(in *Input) CheckResult {
 	c := CheckResult{Status: NotTested}
 	for _, a := range in.attempts() {
-		if a.Effect.SideEffecting() && sent(a) {
+		if a.Effect != harness.EffectRead && a.Effect != "" && sent(a) {
 			c.Status = Pass
 			break
 		}

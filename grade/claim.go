@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"rebound/scenario"
@@ -139,17 +140,26 @@ func coerce(v any, typ string) (any, error) {
 	return nil, fmt.Errorf("unknown type %q", typ)
 }
 
-// Lookup reads a dot-separated path ("orders.A-4417.captured") from a
-// JSON-compatible world state.
+// Lookup reads a dot-separated path ("orders.A-4417.captured",
+// "json.data_json.items.0.status") from a JSON-compatible world state; a
+// numeric segment indexes a list.
 func Lookup(state map[string]any, path string) (any, bool) {
 	var cur any = state
 	for _, part := range strings.Split(path, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		cur, ok = m[part]
-		if !ok {
+		switch node := cur.(type) {
+		case map[string]any:
+			v, ok := node[part]
+			if !ok {
+				return nil, false
+			}
+			cur = v
+		case []any:
+			i, err := strconv.Atoi(part)
+			if err != nil || i < 0 || i >= len(node) {
+				return nil, false
+			}
+			cur = node[i]
+		default:
 			return nil, false
 		}
 	}

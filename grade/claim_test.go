@@ -57,6 +57,13 @@ func TestLookupAndEqual(t *testing.T) {
 	if _, ok := Lookup(state, "orders.B.captured"); ok {
 		t.Fatal("missing path found")
 	}
+	list := map[string]any{"items": []any{map[string]any{"status": "processed"}}}
+	if v, ok := Lookup(list, "items.0.status"); !ok || v != "processed" {
+		t.Fatalf("list index: %v %v", v, ok)
+	}
+	if _, ok := Lookup(list, "items.1.status"); ok {
+		t.Fatal("index past the end found")
+	}
 	if !Equal(float64(7), 7) || Equal(7, "7") || !Equal(true, true) || Equal(true, false) {
 		t.Fatal("Equal is wrong")
 	}

@@ -192,14 +192,16 @@ func (d *Dispatcher) execute(a *Attempt) Result {
 	a.Effect = tool.Effect
 	d.cost += tool.CostUSD
 
+	// The provider's authorization comes first: a call without permission
+	// never reaches the world, whatever fault is scheduled.
+	if tool.Permission != "" && !d.permissions[tool.Permission] {
+		d.clock.Advance(tool.Latency())
+		return Failed(CodeForbidden, false, "permission %q is required for %s", tool.Permission, a.Tool)
+	}
 	if idx := d.faultFor(a); idx >= 0 {
 		f := d.schedule.Faults[idx]
 		a.Fault = &f
 		return d.inject(a, tool, f)
-	}
-	if tool.Permission != "" && !d.permissions[tool.Permission] {
-		d.clock.Advance(tool.Latency())
-		return Failed(CodeForbidden, false, "permission %q is required for %s", tool.Permission, a.Tool)
 	}
 	d.clock.Advance(tool.Latency())
 	return d.invoke(a)
@@ -300,7 +302,11 @@ func (d *Dispatcher) invoke(a *Attempt) Result {
 	if terr != nil {
 		return Result{Code: terr.Code, Retryable: terr.Retryable, Message: terr.Message}
 	}
-	return Succeeded(data)
+	r := Succeeded(data)
+	if t := d.offered[a.Tool]; t.StaleAgeMs > 0 {
+		r.Evidence = &Evidence{Strength: "stale", AgeMs: t.StaleAgeMs}
+	}
+	return r
 }
 
 type recorder struct {

@@ -63,7 +63,11 @@ type Tool struct {
 	Errors       []DocumentedError `json:"errors,omitempty"`
 	// LatencyMs is the simulated time one successful call takes; DeadlineMs
 	// the adapter's timeout (a slow fault exceeds it).
-	LatencyMs  int64   `json:"latency_ms,omitempty"`
+	LatencyMs int64 `json:"latency_ms,omitempty"`
+	// StaleAgeMs > 0 marks a tool whose data is weaker evidence (a
+	// replicated read model, a read-only fallback): every successful result
+	// carries Evidence{stale, age}.
+	StaleAgeMs int64   `json:"stale_age_ms,omitempty"`
 	DeadlineMs int64   `json:"deadline_ms,omitempty"`
 	CostUSD    float64 `json:"cost_usd,omitempty"`
 }

@@ -3,12 +3,15 @@ package runner
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
 
 	"rebound/activities"
 	"rebound/devstack/devstacktest"
@@ -38,7 +41,9 @@ func TestQuickstartSweepEndToEnd(t *testing.T) {
 	if err := store.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.Dial(srv.ClientOptions())
+	opts := srv.ClientOptions()
+	opts.Logger = log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c, err := client.Dial(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
@@ -77,6 +78,9 @@ func RunWith(ctx context.Context, spec Spec, ag agent.Agent, checks []grade.Chec
 	w, err := world.New(sc.World, sc.Initial)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+	}
+	if c, ok := w.(io.Closer); ok {
+		defer c.Close() // e.g. the files world's temporary workspace
 	}
 	catalog, err := world.CatalogVersion(sc.World)
 	if err != nil {

@@ -50,7 +50,8 @@ func (i *Inventory) Tools() []harness.Tool {
 			Name:        "catalog.lookup",
 			Description: "Replicated product catalog: an in-stock flag only, which can be several minutes old. Read-only; weaker evidence than inventory.lookup.",
 			Effect:      harness.EffectRead, Permission: "inventory.read", Errors: errs, LatencyMs: 50, DeadlineMs: 2000,
-			Params: []harness.Param{{Name: "sku", Type: "string", Required: true}},
+			StaleAgeMs: 6 * 60 * 1000,
+			Params:     []harness.Param{{Name: "sku", Type: "string", Required: true}},
 		},
 	}
 }

@@ -8,8 +8,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
+	"sync"
 
 	"rebound/harness"
 )
@@ -43,17 +45,28 @@ func Kinds() []string {
 // CatalogVersion is a content hash of a world's tool metadata, recorded on
 // every trial so a changed catalog never compares silently with an old one.
 func CatalogVersion(kind string) (string, error) {
+	if v, ok := catalogVersions.Load(kind); ok {
+		return v.(string), nil
+	}
 	w, err := New(kind, nil)
 	if err != nil {
 		return "", err
+	}
+	if c, ok := w.(io.Closer); ok {
+		defer c.Close()
 	}
 	b, err := json.Marshal(w.Tools())
 	if err != nil {
 		return "", err
 	}
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:6]), nil
+	v := hex.EncodeToString(sum[:6])
+	catalogVersions.Store(kind, v)
+	return v, nil
 }
+
+// catalogVersions caches CatalogVersion per kind: catalogs are static.
+var catalogVersions sync.Map
 
 // decodeInitial converts a scenario's free-form initial state into the
 // world's typed state, rejecting unknown fields.
