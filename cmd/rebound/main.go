@@ -47,6 +47,7 @@ func commands() []command {
 		{"sweep", "start a sweep on an existing Temporal (sweep start PLAN), or show its progress (sweep status ID)", sweepCmd},
 		{"report", "print the report of a stored sweep", reportCmd},
 		{"sweeps", "list stored sweeps, newest first", sweepsCmd},
+		{"trials", "list a sweep's trials and their bad outcomes (filter by arm, scenario)", trialsCmd},
 		{"trial", "show one trial: its faults, calls, claim and verdicts (trial show ID)", trialCmd},
 		{"scenario", "check scenario and plan files (scenario lint PATH...)", scenarioCmd},
 	}
