@@ -2,7 +2,6 @@ package llm
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -14,15 +13,25 @@ import (
 // would both map to a___b). Worlds use names like payments.charge_status,
 // which qualify.
 
-var (
-	toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
-	funcNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-)
+// validToolName reports whether s is non-empty and made of letters,
+// digits, '_', '-' and '.'.
+func validToolName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
 
 // FunctionName maps a tool name to the function name offered to the model.
 func FunctionName(tool string) (string, error) {
 	switch {
-	case !toolNameRE.MatchString(tool):
+	case !validToolName(tool):
 		return "", fmt.Errorf("tool name %q: only letters, digits, '_', '-' and '.' can be offered as a function", tool)
 	case strings.Contains(tool, "__"):
 		return "", fmt.Errorf("tool name %q: contains \"__\", which the function-name mapping reserves for '.'", tool)
@@ -30,7 +39,7 @@ func FunctionName(tool string) (string, error) {
 		return "", fmt.Errorf("tool name %q: an underscore next to a dot cannot be mapped reversibly", tool)
 	}
 	fn := strings.ReplaceAll(tool, ".", "__")
-	if !funcNameRE.MatchString(fn) {
+	if len(fn) > 64 {
 		return "", fmt.Errorf("tool name %q: function name %q is longer than 64 characters", tool, fn)
 	}
 	return fn, nil

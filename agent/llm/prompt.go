@@ -58,7 +58,11 @@ func systemMessage(prompt string, task agent.Task, tools []harness.Tool) string 
 		"you are authorized to use, stop calling functions and reply with a short summary. You will then be asked " +
 		"for a final claim: a JSON object with\n")
 	b.WriteString("- status: \"completed\" if the goal was achieved, \"blocked\" if not;\n")
-	b.WriteString("- blocked_on: when blocked, the tool name (for example payments.charge) of the dependency that could not be resolved; otherwise null;\n")
+	example := "payments.charge"
+	if len(tools) > 0 {
+		example = tools[0].Name
+	}
+	fmt.Fprintf(&b, "- blocked_on: when blocked, the tool name (for example %s, not the function name) of the dependency that could not be resolved; otherwise null;\n", example)
 	for _, f := range task.Claim {
 		fmt.Fprintf(&b, "- %s (%s or null)", f.Name, f.Type)
 		if f.Description != "" {

@@ -1,9 +1,9 @@
 package llm
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -22,27 +22,54 @@ type member struct {
 	val any
 }
 
-func (o object) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
+func (o object) MarshalJSON() ([]byte, error) { return o.appendJSON(nil) }
+
+// appendJSON writes nested objects directly, so a schema is encoded (and
+// compacted by encoding/json) once rather than once per level.
+func (o object) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, '{')
 	for i, m := range o {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		k, err := json.Marshal(m.key)
+		b = strconv.AppendQuote(b, m.key)
+		b = append(b, ':')
+		var err error
+		switch v := m.val.(type) {
+		case object:
+			b, err = v.appendJSON(b)
+		case string:
+			var s []byte
+			s, err = json.Marshal(v)
+			b = append(b, s...)
+		case []any:
+			b = append(b, '[')
+			for j, x := range v {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				if xo, ok := x.(object); ok {
+					b, err = xo.appendJSON(b)
+				} else {
+					var s []byte
+					s, err = json.Marshal(x)
+					b = append(b, s...)
+				}
+				if err != nil {
+					return nil, err
+				}
+			}
+			b = append(b, ']')
+		default:
+			var s []byte
+			s, err = json.Marshal(v)
+			b = append(b, s...)
+		}
 		if err != nil {
 			return nil, err
 		}
-		b.Write(k)
-		b.WriteByte(':')
-		v, err := json.Marshal(m.val)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(v)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return append(b, '}'), nil
 }
 
 // toolDefinitions turns the offered tools' metadata into function
@@ -83,7 +110,7 @@ func toolDefinitions(tools []harness.Tool, names nameMap) ([]openai.Tool, error)
 			params = append(params, member{"required", required})
 		}
 		params = append(params, member{"additionalProperties", false})
-		raw, err := json.Marshal(params)
+		raw, err := params.appendJSON(nil)
 		if err != nil {
 			return nil, err
 		}
@@ -168,7 +195,7 @@ func claimSchema(fields []scenario.ClaimField, tools []string) (json.RawMessage,
 		{scenario.ClaimStatus, object{{"type", "string"}, {"enum", []string{scenario.StatusDone, scenario.StatusBlocked}},
 			{"description", `"completed" if the goal was achieved, "blocked" if it was not`}}},
 		{scenario.ClaimBlockedOn, object{{"anyOf", []any{blockedOn, object{{"type", "null"}}}},
-			{"description", "when blocked: the tool name (e.g. payments.charge, not the function name) of the dependency that could not be resolved; otherwise null"}}},
+			{"description", "when blocked: the tool name (not the function name) of the dependency that could not be resolved; otherwise null"}}},
 	}
 	required := []string{scenario.ClaimStatus, scenario.ClaimBlockedOn}
 	for _, f := range fields {
@@ -187,5 +214,5 @@ func claimSchema(fields []scenario.ClaimField, tools []string) (json.RawMessage,
 		props = append(props, member{f.Name, s})
 		required = append(required, f.Name)
 	}
-	return json.Marshal(object{{"type", "object"}, {"properties", props}, {"required", required}, {"additionalProperties", false}})
+	return object{{"type", "object"}, {"properties", props}, {"required", required}, {"additionalProperties", false}}.appendJSON(nil)
 }
