@@ -12,6 +12,9 @@ import (
 	"fmt"
 	"sync"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
@@ -22,6 +25,8 @@ import (
 	"rebound/trial"
 	"rebound/workflows"
 )
+
+var tracer = otel.Tracer("rebound/activities")
 
 // AgentResolver builds the agent of an arm.
 type AgentResolver func(arm scenario.Arm) (agent.Agent, error)
@@ -109,10 +114,17 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 		if err != nil {
 			return workflows.ShardResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
 		}
-		res, err := trial.Run(ctx, trial.Spec{SweepID: in.SweepID, Scenario: key.Scenario, Variant: key.Variant, Arm: key.Arm, Seed: key.Seed}, ag)
+		tctx, span := tracer.Start(ctx, "trial", trace.WithAttributes(
+			attribute.String("rebound.scenario", key.Scenario.Name), attribute.String("rebound.variant", key.Variant.Name),
+			attribute.String("rebound.arm", key.Arm.Name), attribute.Int64("rebound.seed", int64(key.Seed))))
+		res, err := trial.Run(tctx, trial.Spec{SweepID: in.SweepID, Scenario: key.Scenario, Variant: key.Variant, Arm: key.Arm, Seed: key.Seed}, ag)
 		if err != nil {
+			span.RecordError(err)
+			span.End()
 			return workflows.ShardResult{}, err
 		}
+		span.SetAttributes(attribute.String("rebound.trial_id", res.TrialID), attribute.Int("rebound.tool_calls", res.Verdict.Counts.ToolCalls))
+		span.End()
 		t, cs := Rows(res, red)
 		t.ActivityAttempt = attempt
 		trials = append(trials, t)

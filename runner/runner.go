@@ -16,6 +16,8 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -35,14 +37,24 @@ type WorkerOptions struct {
 }
 
 // NewWorker builds (but does not start) a worker hosting the sweep workflow
-// and the activities.
-func NewWorker(c client.Client, queue string, acts *activities.Activities, opts WorkerOptions) worker.Worker {
-	w := worker.New(c, queue, worker.Options{MaxConcurrentActivityExecutionSize: opts.MaxConcurrentShards})
+// and the activities. Workflows and activities are traced with
+// OpenTelemetry through the global tracer provider (a no-op until the
+// process installs an exporter), so a sweep shows up as one trace with a
+// span per shard and per trial.
+func NewWorker(c client.Client, queue string, acts *activities.Activities, opts WorkerOptions) (worker.Worker, error) {
+	tracing, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("tracing interceptor: %w", err)
+	}
+	w := worker.New(c, queue, worker.Options{
+		MaxConcurrentActivityExecutionSize: opts.MaxConcurrentShards,
+		Interceptors:                       []interceptor.WorkerInterceptor{tracing},
+	})
 	w.RegisterWorkflowWithOptions(workflows.Sweep, workflow.RegisterOptions{Name: workflows.SweepWorkflowName})
 	w.RegisterActivityWithOptions(acts.RegisterSweep, activity.RegisterOptions{Name: workflows.RegisterSweepActivity})
 	w.RegisterActivityWithOptions(acts.RunShard, activity.RegisterOptions{Name: workflows.RunShardActivity})
 	w.RegisterActivityWithOptions(acts.FinishSweep, activity.RegisterOptions{Name: workflows.FinishSweepActivity})
-	return w
+	return w, nil
 }
 
 var unsafeID = regexp.MustCompile(`[^a-z0-9-]+`)

@@ -58,7 +58,10 @@ func TestQuickstartSweepEndToEnd(t *testing.T) {
 		return nil
 	}}
 	queue := "runner-e2e-" + t.Name()
-	w := NewWorker(c, queue, acts, WorkerOptions{})
+	w, err := NewWorker(c, queue, acts, WorkerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,10 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer c.Close()
-	w := runner.NewWorker(c, conn.taskQueue, &activities.Activities{Store: store, RedactionKey: []byte(os.Getenv("REBOUND_REDACTION_KEY"))}, runner.WorkerOptions{MaxConcurrentShards: *concurrency})
+	w, err := runner.NewWorker(c, conn.taskQueue, &activities.Activities{Store: store, RedactionKey: []byte(os.Getenv("REBOUND_REDACTION_KEY"))}, runner.WorkerOptions{MaxConcurrentShards: *concurrency})
+	if err != nil {
+		return err
+	}
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}

@@ -93,7 +93,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer c.Close()
-	w := runner.NewWorker(c, conn.taskQueue, &activities.Activities{Store: store, RedactionKey: []byte(os.Getenv("REBOUND_REDACTION_KEY"))}, runner.WorkerOptions{})
+	w, err := runner.NewWorker(c, conn.taskQueue, &activities.Activities{Store: store, RedactionKey: []byte(os.Getenv("REBOUND_REDACTION_KEY"))}, runner.WorkerOptions{})
+	if err != nil {
+		return err
+	}
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}

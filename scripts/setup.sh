@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Installs rebound's pinned local tools into the git-ignored cache .cache/ at
+# the repository root, and nothing anywhere else:
+#   .cache/bin/temporal       Temporal CLI, built from the Go module proxy
+#   .cache/chdb/libchdb.so    chDB (embedded ClickHouse), from the npm registry
+# Idempotent: a second run only checks what is there. Called by `make setup`.
+set -euo pipefail
+
+TEMPORAL_VERSION=1.5.1
+TEMPORAL_MODULE=github.com/temporalio/cli/cmd/temporal
+CHDB_PACKAGE=@chdb/lib-linux-x64-gnu
+CHDB_VERSION=26.5.3
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cache="$root/.cache"
+
+say() { printf 'setup: %s\n' "$*"; }
+die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+need() {
+	command -v "$1" >/dev/null 2>&1 || die "$1 is not installed or not on PATH; $2"
+}
+elapsed() { printf '%ds' $((SECONDS - $1)); }
+
+mkdir -p "$cache/bin" "$cache/chdb"
+
+# One setup at a time (two `make` runs in parallel would otherwise both build).
+if command -v flock >/dev/null 2>&1; then
+	exec 9>"$cache/setup.lock"
+	flock -n 9 || { say "another setup is running; waiting for it"; flock 9; }
+fi
+
+# --- Temporal CLI ---------------------------------------------------------
+temporal="$cache/bin/temporal"
+# A `go install` build reports "temporal version 0.0.0-DEV" (release builds get
+# their version by linker flag), so the pin is checked in the module version
+# that Go records in the binary; then the binary must run.
+temporal_version() {
+	go version -m "$temporal" 2>/dev/null | awk '$1 == "mod" && $2 == "github.com/temporalio/cli" { print $3 }'
+}
+temporal_ok() {
+	[ -x "$temporal" ] && [ "$(temporal_version)" = "v$TEMPORAL_VERSION" ] && "$temporal" --version >/dev/null 2>&1
+}
+need go "install Go 1.26 and put it on PATH"
+if temporal_ok; then
+	say "temporal $TEMPORAL_VERSION: ok"
+else
+	say "temporal $TEMPORAL_VERSION: building $TEMPORAL_MODULE@v$TEMPORAL_VERSION from the Go module proxy (about 6 min on 2 cores, once)"
+	start=$SECONDS
+	rm -f "$temporal"
+	# `go install pkg@version` ignores rebound's go.mod: the CLI builds with its own pins.
+	GOBIN="$cache/bin" go install "$TEMPORAL_MODULE@v$TEMPORAL_VERSION" ||
+		die "building the Temporal CLI failed (see above)"
+	temporal_ok || die "$temporal was built but is not v$TEMPORAL_VERSION or does not run (module version: '$(temporal_version)')"
+	say "temporal $TEMPORAL_VERSION: built in $(elapsed "$start")"
+fi
+
+# --- libchdb ----------------------------------------------------------------
+lib="$cache/chdb/libchdb.so"
+stamp="$cache/chdb/VERSION"
+if [ -s "$lib" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$CHDB_VERSION" ]; then
+	say "libchdb $CHDB_VERSION: ok"
+else
+	need npm "install Node.js and npm (Debian: apt-get install npm); npm fetches $CHDB_PACKAGE"
+	need tar "install tar"
+	start=$SECONDS
+	rm -f "$lib" "$stamp"
+	tgz="$cache/chdb/chdb-lib-linux-x64-gnu-$CHDB_VERSION.tgz"
+	if [ ! -s "$tgz" ]; then
+		say "libchdb $CHDB_VERSION: fetching $CHDB_PACKAGE@$CHDB_VERSION with npm pack (166 MB)"
+		# A private npm cache under .cache, removed afterwards: nothing lands in ~/.npm.
+		log="$cache/chdb/npm-pack.log"
+		if ! (cd "$cache/chdb" && npm pack "$CHDB_PACKAGE@$CHDB_VERSION" \
+			--cache "$cache/npm-cache" --no-fund --no-audit --loglevel=warn >"$log" 2>&1); then
+			cat "$log" >&2
+			rm -rf "$cache/npm-cache"
+			die "npm pack $CHDB_PACKAGE@$CHDB_VERSION failed (see above)"
+		fi
+		rm -rf "$cache/npm-cache" "$log"
+		[ -s "$tgz" ] || die "npm pack did not produce $tgz"
+	fi
+	say "libchdb $CHDB_VERSION: extracting libchdb.so"
+	tmp=$(mktemp -d "$cache/chdb/extract.XXXXXX")
+	trap 'rm -rf "$tmp"' EXIT
+	tar -xzf "$tgz" -C "$tmp" package/libchdb.so ||
+		die "could not extract package/libchdb.so from $tgz (corrupt download? delete it and re-run)"
+	[ -s "$tmp/package/libchdb.so" ] || die "package/libchdb.so in $tgz is empty"
+	mv "$tmp/package/libchdb.so" "$lib"
+	rm -rf "$tmp"
+	trap - EXIT
+	echo "$CHDB_VERSION" >"$stamp"
+	rm -f "$tgz"
+	say "libchdb $CHDB_VERSION: ready ($(du -h "$lib" | cut -f1)) in $(elapsed "$start")"
+fi
