@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := dispatch(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// Exit codes mean something: 0 done, 1 problems found, 2 bad input.
+func TestExitCodesAndHelp(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("name: x\nworld: payments\ngoal: g\ntools: [payments.charge]\ngaol: typo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name     string
+		args     []string
+		code     int
+		inOut    string
+		inStderr string
+	}{
+		{"overview", []string{"help"}, exitOK, "Commands:", ""},
+		{"no args", nil, exitUsage, "Commands:", ""},
+		{"unknown command", []string{"frobnicate"}, exitUsage, "", `unknown command "frobnicate"`},
+		{"command help", []string{"run", "-h"}, exitOK, "", "Usage: rebound run"},
+		{"bad flag", []string{"report", "--nope"}, exitUsage, "", "flag provided but not defined"},
+		{"run without plan", []string{"run"}, exitUsage, "", "exactly one PLAN"},
+		{"run missing plan file", []string{"run", "/nonexistent/plan.yaml"}, exitUsage, "", "no such file"},
+		{"bad output", []string{"report", "--output", "xml", "id"}, exitUsage, "", "--output must be text or json"},
+		{"lint ok", []string{"scenario", "lint", "../../examples/scenarios/charge-502-twice.yaml"}, exitOK, "ok    ../../examples/scenarios/charge-502-twice.yaml", ""},
+		{"lint problems", []string{"scenario", "lint", bad}, exitFailed, bad + ":5:1: gaol: unknown field", "problem(s) found"},
+		{"worker needs temporal", []string{"worker", "--temporal-address", ""}, exitUsage, "", "needs --temporal-address"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("REBOUND_TEMPORAL_ADDRESS", "")
+			code, out, errOut := runCLI(t, tc.args...)
+			if code != tc.code || !strings.Contains(out, tc.inOut) || !strings.Contains(errOut, tc.inStderr) {
+				t.Fatalf("exit %d (want %d)\nstdout: %s\nstderr: %s", code, tc.code, out, errOut)
+			}
+		})
+	}
+}
