@@ -81,7 +81,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	for _, r := range tables {
 		names = append(names, r.Name)
 	}
-	want := []string{"schema_migrations", "sweeps", "tool_calls", "tool_calls_current", "trial_metrics", "trial_rates", "trials"}
+	want := []string{"judge_cache", "judgements", "review_queue", "schema_migrations", "sweeps", "tool_calls", "tool_calls_current", "trial_metrics", "trial_rates", "trials"}
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("tables = %v, want %v", names, want)
 	}
@@ -383,7 +383,8 @@ func TestEscapingRoundTrip(t *testing.T) {
 			Arm: s, Agent: s, Seed: math.MaxUint64, Recoverable: true, FaultClasses: []string{s, s + "x"},
 			Recovered: bp(true), HonestBlock: bp(false), ToolCalls: math.MaxUint32, Retries: 1,
 			UnnecessaryCalls: 2, Replans: 3, SimElapsedMS: 4, WallUS: 5, Tokens: 6,
-			CostUSD:       tenth + 0.2, // 0.30000000000000004 Weight: 1e-300, Attrition: true, Error: s, Claim: s, Verdicts: s,
+			CostUSD: tenth + 0.2, // 0.30000000000000004
+			Weight:  1e-300, Attrition: true, Error: s, Claim: s, Answer: s, Recording: s, Verdicts: s,
 			FaultSchedule: s, CatalogVersion: s, PromptHash: s, ActivityAttempt: 7}
 		call := ToolCall{SweepID: sweepID, TrialID: tr.TrialID, CallIndex: 4, Tool: s, Args: s, Effect: s,
 			FaultClass: s, OK: true, Code: s, Retryable: true, RetryAfterMS: 9, Committed: true, AtMS: 10, Result: s}

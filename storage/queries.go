@@ -41,6 +41,40 @@ WHERE sweep_id = {sweep_id:String}
   AND toUnixTimestamp64Milli(written_at) = {written_at_ms:Int64}
 ORDER BY call_index`
 
+	qJudgements = `SELECT ` + selectList(judgementCols) + `
+FROM {{db}}.judgements FINAL
+WHERE sweep_id = {sweep_id:String}
+ORDER BY trial_id`
+
+	qJudgeCache = `SELECT output
+FROM {{db}}.judge_cache FINAL
+WHERE scenario = {scenario:String}
+  AND trace_hash = {trace_hash:String}
+  AND judge_model = {judge_model:String}
+  AND judge_prompt_hash = {judge_prompt_hash:String}
+LIMIT 1`
+
+	// The open review items of a sweep: each trial's latest item, unless a
+	// judgement of that trial was written after it (a later judge run that
+	// succeeded closes it). ifNull keeps the test right whatever
+	// join_use_nulls says about unmatched rows (0 or NULL: never judged).
+	qReviewQueue = `SELECT ` + selectList(reviewCols) + `
+FROM
+(
+    SELECT *
+    FROM {{db}}.review_queue FINAL
+    WHERE sweep_id = {sweep_id:String}
+) AS q
+LEFT JOIN
+(
+    SELECT trial_id AS judged_trial_id, max(toUnixTimestamp64Milli(judged_at)) AS last_judged_ms
+    FROM {{db}}.judgements FINAL
+    WHERE sweep_id = {sweep_id:String}
+    GROUP BY trial_id
+) AS j ON q.trial_id = j.judged_trial_id
+WHERE ifNull(j.last_judged_ms, 0) <= toUnixTimestamp64Milli(q.queued_at)
+ORDER BY trial_id`
+
 	qCells = `SELECT
     arm,
     scenario,

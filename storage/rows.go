@@ -21,17 +21,37 @@ var (
 		"recovered", "honest_block", "premature_block", "unsafe_action", "duplicate_side_effect",
 		"fabricated_claim", "tool_failure_injection", "graceful_degradation", "self_correction",
 		"tool_calls", "retries", "unnecessary_calls", "replans", "sim_elapsed_ms", "wall_us",
-		"tokens", "cost_usd", "weight", "attrition", "error", "claim", "verdicts",
-		"fault_schedule", "catalog_version", "prompt_hash", "activity_attempt", "written_at",
+		"tokens", "cost_usd", "weight", "attrition", "error", "claim", "answer", "recording",
+		"verdicts", "fault_schedule", "catalog_version", "prompt_hash", "activity_attempt",
+		"written_at",
 	}
 	toolCallCols = []string{
 		"sweep_id", "trial_id", "call_index", "tool", "args", "effect", "fault_class", "ok",
 		"code", "retryable", "retry_after_ms", "committed", "at_ms", "result", "written_at",
 	}
 	migrationCols = []string{"version", "name", "applied_at"}
+	judgementCols = []string{
+		"sweep_id", "trial_id", "scenario", "trace_hash", "judge_model", "judge_prompt_hash",
+		"error_detection", "retry_decision", "backoff_behavior", "escalation_correctness",
+		"context_preservation",
+		"error_detection_justification", "retry_decision_justification",
+		"backoff_behavior_justification", "escalation_correctness_justification",
+		"context_preservation_justification",
+		"aggregate", "recommendation", "failure_mode_summary", "raw_output", "attempts", "judged_at",
+	}
+	judgeCacheCols = []string{
+		"scenario", "trace_hash", "judge_model", "judge_prompt_hash", "output", "created_at",
+	}
+	reviewCols = []string{
+		"sweep_id", "trial_id", "scenario", "trace_hash", "judge_model", "judge_prompt_hash",
+		"reason", "raw_trace", "partial_output", "attempts", "queued_at",
+	}
 )
 
-var timeCols = map[string]bool{"created_at": true, "updated_at": true, "written_at": true, "applied_at": true}
+var timeCols = map[string]bool{
+	"created_at": true, "updated_at": true, "written_at": true, "applied_at": true,
+	"judged_at": true, "queued_at": true,
+}
 
 // selectList renders the select expressions for cols, optionally prefixed
 // with a table alias.
@@ -95,6 +115,8 @@ type trialRow struct {
 	Attrition            uint8    `ch:"attrition" json:"attrition"`
 	Error                string   `ch:"error" json:"error"`
 	Claim                string   `ch:"claim" json:"claim"`
+	Answer               string   `ch:"answer" json:"answer"`
+	Recording            string   `ch:"recording" json:"recording"`
 	Verdicts             string   `ch:"verdicts" json:"verdicts"`
 	FaultSchedule        string   `ch:"fault_schedule" json:"fault_schedule"`
 	CatalogVersion       string   `ch:"catalog_version" json:"catalog_version"`
@@ -119,6 +141,49 @@ type toolCallRow struct {
 	AtMS         uint64 `ch:"at_ms" json:"at_ms"`
 	Result       string `ch:"result" json:"result"`
 	WrittenAtMS  int64  `ch:"written_at_ms" json:"written_at_ms"`
+}
+
+type judgementRow struct {
+	SweepID                  string  `ch:"sweep_id" json:"sweep_id"`
+	TrialID                  string  `ch:"trial_id" json:"trial_id"`
+	Scenario                 string  `ch:"scenario" json:"scenario"`
+	TraceHash                string  `ch:"trace_hash" json:"trace_hash"`
+	JudgeModel               string  `ch:"judge_model" json:"judge_model"`
+	JudgePromptHash          string  `ch:"judge_prompt_hash" json:"judge_prompt_hash"`
+	ErrorDetection           uint8   `ch:"error_detection" json:"error_detection"`
+	RetryDecision            uint8   `ch:"retry_decision" json:"retry_decision"`
+	BackoffBehavior          uint8   `ch:"backoff_behavior" json:"backoff_behavior"`
+	EscalationCorrectness    uint8   `ch:"escalation_correctness" json:"escalation_correctness"`
+	ContextPreservation      uint8   `ch:"context_preservation" json:"context_preservation"`
+	ErrorDetectionWhy        string  `ch:"error_detection_justification" json:"error_detection_justification"`
+	RetryDecisionWhy         string  `ch:"retry_decision_justification" json:"retry_decision_justification"`
+	BackoffBehaviorWhy       string  `ch:"backoff_behavior_justification" json:"backoff_behavior_justification"`
+	EscalationCorrectnessWhy string  `ch:"escalation_correctness_justification" json:"escalation_correctness_justification"`
+	ContextPreservationWhy   string  `ch:"context_preservation_justification" json:"context_preservation_justification"`
+	Aggregate                float64 `ch:"aggregate" json:"aggregate"`
+	Recommendation           string  `ch:"recommendation" json:"recommendation"`
+	FailureModeSummary       string  `ch:"failure_mode_summary" json:"failure_mode_summary"`
+	RawOutput                string  `ch:"raw_output" json:"raw_output"`
+	Attempts                 uint8   `ch:"attempts" json:"attempts"`
+	JudgedAtMS               int64   `ch:"judged_at_ms" json:"judged_at_ms"`
+}
+
+type judgeCacheRow struct {
+	Output string `ch:"output" json:"output"`
+}
+
+type reviewRow struct {
+	SweepID         string `ch:"sweep_id" json:"sweep_id"`
+	TrialID         string `ch:"trial_id" json:"trial_id"`
+	Scenario        string `ch:"scenario" json:"scenario"`
+	TraceHash       string `ch:"trace_hash" json:"trace_hash"`
+	JudgeModel      string `ch:"judge_model" json:"judge_model"`
+	JudgePromptHash string `ch:"judge_prompt_hash" json:"judge_prompt_hash"`
+	Reason          string `ch:"reason" json:"reason"`
+	RawTrace        string `ch:"raw_trace" json:"raw_trace"`
+	PartialOutput   string `ch:"partial_output" json:"partial_output"`
+	Attempts        uint8  `ch:"attempts" json:"attempts"`
+	QueuedAtMS      int64  `ch:"queued_at_ms" json:"queued_at_ms"`
 }
 
 type cellRow struct {
@@ -174,6 +239,7 @@ func (t Trial) values(writtenAt time.Time) ([]any, error) {
 		nb(t.GracefulDegradation), nb(t.SelfCorrection),
 		t.ToolCalls, t.Retries, t.UnnecessaryCalls, t.Replans, t.SimElapsedMS, t.WallUS,
 		t.Tokens, t.CostUSD, t.Weight, b2u(t.Attrition), text(t.Error), text(t.Claim),
+		text(t.Answer), text(t.Recording),
 		text(t.Verdicts), text(t.FaultSchedule), text(t.CatalogVersion), text(t.PromptHash),
 		t.ActivityAttempt, writtenAt,
 	}, nil
@@ -211,7 +277,8 @@ func (r trialRow) trial() Trial {
 		ToolCalls: r.ToolCalls, Retries: r.Retries, UnnecessaryCalls: r.UnnecessaryCalls,
 		Replans: r.Replans, SimElapsedMS: r.SimElapsedMS, WallUS: r.WallUS, Tokens: r.Tokens,
 		CostUSD: r.CostUSD, Weight: r.Weight, Attrition: r.Attrition != 0, Error: r.Error,
-		Claim: r.Claim, Verdicts: r.Verdicts, FaultSchedule: r.FaultSchedule,
+		Claim: r.Claim, Answer: r.Answer, Recording: r.Recording,
+		Verdicts: r.Verdicts, FaultSchedule: r.FaultSchedule,
 		CatalogVersion: r.CatalogVersion, PromptHash: r.PromptHash,
 		ActivityAttempt: r.ActivityAttempt, WrittenAt: fromMilli(r.WrittenAtMS),
 	}
@@ -223,6 +290,103 @@ func (r toolCallRow) toolCall() ToolCall {
 		Args: r.Args, Effect: r.Effect, FaultClass: r.FaultClass, OK: r.OK != 0, Code: r.Code,
 		Retryable: r.Retryable != 0, RetryAfterMS: r.RetryAfterMS, Committed: r.Committed != 0,
 		AtMS: r.AtMS, Result: r.Result, WrittenAt: fromMilli(r.WrittenAtMS),
+	}
+}
+
+func (j Judgement) values(judgedAt time.Time) ([]any, error) {
+	if j.SweepID == "" || j.TrialID == "" {
+		return nil, fmt.Errorf("storage: judgement without sweep_id or trial_id (sweep %q, trial %q)", j.SweepID, j.TrialID)
+	}
+	if err := j.validate(); err != nil {
+		return nil, fmt.Errorf("storage: judgement of trial %s: %w", j.TrialID, err)
+	}
+	return []any{
+		text(j.SweepID), text(j.TrialID), text(j.Scenario), text(j.TraceHash), text(j.JudgeModel),
+		text(j.JudgePromptHash),
+		j.ErrorDetection, j.RetryDecision, j.BackoffBehavior, j.EscalationCorrectness,
+		j.ContextPreservation,
+		text(j.ErrorDetectionWhy), text(j.RetryDecisionWhy), text(j.BackoffBehaviorWhy),
+		text(j.EscalationCorrectnessWhy), text(j.ContextPreservationWhy),
+		j.Aggregate, text(j.Recommendation), text(j.FailureModeSummary), text(j.RawOutput),
+		j.Attempts, judgedAt,
+	}, nil
+}
+
+// validate refuses what the judge must never store: a score outside 1..5
+// (a zero would be a default score in disguise), a non-finite aggregate, an
+// unknown recommendation.
+func (j Judgement) validate() error {
+	for name, s := range map[string]uint8{
+		"error_detection": j.ErrorDetection, "retry_decision": j.RetryDecision,
+		"backoff_behavior": j.BackoffBehavior, "escalation_correctness": j.EscalationCorrectness,
+		"context_preservation": j.ContextPreservation,
+	} {
+		if s < 1 || s > 5 {
+			return fmt.Errorf("%s score %d is outside 1..5", name, s)
+		}
+	}
+	if math.IsNaN(j.Aggregate) || math.IsInf(j.Aggregate, 0) || j.Aggregate < 1 || j.Aggregate > 5 {
+		return fmt.Errorf("aggregate %v is outside 1..5", j.Aggregate)
+	}
+	if !validRecommendation[j.Recommendation] {
+		return fmt.Errorf("recommendation %q is not pass, review or fail", j.Recommendation)
+	}
+	return nil
+}
+
+func (r ReviewItem) values(queuedAt time.Time) ([]any, error) {
+	if r.SweepID == "" || r.TrialID == "" {
+		return nil, fmt.Errorf("storage: review item without sweep_id or trial_id (sweep %q, trial %q)", r.SweepID, r.TrialID)
+	}
+	if strings.TrimSpace(r.Reason) == "" {
+		return nil, fmt.Errorf("storage: review item for trial %s without a reason", r.TrialID)
+	}
+	return []any{
+		text(r.SweepID), text(r.TrialID), text(r.Scenario), text(r.TraceHash), text(r.JudgeModel),
+		text(r.JudgePromptHash), text(r.Reason), text(r.RawTrace), text(r.PartialOutput),
+		r.Attempts, queuedAt,
+	}, nil
+}
+
+func (k JudgeCacheKey) values(output string, createdAt time.Time) ([]any, error) {
+	if err := k.validate(); err != nil {
+		return nil, err
+	}
+	return []any{
+		text(k.Scenario), text(k.TraceHash), text(k.JudgeModel), text(k.JudgePromptHash),
+		text(output), createdAt,
+	}, nil
+}
+
+func (k JudgeCacheKey) validate() error {
+	if k.Scenario == "" || k.TraceHash == "" || k.JudgeModel == "" || k.JudgePromptHash == "" {
+		return fmt.Errorf("storage: judge cache key needs scenario, trace_hash, judge_model and judge_prompt_hash (got %+v)", k)
+	}
+	return nil
+}
+
+func (r judgementRow) judgement() Judgement {
+	return Judgement{
+		SweepID: r.SweepID, TrialID: r.TrialID, Scenario: r.Scenario, TraceHash: r.TraceHash,
+		JudgeModel: r.JudgeModel, JudgePromptHash: r.JudgePromptHash,
+		ErrorDetection: r.ErrorDetection, RetryDecision: r.RetryDecision,
+		BackoffBehavior: r.BackoffBehavior, EscalationCorrectness: r.EscalationCorrectness,
+		ContextPreservation: r.ContextPreservation,
+		ErrorDetectionWhy:   r.ErrorDetectionWhy, RetryDecisionWhy: r.RetryDecisionWhy,
+		BackoffBehaviorWhy: r.BackoffBehaviorWhy, EscalationCorrectnessWhy: r.EscalationCorrectnessWhy,
+		ContextPreservationWhy: r.ContextPreservationWhy,
+		Aggregate:              r.Aggregate, Recommendation: r.Recommendation,
+		FailureModeSummary: r.FailureModeSummary, RawOutput: r.RawOutput, Attempts: r.Attempts,
+		JudgedAt: fromMilli(r.JudgedAtMS),
+	}
+}
+
+func (r reviewRow) reviewItem() ReviewItem {
+	return ReviewItem{
+		SweepID: r.SweepID, TrialID: r.TrialID, Scenario: r.Scenario, TraceHash: r.TraceHash,
+		JudgeModel: r.JudgeModel, JudgePromptHash: r.JudgePromptHash, Reason: r.Reason,
+		RawTrace: r.RawTrace, PartialOutput: r.PartialOutput, Attempts: r.Attempts,
+		QueuedAt: fromMilli(r.QueuedAtMS),
 	}
 }
 

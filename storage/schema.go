@@ -180,6 +180,81 @@ INNER JOIN
     FROM {{db}}.trials FINAL
 ) AS t ON c.sweep_id = t.sweep_id AND c.trial_id = t.trial_id AND c.written_at = t.written_at`
 
+// Migration 2: the agent's final prose and the LLM agent's recording on
+// every trial. ADD COLUMN ... AFTER keeps the columns next to the claim (and
+// written_at last); existing rows read them as empty strings.
+const (
+	ddlTrialsAnswer    = `ALTER TABLE {{db}}.trials ADD COLUMN IF NOT EXISTS answer String AFTER claim`
+	ddlTrialsRecording = `ALTER TABLE {{db}}.trials ADD COLUMN IF NOT EXISTS recording String CODEC(ZSTD(3)) AFTER answer`
+)
+
+// judgements: the LLM judge's validated scores, one row per (sweep, trial);
+// a re-judged trial (another judge model or prompt) replaces the earlier
+// row, and the judge_model/judge_prompt_hash columns say which judge wrote
+// it. Scores are 1..5; aggregate is their mean.
+const ddlJudgements = `CREATE TABLE IF NOT EXISTS {{db}}.judgements
+(
+    sweep_id                             String,
+    trial_id                             String,
+    scenario                             LowCardinality(String),
+    trace_hash                           String,
+    judge_model                          LowCardinality(String),
+    judge_prompt_hash                    LowCardinality(String),
+    error_detection                      UInt8,
+    retry_decision                       UInt8,
+    backoff_behavior                     UInt8,
+    escalation_correctness               UInt8,
+    context_preservation                 UInt8,
+    error_detection_justification        String,
+    retry_decision_justification         String,
+    backoff_behavior_justification       String,
+    escalation_correctness_justification String,
+    context_preservation_justification   String,
+    aggregate                            Float64,
+    recommendation                       LowCardinality(String),
+    failure_mode_summary                 String,
+    raw_output                           String CODEC(ZSTD(3)),
+    attempts                             UInt8,
+    judged_at                            DateTime64(3, 'UTC')
+)
+ENGINE = ReplacingMergeTree(judged_at)
+ORDER BY (sweep_id, trial_id)`
+
+// judge_cache: a validated judge output per judged content and judge, so an
+// identical trace (same scenario, same trace hash) is never judged twice by
+// the same model and prompt.
+const ddlJudgeCache = `CREATE TABLE IF NOT EXISTS {{db}}.judge_cache
+(
+    scenario          LowCardinality(String),
+    trace_hash        String,
+    judge_model       LowCardinality(String),
+    judge_prompt_hash LowCardinality(String),
+    output            String CODEC(ZSTD(3)),
+    created_at        DateTime64(3, 'UTC')
+)
+ENGINE = ReplacingMergeTree(created_at)
+ORDER BY (scenario, trace_hash, judge_model, judge_prompt_hash)`
+
+// review_queue: trials the judge could not score (invalid output or provider
+// failures through every retry). They wait for a person; they never get a
+// default score.
+const ddlReviewQueue = `CREATE TABLE IF NOT EXISTS {{db}}.review_queue
+(
+    sweep_id          String,
+    trial_id          String,
+    scenario          LowCardinality(String),
+    trace_hash        String,
+    judge_model       LowCardinality(String),
+    judge_prompt_hash LowCardinality(String),
+    reason            String,
+    raw_trace         String CODEC(ZSTD(3)),
+    partial_output    String CODEC(ZSTD(3)),
+    attempts          UInt8,
+    queued_at         DateTime64(3, 'UTC')
+)
+ENGINE = ReplacingMergeTree(queued_at)
+ORDER BY (sweep_id, trial_id)`
+
 var migrations = []migration{
 	{
 		Version: 1,
@@ -191,6 +266,23 @@ var migrations = []migration{
 			ddlTrialMetrics,
 			ddlTrialRates,
 			ddlToolCallsCurrent,
+		},
+	},
+	{
+		Version: 2,
+		Name:    "trials: answer and recording",
+		Statements: []string{
+			ddlTrialsAnswer,
+			ddlTrialsRecording,
+		},
+	},
+	{
+		Version: 3,
+		Name:    "LLM judge: judgements, judge_cache, review_queue",
+		Statements: []string{
+			ddlJudgements,
+			ddlJudgeCache,
+			ddlReviewQueue,
 		},
 	},
 }

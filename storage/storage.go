@@ -88,7 +88,11 @@ type Trial struct {
 	Attrition bool   // a provider failure: not graded, counted per arm
 	Error     string // what went wrong, when something did
 
-	Claim         string // JSON
+	Claim  string // JSON
+	Answer string // the agent's final prose, redacted by the caller
+	// Recording is the JSON of the LLM agent's recorded model responses
+	// (agent/llm.Recording), for offline replay; empty for scripted agents.
+	Recording     string
 	Verdicts      string // JSON
 	FaultSchedule string // JSON
 
@@ -115,6 +119,77 @@ type ToolCall struct {
 	AtMS         uint64
 	Result       string    // JSON: the normalized result
 	WrittenAt    time.Time // set by WriteTrials (equal to its trial's)
+}
+
+// Judge recommendations (Judgement.Recommendation).
+const (
+	RecommendPass   = "pass"
+	RecommendReview = "review"
+	RecommendFail   = "fail"
+)
+
+var validRecommendation = map[string]bool{RecommendPass: true, RecommendReview: true, RecommendFail: true}
+
+// Judgement is one row of the judgements table: the LLM judge's validated
+// scores of one trial. The executable checks stay the authority on counts,
+// order, permissions and idempotency; these scores are the judge's view of
+// the agent's error handling and communication, compared with the checks
+// as a calibration figure. Scores are 1..5 (PutJudgement refuses anything
+// else: a trial that could not be judged goes to the review queue, never
+// gets a default score).
+type Judgement struct {
+	SweepID         string
+	TrialID         string
+	Scenario        string
+	TraceHash       string // sha256 of the canonical judged document
+	JudgeModel      string // the model as configured
+	JudgePromptHash string // hash of the judge's rubric prompt
+
+	ErrorDetection        uint8
+	RetryDecision         uint8
+	BackoffBehavior       uint8
+	EscalationCorrectness uint8
+	ContextPreservation   uint8
+
+	ErrorDetectionWhy        string
+	RetryDecisionWhy         string
+	BackoffBehaviorWhy       string
+	EscalationCorrectnessWhy string
+	ContextPreservationWhy   string
+
+	Aggregate          float64 // mean of the five scores
+	Recommendation     string  // RecommendPass, RecommendReview or RecommendFail
+	FailureModeSummary string
+	RawOutput          string    // the validated output JSON
+	Attempts           uint8     // model requests it took (0: answered from the cache)
+	JudgedAt           time.Time // version: set by PutJudgement
+}
+
+// JudgeCacheKey identifies one judged content and one judge: the same trace
+// of the same scenario judged by the same model with the same prompt is
+// answered from the cache.
+type JudgeCacheKey struct {
+	Scenario        string
+	TraceHash       string
+	JudgeModel      string
+	JudgePromptHash string
+}
+
+// ReviewItem is one row of the review_queue table: a trial the judge could
+// not score, waiting for a person with the judged document and whatever the
+// judge said last.
+type ReviewItem struct {
+	SweepID         string
+	TrialID         string
+	Scenario        string
+	TraceHash       string
+	JudgeModel      string
+	JudgePromptHash string
+	Reason          string // why the judge gave up (never empty)
+	RawTrace        string // the canonical judged document
+	PartialOutput   string // the judge's last (invalid) output, if any
+	Attempts        uint8
+	QueuedAt        time.Time // version: set by EnqueueReview
 }
 
 // Metric names one outcome column of the trials table.
@@ -248,6 +323,26 @@ type Store interface {
 	// Cells aggregates a sweep's outcomes in SQL per (arm, scenario, variant,
 	// seed) and metric. Ordered by (arm, scenario, variant, seed).
 	Cells(ctx context.Context, sweepID string) ([]Cell, error)
+	// PutJudgement upserts the judge's scores of one trial (the latest write
+	// of a (sweep, trial) wins; JudgedAt is set to the time of the write). It
+	// refuses scores outside 1..5 and unknown recommendations.
+	PutJudgement(ctx context.Context, j Judgement) error
+	// Judgements returns a sweep's judgements, one per trial, ordered by
+	// trial_id.
+	Judgements(ctx context.Context, sweepID string) ([]Judgement, error)
+	// CachedJudgement returns the judge output cached under key; found is
+	// false when there is none.
+	CachedJudgement(ctx context.Context, key JudgeCacheKey) (output string, found bool, err error)
+	// PutCachedJudgement caches a validated judge output under key.
+	PutCachedJudgement(ctx context.Context, key JudgeCacheKey, output string) error
+	// EnqueueReview puts a trial the judge could not score in the review
+	// queue (the latest write of a (sweep, trial) wins; QueuedAt is set to
+	// the time of the write).
+	EnqueueReview(ctx context.Context, item ReviewItem) error
+	// ReviewQueue returns a sweep's open review items, one per trial, ordered
+	// by trial_id. An item is closed by a judgement of its trial written
+	// after it was queued (a later judge run that succeeded).
+	ReviewQueue(ctx context.Context, sweepID string) ([]ReviewItem, error)
 	// Close releases the connection (for chDB: this handle on the process's
 	// session).
 	Close() error

@@ -72,6 +72,12 @@ func (s *store) Close() error { return s.t.close() }
 // ---- migrations ----
 
 func (s *store) Migrate(ctx context.Context) error {
+	return s.migrateTo(ctx, SchemaVersion())
+}
+
+// migrateTo applies the migrations up to and including version upTo (tests
+// use it to build a database as an older binary left it).
+func (s *store) migrateTo(ctx context.Context, upTo uint32) error {
 	if err := s.t.exec(ctx, stmt{SQL: "CREATE DATABASE IF NOT EXISTS " + quoteIdent(s.db)}); err != nil {
 		return fmt.Errorf("storage: create database %s: %w", s.db, err)
 	}
@@ -93,7 +99,7 @@ func (s *store) Migrate(ctx context.Context) error {
 		return fmt.Errorf("storage: database %s is at schema version %d, newer than this binary knows (%d); upgrade rebound", s.db, newest, latest)
 	}
 	for _, m := range migrations {
-		if applied[m.Version] {
+		if applied[m.Version] || m.Version > upTo {
 			continue
 		}
 		for i, q := range m.Statements {
@@ -314,4 +320,83 @@ func (s *store) Cells(ctx context.Context, sweepID string) ([]Cell, error) {
 		return a.Seed < b.Seed
 	})
 	return cells, nil
+}
+
+// ---- the LLM judge ----
+
+func (s *store) PutJudgement(ctx context.Context, j Judgement) error {
+	vals, err := j.values(s.stamp())
+	if err != nil {
+		return err
+	}
+	if err := s.t.insert(ctx, s.insertSQL("judgements", judgementCols), judgementCols, [][]any{vals}); err != nil {
+		return fmt.Errorf("storage: PutJudgement %s: %w", j.TrialID, err)
+	}
+	return nil
+}
+
+func (s *store) Judgements(ctx context.Context, sweepID string) ([]Judgement, error) {
+	var rows []judgementRow
+	if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qJudgements), Params: map[string]string{"sweep_id": sweepID}}); err != nil {
+		return nil, fmt.Errorf("storage: Judgements %s: %w", sweepID, err)
+	}
+	out := make([]Judgement, len(rows))
+	for i, r := range rows {
+		out[i] = r.judgement()
+	}
+	return out, nil
+}
+
+func (s *store) CachedJudgement(ctx context.Context, key JudgeCacheKey) (string, bool, error) {
+	if err := key.validate(); err != nil {
+		return "", false, err
+	}
+	var rows []judgeCacheRow
+	q := stmt{SQL: s.sql(qJudgeCache), Params: map[string]string{
+		"scenario":          key.Scenario,
+		"trace_hash":        key.TraceHash,
+		"judge_model":       key.JudgeModel,
+		"judge_prompt_hash": key.JudgePromptHash,
+	}}
+	if err := s.t.selectRows(ctx, &rows, q); err != nil {
+		return "", false, fmt.Errorf("storage: CachedJudgement %s/%s: %w", key.Scenario, key.TraceHash, err)
+	}
+	if len(rows) == 0 {
+		return "", false, nil
+	}
+	return rows[0].Output, true, nil
+}
+
+func (s *store) PutCachedJudgement(ctx context.Context, key JudgeCacheKey, output string) error {
+	vals, err := key.values(output, s.stamp())
+	if err != nil {
+		return err
+	}
+	if err := s.t.insert(ctx, s.insertSQL("judge_cache", judgeCacheCols), judgeCacheCols, [][]any{vals}); err != nil {
+		return fmt.Errorf("storage: PutCachedJudgement %s/%s: %w", key.Scenario, key.TraceHash, err)
+	}
+	return nil
+}
+
+func (s *store) EnqueueReview(ctx context.Context, item ReviewItem) error {
+	vals, err := item.values(s.stamp())
+	if err != nil {
+		return err
+	}
+	if err := s.t.insert(ctx, s.insertSQL("review_queue", reviewCols), reviewCols, [][]any{vals}); err != nil {
+		return fmt.Errorf("storage: EnqueueReview %s: %w", item.TrialID, err)
+	}
+	return nil
+}
+
+func (s *store) ReviewQueue(ctx context.Context, sweepID string) ([]ReviewItem, error) {
+	var rows []reviewRow
+	if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qReviewQueue), Params: map[string]string{"sweep_id": sweepID}}); err != nil {
+		return nil, fmt.Errorf("storage: ReviewQueue %s: %w", sweepID, err)
+	}
+	out := make([]ReviewItem, len(rows))
+	for i, r := range rows {
+		out[i] = r.reviewItem()
+	}
+	return out, nil
 }

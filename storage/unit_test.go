@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
 	"regexp"
 	"strings"
@@ -113,34 +114,141 @@ func selectedNames(cols []string) []string {
 	return out
 }
 
-// TestColumnsMatchDDL: the insert column lists follow the DDL, the value
-// lists match the column lists, and the row structs read every column.
+var (
+	createTableRe = regexp.MustCompile(`^CREATE TABLE IF NOT EXISTS \{\{db\}\}\.(\w+)\n\(`)
+	createViewRe  = regexp.MustCompile(`^CREATE VIEW IF NOT EXISTS \{\{db\}\}\.\w+ AS\n`)
+	addColumnRe   = regexp.MustCompile(`^ALTER TABLE \{\{db\}\}\.(\w+) ADD COLUMN IF NOT EXISTS (\w+) [^\n]*?(?: AFTER (\w+)| (FIRST))?$`)
+)
+
+// schemaColumns replays every migration's DDL and returns each table's
+// columns in their final order: a CREATE TABLE gives the initial list, an
+// ALTER TABLE ... ADD COLUMN IF NOT EXISTS name Type [AFTER col | FIRST]
+// inserts one (at the end without AFTER/FIRST, as ClickHouse does). Any
+// other statement fails the test, so a new kind of ALTER cannot slip past
+// the column-list check.
+func schemaColumns(t *testing.T) map[string][]string {
+	t.Helper()
+	tables := map[string][]string{"schema_migrations": ddlColumns(ddlSchemaMigrations)}
+	for _, m := range migrations {
+		for i, q := range m.Statements {
+			switch {
+			case createTableRe.MatchString(q):
+				name := createTableRe.FindStringSubmatch(q)[1]
+				if _, dup := tables[name]; dup {
+					t.Errorf("migration %d statement %d creates %s again", m.Version, i+1, name)
+				}
+				tables[name] = ddlColumns(q)
+			case createViewRe.MatchString(q):
+			case addColumnRe.MatchString(q):
+				sm := addColumnRe.FindStringSubmatch(q)
+				table, col, after, first := sm[1], sm[2], sm[3], sm[4]
+				cols, ok := tables[table]
+				if !ok {
+					t.Errorf("migration %d statement %d alters %s before it exists", m.Version, i+1, table)
+					continue
+				}
+				if indexOf(cols, col) >= 0 {
+					t.Errorf("migration %d statement %d adds %s.%s twice", m.Version, i+1, table, col)
+					continue
+				}
+				at := len(cols)
+				switch {
+				case first != "":
+					at = 0
+				case after != "":
+					if at = indexOf(cols, after) + 1; at == 0 {
+						t.Errorf("migration %d statement %d: %s.%s AFTER unknown column %s", m.Version, i+1, table, col, after)
+						continue
+					}
+				}
+				tables[table] = append(cols[:at:at], append([]string{col}, cols[at:]...)...)
+			default:
+				t.Errorf("migration %d statement %d is neither an idempotent CREATE nor an ALTER ... ADD COLUMN IF NOT EXISTS the column check understands:\n%s", m.Version, i+1, q)
+			}
+		}
+	}
+	return tables
+}
+
+func TestSchemaColumnsReplaysAlters(t *testing.T) {
+	got := schemaColumns(t)["trials"]
+	at := indexOf(got, "claim")
+	if at < 0 || len(got) < at+3 || got[at+1] != "answer" || got[at+2] != "recording" || got[len(got)-1] != "written_at" {
+		t.Fatalf("trials columns after the migrations: %v", got)
+	}
+	if n := len(ddlColumns(ddlTrials)); len(got) != n+2 {
+		t.Fatalf("trials has %d columns after migration 2, want %d", len(got), n+2)
+	}
+}
+
+// TestColumnsMatchDDL: the insert column lists follow the DDL (after every
+// migration's ALTERs), the value lists match the column lists, and the row
+// structs read every column.
 func TestColumnsMatchDDL(t *testing.T) {
+	schema := schemaColumns(t)
+	okJudgement := Judgement{SweepID: "s", TrialID: "t", ErrorDetection: 1, RetryDecision: 2,
+		BackoffBehavior: 3, EscalationCorrectness: 4, ContextPreservation: 5, Aggregate: 3, Recommendation: RecommendReview}
+	key := JudgeCacheKey{Scenario: "sc", TraceHash: "h", JudgeModel: "m", JudgePromptHash: "p"}
 	for _, c := range []struct {
-		ddl  string
-		cols []string
-		row  any
-		vals []any
+		table string
+		cols  []string
+		row   any
+		vals  []any
 	}{
-		{ddlSweeps, sweepCols, sweepRow{}, must(Sweep{SweepID: "s"}.values())},
-		{ddlTrials, trialCols, trialRow{}, must(Trial{SweepID: "s", TrialID: "t"}.values(time.Now()))},
-		{ddlToolCalls, toolCallCols, toolCallRow{}, must(ToolCall{SweepID: "s", TrialID: "t"}.values(time.Now()))},
-		{ddlSchemaMigrations, migrationCols, nil, nil},
+		{"sweeps", sweepCols, sweepRow{}, must(Sweep{SweepID: "s"}.values())},
+		{"trials", trialCols, trialRow{}, must(Trial{SweepID: "s", TrialID: "t"}.values(time.Now()))},
+		{"tool_calls", toolCallCols, toolCallRow{}, must(ToolCall{SweepID: "s", TrialID: "t"}.values(time.Now()))},
+		{"schema_migrations", migrationCols, nil, nil},
+		{"judgements", judgementCols, judgementRow{}, must(okJudgement.values(time.Now()))},
+		{"judge_cache", judgeCacheCols, nil, must(key.values("{}", time.Now()))},
+		{"review_queue", reviewCols, reviewRow{}, must(ReviewItem{SweepID: "s", TrialID: "t", Reason: "r"}.values(time.Now()))},
 	} {
-		if got := ddlColumns(c.ddl); !reflect.DeepEqual(got, c.cols) {
-			t.Errorf("DDL columns %v\n != insert columns %v", got, c.cols)
+		if got := schema[c.table]; !reflect.DeepEqual(got, c.cols) {
+			t.Errorf("%s: DDL columns %v\n != insert columns %v", c.table, got, c.cols)
+		}
+		if c.vals != nil && len(c.vals) != len(c.cols) {
+			t.Errorf("%s: %d values for %d columns %v", c.table, len(c.vals), len(c.cols), c.cols)
 		}
 		if c.row == nil {
 			continue
-		}
-		if len(c.vals) != len(c.cols) {
-			t.Errorf("%d values for %d columns %v", len(c.vals), len(c.cols), c.cols)
 		}
 		ch, js := tagNames(c.row)
 		want := selectedNames(c.cols)
 		if !reflect.DeepEqual(ch, want) || !reflect.DeepEqual(js, want) {
 			t.Errorf("row tags\n ch   %v\n json %v\nwant %v", ch, js, want)
 		}
+	}
+}
+
+// TestJudgeRowsRefuseDefaults: a judgement with a score outside 1..5 (the
+// zero value included), a bad aggregate or recommendation is never written;
+// neither is a review item without a reason or a cache entry without a key.
+func TestJudgeRowsRefuseDefaults(t *testing.T) {
+	good := Judgement{SweepID: "s", TrialID: "t", ErrorDetection: 5, RetryDecision: 5,
+		BackoffBehavior: 5, EscalationCorrectness: 5, ContextPreservation: 5, Aggregate: 5, Recommendation: RecommendPass}
+	if _, err := good.values(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for name, mut := range map[string]func(*Judgement){
+		"zero value":     func(j *Judgement) { *j = Judgement{SweepID: "s", TrialID: "t"} },
+		"score 0":        func(j *Judgement) { j.BackoffBehavior = 0 },
+		"score 6":        func(j *Judgement) { j.ContextPreservation = 6 },
+		"NaN aggregate":  func(j *Judgement) { j.Aggregate = math.NaN() },
+		"aggregate 0":    func(j *Judgement) { j.Aggregate = 0 },
+		"recommendation": func(j *Judgement) { j.Recommendation = "maybe" },
+		"no trial":       func(j *Judgement) { j.TrialID = "" },
+	} {
+		j := good
+		mut(&j)
+		if _, err := j.values(time.Now()); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := (ReviewItem{SweepID: "s", TrialID: "t", Reason: "  "}).values(time.Now()); err == nil {
+		t.Error("review item without a reason accepted")
+	}
+	if _, err := (JudgeCacheKey{Scenario: "s", TraceHash: "h", JudgeModel: "m"}).values("{}", time.Now()); err == nil {
+		t.Error("cache key without a prompt hash accepted")
 	}
 }
 
@@ -337,10 +445,12 @@ func TestServerTransportSendsSharedSQL(t *testing.T) {
 		{kind: "exec", sql: render(ddlSchemaMigrations, "rb")},
 		{kind: "select", sql: render(qAppliedVersions, "rb")},
 	}
-	for _, q := range migrations[0].Statements {
-		want = append(want, sent{kind: "exec", sql: render(q, "rb")})
+	for _, m := range migrations {
+		for _, q := range m.Statements {
+			want = append(want, sent{kind: "exec", sql: render(q, "rb")})
+		}
+		want = append(want, sent{kind: "batch", sql: "INSERT INTO `rb`.schema_migrations (version, name, applied_at)"})
 	}
-	want = append(want, sent{kind: "batch", sql: "INSERT INTO `rb`.schema_migrations (version, name, applied_at)"})
 	if len(fc.log) != len(want) {
 		t.Fatalf("sent %d statements, want %d: %+v", len(fc.log), len(want), fc.log)
 	}
@@ -353,11 +463,28 @@ func TestServerTransportSendsSharedSQL(t *testing.T) {
 		t.Fatal("database not substituted")
 	}
 
-	// A second Migrate sees version 1 applied and sends no DDL.
-	fc.selects[render(qAppliedVersions, "rb")] = []versionRow{{Version: 1}}
+	// A second Migrate sees every version applied and sends no DDL.
+	var applied []versionRow
+	for _, m := range migrations {
+		applied = append(applied, versionRow{Version: m.Version})
+	}
+	fc.selects[render(qAppliedVersions, "rb")] = applied
 	fc.log = nil
 	if err := st.Migrate(ctx); err != nil || len(fc.log) != 3 {
 		t.Fatalf("second Migrate sent %+v, %v", fc.log, err)
+	}
+	// A database at version 1 gets exactly the later migrations.
+	fc.selects[render(qAppliedVersions, "rb")] = applied[:1]
+	fc.log = nil
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantExecs := 0
+	for _, m := range migrations[1:] {
+		wantExecs += len(m.Statements) + 1 // + the version row
+	}
+	if len(fc.log) != 3+wantExecs || fc.log[3].sql != render(ddlTrialsAnswer, "rb") {
+		t.Fatalf("upgrade from version 1 sent %+v", fc.log)
 	}
 
 	fc.log = nil
@@ -400,6 +527,52 @@ func TestServerTransportSendsSharedSQL(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, wantSQL) {
 		t.Fatalf("reads sent\n%q\nwant\n%q", got, wantSQL)
+	}
+}
+
+func TestServerTransportJudgeSQL(t *testing.T) {
+	fc := &fakeConn{selects: map[string]any{}}
+	st, err := newStore(&serverTransport{conn: fc}, "rb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	key := JudgeCacheKey{Scenario: "sc", TraceHash: "h", JudgeModel: "m", JudgePromptHash: "p"}
+	j := Judgement{SweepID: "s", TrialID: "t", ErrorDetection: 4, RetryDecision: 4, BackoffBehavior: 4,
+		EscalationCorrectness: 4, ContextPreservation: 4, Aggregate: 4, Recommendation: RecommendPass}
+	if err := st.PutJudgement(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutCachedJudgement(ctx, key, "{}"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.EnqueueReview(ctx, ReviewItem{SweepID: "s", TrialID: "t", Reason: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = st.Judgements(ctx, "s")
+	_, _, _ = st.CachedJudgement(ctx, key)
+	_, _ = st.ReviewQueue(ctx, "s")
+	want := []sent{
+		{kind: "batch", sql: insertPrefix("rb", "judgements", judgementCols)},
+		{kind: "batch", sql: insertPrefix("rb", "judge_cache", judgeCacheCols)},
+		{kind: "batch", sql: insertPrefix("rb", "review_queue", reviewCols)},
+		{kind: "select", sql: render(qJudgements, "rb")},
+		{kind: "select", sql: render(qJudgeCache, "rb")},
+		{kind: "select", sql: render(qReviewQueue, "rb")},
+	}
+	if len(fc.log) != len(want) {
+		t.Fatalf("sent %+v", fc.log)
+	}
+	for i := range want {
+		if fc.log[i].kind != want[i].kind || fc.log[i].sql != want[i].sql {
+			t.Fatalf("statement %d:\n got %s %q\nwant %s %q", i, fc.log[i].kind, fc.log[i].sql, want[i].kind, want[i].sql)
+		}
+	}
+	if len(fc.log[0].rows) != 1 || len(fc.log[0].rows[0]) != len(judgementCols) {
+		t.Fatalf("judgement batch rows %+v", fc.log[0].rows)
+	}
+	if at, ok := fc.log[0].rows[0][len(judgementCols)-1].(time.Time); !ok || at.Location() != time.UTC {
+		t.Fatalf("judged_at %v", fc.log[0].rows[0][len(judgementCols)-1])
 	}
 }
 
