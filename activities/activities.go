@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"rebound/agent"
+	"rebound/agent/llm"
 	"rebound/redact"
 	"rebound/scenario"
 	"rebound/storage"
@@ -117,10 +118,20 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 		tctx, span := tracer.Start(ctx, "trial", trace.WithAttributes(
 			attribute.String("rebound.scenario", key.Scenario.Name), attribute.String("rebound.variant", key.Variant.Name),
 			attribute.String("rebound.arm", key.Arm.Name), attribute.Int64("rebound.seed", int64(key.Seed))))
-		res, err := trial.Run(tctx, trial.Spec{SweepID: in.SweepID, Scenario: key.Scenario, Variant: key.Variant, Arm: key.Arm, Seed: key.Seed}, ag)
+		spec := trial.Spec{SweepID: in.SweepID, Scenario: key.Scenario, Variant: key.Variant, Arm: key.Arm, Seed: key.Seed}
+		res, err := trial.Run(tctx, spec, ag)
 		if err != nil {
 			span.RecordError(err)
 			span.End()
+			switch {
+			case errors.Is(err, llm.ErrAttrition):
+				// The provider, not the agent, failed: count it per arm,
+				// never grade it.
+				trials = append(trials, AttritionRow(spec, ag.Name(), err, red))
+				continue
+			case errors.Is(err, llm.ErrConfig):
+				return workflows.ShardResult{}, temporal.NewNonRetryableApplicationError(red.String(err.Error()), workflows.ErrAgentConfig, nil)
+			}
 			return workflows.ShardResult{}, err
 		}
 		span.SetAttributes(attribute.String("rebound.trial_id", res.TrialID), attribute.Int("rebound.tool_calls", res.Verdict.Counts.ToolCalls))

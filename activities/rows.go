@@ -22,6 +22,9 @@ func Rows(r *trial.Result, red *redact.Redactor) (storage.Trial, []storage.ToolC
 		SimElapsedMS: uint64(r.EndMs), WallUS: uint64(r.Wall.Microseconds()),
 		Tokens: uint64(r.Outcome.Tokens), CostUSD: r.Outcome.Cost, Weight: r.Weight,
 		Claim:          red.String(r.Outcome.Claim),
+		Answer:         red.String(r.Outcome.Answer),
+		Recording:      red.String(r.Recording),
+		PromptHash:     r.PromptHash,
 		Verdicts:       red.String(mustJSON(v)),
 		FaultSchedule:  mustJSON(r.Schedule),
 		CatalogVersion: r.CatalogVersion,
@@ -54,6 +57,18 @@ func Rows(r *trial.Result, red *redact.Redactor) (storage.Trial, []storage.ToolC
 		})
 	}
 	return t, calls
+}
+
+// AttritionRow is the row of a trial lost to the provider (429s, 5xx,
+// timeouts that outlived the retries): it is counted per arm as attrition
+// and never graded, so every outcome stays NULL.
+func AttritionRow(spec trial.Spec, agentName string, cause error, red *redact.Redactor) storage.Trial {
+	return storage.Trial{
+		SweepID: spec.SweepID, TrialID: spec.ID(), Scenario: spec.Scenario.Name, ScenarioHash: spec.Scenario.Hash,
+		Variant: spec.Variant.Name, Arm: spec.Arm.Name, Agent: agentName, Seed: spec.Seed,
+		Recoverable: spec.Variant.Recoverable, FaultClasses: []string{}, Weight: spec.Scenario.EffectiveWeight(),
+		Attrition: true, Error: red.String(cause.Error()), Claim: "", Verdicts: "{}", FaultSchedule: "{}",
+	}
 }
 
 func mustJSON(v any) string {

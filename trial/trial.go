@@ -64,6 +64,19 @@ type Result struct {
 	Verdict        grade.Verdict    `json:"verdict"`
 	EndMs          int64            `json:"sim_elapsed_ms"`
 	Wall           time.Duration    `json:"wall"`
+	// PromptHash identifies the prompt revision of an LLM arm; Recording
+	// holds its model responses (JSON) for offline replay.
+	PromptHash string `json:"prompt_hash,omitempty"`
+	Recording  string `json:"recording,omitempty"`
+}
+
+// Recorder is implemented by agents whose answers can be recorded for
+// replay (the LLM agent).
+type Recorder interface {
+	// RecordingJSON returns the last run's recording as JSON.
+	RecordingJSON() (string, error)
+	// PromptHash identifies the agent's prompt revision.
+	PromptHash() string
 }
 
 // Run executes one trial with the given agent, graded by every check.
@@ -113,12 +126,19 @@ func RunWith(ctx context.Context, spec Spec, ag agent.Agent, checks []grade.Chec
 		Scenario: sc, Variant: spec.Variant, Tools: tools, Ledger: d.Ledger(),
 		World: w.State(), Claim: out.Claim, EndMs: d.Clock().Now(), CostUSD: d.Cost() + out.Cost,
 	})
-	return &Result{
+	res := &Result{
 		TrialID: spec.ID(), SweepID: spec.SweepID, Scenario: sc.Name, ScenarioHash: sc.Hash,
 		Variant: spec.Variant.Name, Recoverable: spec.Variant.Recoverable, Arm: spec.Arm.Name, Agent: ag.Name(),
 		Seed: spec.Seed, CatalogVersion: catalog, Weight: sc.EffectiveWeight(), Schedule: schedule,
 		Ledger: *d.Ledger(), Outcome: out, Verdict: verdict, EndMs: d.Clock().Now(), Wall: time.Since(start),
-	}, nil
+	}
+	if rec, ok := ag.(Recorder); ok {
+		res.PromptHash = rec.PromptHash()
+		if res.Recording, err = rec.RecordingJSON(); err != nil {
+			return nil, fmt.Errorf("recording of %s: %w", ag.Name(), err)
+		}
+	}
+	return res, nil
 }
 
 // env adapts the dispatcher to the agent's view of the world.

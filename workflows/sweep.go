@@ -30,6 +30,7 @@ const (
 const (
 	ErrInvalidPlan  = "InvalidPlan"
 	ErrUnknownSweep = "UnknownSweep"
+	ErrAgentConfig  = "AgentConfig" // an arm's agent cannot run (bad endpoint, key, model)
 )
 
 // SweepInput starts (or continues) a sweep.
@@ -113,7 +114,7 @@ func ActivityOptions() workflow.ActivityOptions {
 			BackoffCoefficient:     2,
 			MaximumInterval:        time.Minute,
 			MaximumAttempts:        10,
-			NonRetryableErrorTypes: []string{ErrInvalidPlan, ErrUnknownSweep},
+			NonRetryableErrorTypes: []string{ErrInvalidPlan, ErrUnknownSweep, ErrAgentConfig},
 		},
 	}
 }

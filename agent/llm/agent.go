@@ -488,3 +488,25 @@ func optBool(p *bool) string {
 	}
 	return fmt.Sprint(*p)
 }
+
+// RecordingJSON returns the last run's recording as JSON ("" before any
+// run), for storage with the trial and offline replay.
+func (a *Agent) RecordingJSON() (string, error) {
+	rec := a.Recording()
+	if rec == nil {
+		return "", nil
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// PromptHash identifies the prompt revision the agent runs with.
+func (a *Agent) PromptHash() string {
+	if h := a.Config().PromptHash; h != "" {
+		return h
+	}
+	return HashPrompt(a.Config().Prompt)
+}
