@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"rebound/harness"
 )
 
 // FieldError is one problem in a file, located at a line and column, naming
@@ -53,28 +56,85 @@ type pathError struct {
 	msg  string
 }
 
-// LoadScenario reads and validates a scenario file.
+// LoadScenario reads and validates a scenario file, expanding generated
+// variants with DefaultCatalog.
 func LoadScenario(path string) (*Scenario, error) {
+	return LoadScenarioWith(path, LoadOptions{})
+}
+
+// LoadScenarioWith is LoadScenario with options.
+func LoadScenarioWith(path string, opts LoadOptions) (*Scenario, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return ParseScenario(path, data)
+	return ParseScenarioWith(path, data, opts)
 }
 
 // ParseScenario decodes and validates scenario YAML; file names the source
 // in errors. Unknown fields are errors.
 func ParseScenario(file string, data []byte) (*Scenario, error) {
+	return ParseScenarioWith(file, data, LoadOptions{})
+}
+
+// ParseScenarioWith is ParseScenario with options. When the scenario sets
+// generate, the generated variants are appended to the hand-written ones;
+// the metamorphic pairs are checked against the complete list.
+func ParseScenarioWith(file string, data []byte, opts LoadOptions) (*Scenario, error) {
 	var s Scenario
 	root, err := decodeStrict(file, data, &s)
 	if err != nil {
 		return nil, err
 	}
-	if errs := locate(file, root, s.validate()); len(errs) > 0 {
+	errs := s.validate()
+	var catalog map[string]harness.Tool
+	pending := false // generation could not run
+	if cat := opts.catalog(); cat != nil && s.World != "" {
+		c, err := cat(s.World)
+		if err != nil {
+			errs = append(errs, pathError{path: "world", msg: err.Error()})
+			pending = len(s.Generate) > 0
+		} else {
+			catalog = c
+			errs = append(errs, s.validateCatalog(c)...)
+		}
+	} else if len(s.Generate) > 0 {
+		if s.World != "" {
+			errs = append(errs, pathError{path: "generate", msg: fmt.Sprintf("needs the tool catalog of world %q and the loader was given none (scenario.DefaultCatalog or LoadOptions.Catalog)", s.World)})
+		}
+		pending = true
+	}
+	var generated []Variant
+	if len(s.Generate) > 0 && catalog != nil {
+		generated = Generate(&s, catalog)
+		names := map[string]bool{}
+		for _, v := range s.Variants {
+			names[v.Name] = true
+		}
+		for _, v := range generated {
+			if names[v.Name] {
+				errs = append(errs, pathError{path: "generate", msg: fmt.Sprintf("generated variant name %q is used twice (step ids must be unique)", v.Name)})
+			}
+			names[v.Name] = true
+		}
+		if len(generated) == 0 {
+			errs = append(errs, pathError{path: "generate", msg: "no variant was generated: the listed kinds do not apply to the plan's tools"})
+		}
+		s.Variants = append(s.Variants, generated...)
+	}
+	errs = append(errs, s.validateMetamorphic(catalog, pending)...)
+	if errs := locate(file, root, errs); len(errs) > 0 {
 		return nil, errs
 	}
 	s.File = file
 	s.Hash = contentHash(data)
+	if len(generated) > 0 {
+		g, err := json.Marshal(generated)
+		if err != nil {
+			return nil, fmt.Errorf("%s: generated variants: %w", file, err)
+		}
+		s.Hash = contentHash(append(append(append([]byte(nil), data...), 0), g...))
+	}
 	return &s, nil
 }
 
@@ -106,6 +166,7 @@ func decodeStrict(file string, data []byte, v any) (*yaml.Node, error) {
 
 var (
 	lineRe    = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+	columnRe  = regexp.MustCompile(`^column (\d+): (.*)$`)
 	unknownRe = regexp.MustCompile(`^field (\S+) not found in type (\S+)$`)
 	cannotRe  = regexp.MustCompile("^cannot unmarshal !!(\\w+) `(.*)` into (\\S+)$")
 )
@@ -130,6 +191,13 @@ func typeError(file string, root *yaml.Node, msg string) FieldError {
 	fe.Line, _ = strconv.Atoi(m[1])
 	fe.Col = 1
 	rest := m[2]
+	if c := columnRe.FindStringSubmatch(rest); c != nil {
+		// From locatedError: a custom decoder that knows its node.
+		fe.Col, _ = strconv.Atoi(c[1])
+		fe.Msg = c[2]
+		fe.Field = keyAt(root, fe.Line, fe.Col, "")
+		return fe
+	}
 	if u := unknownRe.FindStringSubmatch(rest); u != nil {
 		fe.Field = u[1]
 		fe.Msg = "unknown field (check the spelling; see the schema in schema/)"
@@ -166,6 +234,44 @@ func goTypeName(t string) string {
 		return "a string"
 	}
 	return "a " + strings.TrimPrefix(t, "scenario.")
+}
+
+// locatedMsg formats a decode problem at node n the way typeError reads it
+// back: "line L: column C: message".
+func locatedMsg(n *yaml.Node, format string, args ...any) string {
+	return fmt.Sprintf("line %d: column %d: %s", n.Line, n.Column, fmt.Sprintf(format, args...))
+}
+
+// locatedError is a decode error of a custom UnmarshalYAML. A *yaml.TypeError
+// lets the decoder go on and report the other problems too.
+func locatedError(n *yaml.Node, format string, args ...any) error {
+	return &yaml.TypeError{Errors: []string{locatedMsg(n, format, args...)}}
+}
+
+// keyAt returns the mapping key whose value (or an item of whose list
+// value) sits at line:col.
+func keyAt(n *yaml.Node, line, col int, key string) string {
+	if n == nil {
+		return ""
+	}
+	if n.Line == line && n.Column == col && n.Kind != yaml.DocumentNode {
+		return key
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := keyAt(n.Content[i+1], line, col, n.Content[i].Value); k != "" {
+				return k
+			}
+		}
+	default:
+		for _, c := range n.Content {
+			if k := keyAt(c, line, col, key); k != "" {
+				return k
+			}
+		}
+	}
+	return ""
 }
 
 type keyedNode struct {

@@ -82,3 +82,27 @@ func TestLoadQuickstartPlan(t *testing.T) {
 		t.Fatal("index past the end accepted")
 	}
 }
+
+// Plan files: every error is located too, including the custom seeds field.
+func TestParsePlanErrorsAreLocated(t *testing.T) {
+	const plan = "name: p\nscenarios: [a.yaml]\narms:\n  - {name: a, agent: careful}\nseeds: 3\nshard_size: 10\n"
+	if p, err := ParsePlan("p.yaml", []byte(plan)); err != nil || len(p.Seeds) != 3 {
+		t.Fatalf("plan %+v, %v", p, err)
+	}
+	cases := []struct{ name, old, new, want string }{
+		{"seeds not a count", "seeds: 3", "seeds: many", "p.yaml:5:8: seeds: expected a count or a list of seeds"},
+		{"seeds out of range", "seeds: 3", "seeds: 0", "p.yaml:5:8: seeds: count must be between 1 and 100000, got 0"},
+		{"seeds list of strings", "seeds: 3", "seeds: [1, x]", "p.yaml:5:8: seeds: expected a count or a list of non-negative integers"},
+		{"seeds error with another", "seeds: 3\nshard_size: 10", "seeds: many\nshard_size: lots", `p.yaml:6:13: shard_size: expected an integer, got str "lots"`},
+		{"unknown field in an arm", "{name: a, agent: careful}", "{name: a, agnet: careful}", "p.yaml:4:15: agnet: unknown field"},
+		{"arm without agent", "{name: a, agent: careful}", "{name: a}", "p.yaml:4:5: arms[0].agent: required"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParsePlan("p.yaml", []byte(strings.Replace(plan, tc.old, tc.new, 1)))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v\nwant containing %q", err, tc.want)
+			}
+		})
+	}
+}

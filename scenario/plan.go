@@ -42,10 +42,10 @@ func (s *Seeds) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode {
 		var count int
 		if err := n.Decode(&count); err != nil {
-			return fmt.Errorf("line %d: seeds: expected a count or a list of seeds", n.Line)
+			return locatedError(n, "expected a count or a list of seeds")
 		}
 		if count < 1 || count > 100000 {
-			return fmt.Errorf("line %d: seeds: count must be between 1 and 100000, got %d", n.Line, count)
+			return locatedError(n, "count must be between 1 and 100000, got %d", count)
 		}
 		out := make(Seeds, count)
 		for i := range out {
@@ -56,7 +56,7 @@ func (s *Seeds) UnmarshalYAML(n *yaml.Node) error {
 	}
 	var list []uint64
 	if err := n.Decode(&list); err != nil {
-		return fmt.Errorf("line %d: seeds: expected a count or a list of non-negative integers", n.Line)
+		return locatedError(n, "expected a count or a list of non-negative integers")
 	}
 	*s = list
 	return nil
@@ -86,8 +86,15 @@ type TrialKey struct {
 }
 
 // LoadPlan reads a plan and every scenario it names, validating all of them;
-// errors from every file are reported together.
+// errors from every file are reported together. Generated variants are
+// expanded with DefaultCatalog and stored in the Resolved plan like
+// hand-written ones, so workers never need the catalog.
 func LoadPlan(path string) (*Resolved, error) {
+	return LoadPlanWith(path, LoadOptions{})
+}
+
+// LoadPlanWith is LoadPlan with options.
+func LoadPlanWith(path string, opts LoadOptions) (*Resolved, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -122,7 +129,7 @@ func LoadPlan(path string) (*Resolved, error) {
 		}
 		sort.Strings(matches)
 		for _, m := range matches {
-			s, err := LoadScenario(m)
+			s, err := LoadScenarioWith(m, opts)
 			if err != nil {
 				if es, ok := err.(Errors); ok {
 					errs = append(errs, es...)
@@ -144,6 +151,20 @@ func LoadPlan(path string) (*Resolved, error) {
 	}
 	r.Hash = r.computeHash()
 	return r, nil
+}
+
+// ParsePlan decodes and validates plan YAML without loading the scenarios
+// it names; file names the source in errors.
+func ParsePlan(file string, data []byte) (*Plan, error) {
+	var p Plan
+	root, err := decodeStrict(file, data, &p)
+	if err != nil {
+		return nil, err
+	}
+	if errs := locate(file, root, p.validate()); len(errs) > 0 {
+		return nil, errs
+	}
+	return &p, nil
 }
 
 func (p *Plan) validate() []pathError {

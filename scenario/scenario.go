@@ -40,9 +40,17 @@ type Scenario struct {
 	// a duplicate refund outweighs an extra read. Default 1.
 	Weight   float64   `json:"weight,omitempty" yaml:"weight,omitempty"`
 	Variants []Variant `json:"variants" yaml:"variants"`
+	// Generate opts in to variants generated from the tool metadata
+	// (generate.go): true for every kind, or a list of kinds. The loader
+	// appends them to Variants, named gen/TOOL/KIND.
+	Generate GenerateSpec `json:"generate,omitempty" yaml:"generate,omitempty"`
+	// Metamorphic declares pairs of variants that flip one property, with
+	// the expected change of the verdict (metamorphic.go).
+	Metamorphic []MetamorphicPair `json:"metamorphic,omitempty" yaml:"metamorphic,omitempty"`
 
 	// File is where the scenario was loaded from; Hash is the content hash
-	// of that file, recorded on every trial.
+	// of that file (and of the generated variants, when there are any, so
+	// a changed catalog or generation rule shows), recorded on every trial.
 	File string `json:"file,omitempty" yaml:"-"`
 	Hash string `json:"hash,omitempty" yaml:"-"`
 }
@@ -59,6 +67,23 @@ type Step struct {
 	// (merged over Args): what a careful agent sends after a validation
 	// error instead of repeating the identical call.
 	Corrected map[string]any `json:"corrected,omitempty" yaml:"corrected,omitempty"`
+	// Optional marks a step the goal does not depend on: its permanent
+	// failure leaves the goal reachable. Steps are required by default.
+	Optional bool `json:"optional,omitempty" yaml:"optional,omitempty"`
+	// Fallbacks are authorized alternatives for this step, tried when its
+	// tool fails permanently (an equivalent read path, a replicated
+	// source). They make a permanent failure recoverable (generate.go).
+	Fallbacks []Fallback `json:"fallbacks,omitempty" yaml:"fallbacks,omitempty"`
+}
+
+// Fallback is an authorized alternative for one plan step: another offered
+// tool that establishes what the step needs.
+type Fallback struct {
+	Tool string         `json:"tool" yaml:"tool"`
+	Args map[string]any `json:"args,omitempty" yaml:"args,omitempty"`
+	// Sets are the claim fields the fallback establishes (often fewer or
+	// weaker than the primary step's: weaker evidence narrows the claim).
+	Sets map[string]any `json:"sets,omitempty" yaml:"sets,omitempty"`
 }
 
 // ClaimSpec declares the structured claim the agent must end with.
@@ -94,6 +119,9 @@ type Variant struct {
 	// premature.
 	Recoverable bool            `json:"recoverable" yaml:"recoverable"`
 	Faults      []harness.Fault `json:"faults,omitempty" yaml:"faults,omitempty"`
+	// Generated describes where a generated variant comes from; nil for a
+	// hand-written one. Never read from a file.
+	Generated *Origin `json:"generated,omitempty" yaml:"-"`
 }
 
 // EffectiveWeight returns the consequence weight, defaulting to 1.
@@ -215,14 +243,15 @@ func (s *Scenario) validate() []pathError {
 				add(p+".sets."+k, "%q is not a declared claim field", k)
 			}
 		}
+		errs = append(errs, s.validateFallbacks(p, st, offered, fields)...)
 	}
 	for i, a := range s.Success {
 		if a.Path == "" {
 			add(fmt.Sprintf("success[%d].path", i), "required")
 		}
 	}
-	if len(s.Variants) == 0 {
-		add("variants", "at least one variant is required")
+	if len(s.Variants) == 0 && len(s.Generate) == 0 {
+		add("variants", "at least one variant is required (or generate them: generate: true)")
 	}
 	names := map[string]bool{}
 	for i, v := range s.Variants {
@@ -231,6 +260,8 @@ func (s *Scenario) validate() []pathError {
 			add(p+".name", "required")
 		} else if names[v.Name] {
 			add(p+".name", "duplicate variant name %q", v.Name)
+		} else if strings.HasPrefix(v.Name, GeneratedPrefix) {
+			add(p+".name", "the prefix %q is reserved for generated variants", GeneratedPrefix)
 		}
 		names[v.Name] = true
 		for j, f := range v.Faults {

@@ -220,23 +220,48 @@ func sweepsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 const lintAbout = `Checks scenario and plan files: YAML syntax, unknown fields, types, and
-meaning (tools offered, claim fields declared, fault triggers). Every problem
-is reported with file:line:column and the field. A file with a top-level
-'arms' key is checked as a plan (with every scenario it names).
+meaning (tools offered and in the world's catalog, claim fields declared,
+fault triggers, generated variants, metamorphic pairs). Every problem is
+reported with file:line:column and the field. A file with a top-level 'arms'
+key is checked as a plan (with every scenario it names).
 
 Example:
   rebound scenario lint examples/scenarios/*.yaml examples/plans/quickstart.yaml`
 
+const scenarioAbout = `Works with scenario and plan files.
+
+  rebound scenario lint PATH...              check scenario and plan files
+  rebound scenario variants [flags] FILE...  list every variant, hand-written and
+                                             generated from tool metadata
+  rebound scenario import [-o OUT] FILE      convert a recovery-test.yaml scenario
+                                             (aiwg-evals format) to a rebound scenario
+
+Run 'rebound scenario SUBCOMMAND -h' for a subcommand's flags.`
+
 func scenarioCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "lint" {
-		fmt.Fprintf(stderr, "Usage: rebound scenario lint PATH...\n\n%s\n", lintAbout)
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			return errHelp
+	if len(args) > 0 {
+		switch args[0] {
+		case "lint":
+			return scenarioLint(args[1:], stdout, stderr)
+		case "variants":
+			return scenarioVariants(args[1:], stdout, stderr)
+		case "import":
+			return scenarioImport(args[1:], stdout, stderr)
 		}
-		return usagef("scenario needs a subcommand: lint")
 	}
+	fmt.Fprintf(stderr, "Usage: rebound scenario lint|variants|import ...\n\n%s\n", scenarioAbout)
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		return errHelp
+	}
+	if len(args) > 0 {
+		return usagef("unknown scenario subcommand %q: use lint, variants or import", args[0])
+	}
+	return usagef("scenario needs a subcommand: lint, variants or import")
+}
+
+func scenarioLint(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("scenario lint", "rebound scenario lint PATH...", lintAbout, stderr)
-	if err := parse(fs, args[1:]); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {

@@ -1,0 +1,114 @@
+package scenario
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"rebound/harness"
+)
+
+// Catalog returns the tool metadata of a world kind, keyed by tool name.
+// The world package provides it (world.New(kind, nil).Tools()); scenario
+// takes it as a parameter because it must not import world.
+type Catalog func(world string) (map[string]harness.Tool, error)
+
+// DefaultCatalog is the catalog LoadScenario, ParseScenario and LoadPlan use
+// when LoadOptions names none. The rebound binary sets it from the world
+// package. With no catalog, scenarios that set generate fail to load with a
+// clear error, and tool names are not checked against a world.
+var DefaultCatalog Catalog
+
+// CatalogOf builds a Catalog from a function that lists a world's tools.
+func CatalogOf(tools func(world string) ([]harness.Tool, error)) Catalog {
+	return func(world string) (map[string]harness.Tool, error) {
+		list, err := tools(world)
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[string]harness.Tool, len(list))
+		for _, t := range list {
+			out[t.Name] = t
+		}
+		return out, nil
+	}
+}
+
+// LoadOptions tunes loading.
+type LoadOptions struct {
+	// Catalog provides the worlds' tool metadata, for generated variants
+	// and for checking tool names; nil means DefaultCatalog.
+	Catalog Catalog
+	// NoCatalog loads without any catalog, even DefaultCatalog: tool names
+	// are not checked and generate is an error.
+	NoCatalog bool
+}
+
+func (o LoadOptions) catalog() Catalog {
+	switch {
+	case o.NoCatalog:
+		return nil
+	case o.Catalog != nil:
+		return o.Catalog
+	}
+	return DefaultCatalog
+}
+
+// validateFallbacks checks one plan step's fallbacks.
+func (s *Scenario) validateFallbacks(p string, st Step, offered, fields map[string]bool) []pathError {
+	var errs []pathError
+	add := func(path, format string, args ...any) {
+		errs = append(errs, pathError{path: path, msg: fmt.Sprintf(format, args...)})
+	}
+	forbidden := map[string]bool{}
+	for _, t := range s.Forbidden {
+		forbidden[t] = true
+	}
+	seen := map[string]bool{}
+	for j, fb := range st.Fallbacks {
+		fp := fmt.Sprintf("%s.fallbacks[%d]", p, j)
+		switch {
+		case fb.Tool == "":
+			add(fp+".tool", "required")
+		case fb.Tool == st.Tool:
+			add(fp+".tool", "a step cannot fall back to its own tool %q", fb.Tool)
+		case !offered[fb.Tool]:
+			add(fp+".tool", "tool %q is not offered by this scenario (tools: %s)", fb.Tool, strings.Join(s.Tools, ", "))
+		case forbidden[fb.Tool]:
+			add(fp+".tool", "tool %q is forbidden by this scenario: a fallback must be an authorized path", fb.Tool)
+		case seen[fb.Tool]:
+			add(fp+".tool", "duplicate fallback %q", fb.Tool)
+		}
+		seen[fb.Tool] = true
+		for _, k := range sortedKeys(fb.Sets) {
+			if !fields[k] {
+				add(fp+".sets."+k, "%q is not a declared claim field", k)
+			}
+		}
+	}
+	return errs
+}
+
+// validateCatalog checks the scenario's tool names against its world's
+// catalog.
+func (s *Scenario) validateCatalog(catalog map[string]harness.Tool) []pathError {
+	var errs []pathError
+	known := func(name string) bool { _, ok := catalog[name]; return ok }
+	names := make([]string, 0, len(catalog))
+	for n := range catalog {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	list := strings.Join(names, ", ")
+	for i, t := range s.Tools {
+		if t != "" && !known(t) {
+			errs = append(errs, pathError{fmt.Sprintf("tools[%d]", i), fmt.Sprintf("tool %q is not in the catalog of world %q (known: %s)", t, s.World, list)})
+		}
+	}
+	for i, t := range s.Forbidden {
+		if t != "" && !known(t) {
+			errs = append(errs, pathError{fmt.Sprintf("forbidden[%d]", i), fmt.Sprintf("tool %q is not in the catalog of world %q (known: %s)", t, s.World, list)})
+		}
+	}
+	return errs
+}

@@ -1,0 +1,177 @@
+package scenario_test
+
+// Tests against the real worlds, agents and grader. They live in the
+// external test package: scenario itself must not import world.
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"rebound/agent"
+	"rebound/grade"
+	"rebound/harness"
+	"rebound/scenario"
+	"rebound/trial"
+	"rebound/world"
+)
+
+var worlds = scenario.CatalogOf(func(kind string) ([]harness.Tool, error) {
+	w, err := world.New(kind, nil)
+	if err != nil {
+		return nil, err
+	}
+	return w.Tools(), nil
+})
+
+// careful reaches exactly the verdict the generated recoverable flag
+// promises: recovered on recoverable variants, an honest block on the
+// others. This is the check that the generation rules are honest. The files
+// world is left out: the careful agent cannot yet reconcile a write that
+// has no idempotency key (fs.write, fs.create), which the rules count as
+// recoverable through fs.read.
+func TestGeneratedVerdictsAgreeWithCareful(t *testing.T) {
+	files, err := filepath.Glob("../examples/scenarios/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no example scenarios: %v", err)
+	}
+	files = append(files, "testdata/refund-metamorphic.yaml")
+	opts := scenario.LoadOptions{Catalog: worlds}
+	for _, f := range files {
+		s, err := scenario.LoadScenarioWith(f, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.World == "files" {
+			continue
+		}
+		cat, err := worlds(s.World)
+		if err != nil {
+			t.Fatal(err)
+		}
+		generated := scenario.Generate(s, cat)
+		if len(generated) < 5*len(s.Plan) {
+			t.Errorf("%s: %d generated variants for %d steps", s.Name, len(generated), len(s.Plan))
+		}
+		for _, v := range generated {
+			ag, err := agent.NewScripted("careful")
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := trial.Run(context.Background(), trial.Spec{SweepID: "gen", Scenario: s, Variant: v, Arm: scenario.Arm{Name: "careful", Agent: "careful"}, Seed: 1}, ag)
+			if err != nil {
+				t.Fatalf("%s %s: %v", s.Name, v.Name, err)
+			}
+			got, metric := r.Verdict.Recovered, grade.MetricRecovered
+			if !v.Recoverable {
+				got, metric = r.Verdict.HonestBlock, grade.MetricHonestBlock
+			}
+			if got == nil || !*got {
+				t.Errorf("%s %s (recoverable %v: %s): careful got %s %s; failed checks %v; claim %s",
+					s.Name, v.Name, v.Recoverable, v.Generated.Reason, metric, scenario.OutcomeOf(got), r.Verdict.Failed(), r.Outcome.Claim)
+			}
+		}
+	}
+}
+
+// The declared metamorphic pairs hold for the careful agent.
+func TestMetamorphicPairsHoldForCareful(t *testing.T) {
+	s, err := scenario.LoadScenarioWith("testdata/refund-metamorphic.yaml", scenario.LoadOptions{Catalog: worlds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcomes := map[string]map[string]*bool{}
+	for _, v := range s.Variants {
+		ag, _ := agent.NewScripted("careful")
+		r, err := trial.Run(context.Background(), trial.Spec{SweepID: "mm", Scenario: s, Variant: v, Arm: scenario.Arm{Name: "careful", Agent: "careful"}, Seed: 1}, ag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]*bool{}
+		for _, name := range scenario.Metrics {
+			m[name] = r.Verdict.Metric(name)
+		}
+		outcomes[v.Name] = m
+	}
+	if vs := s.CheckMetamorphic(outcomes); len(vs) > 0 {
+		t.Fatalf("violations: %v", vs)
+	}
+	// The metric names copied into scenario are the grader's.
+	known := map[string]bool{}
+	for _, m := range grade.Metrics {
+		known[m] = true
+	}
+	if len(known) != len(scenario.Metrics) {
+		t.Fatalf("grade has %v, scenario has %v", grade.Metrics, scenario.Metrics)
+	}
+	for _, m := range scenario.Metrics {
+		if !known[m] {
+			t.Fatalf("metric %s is not the grader's (%v)", m, grade.Metrics)
+		}
+	}
+}
+
+// The imported seed-004 scenario is what `rebound scenario import` writes
+// with the real files world, and its truth paths resolve in that world.
+func TestImportedSeed004(t *testing.T) {
+	data, err := os.ReadFile("../examples/import/recovery-test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := scenario.ImportRecoveryTest("examples/import/recovery-test.yaml", data, scenario.ImportOptions{Catalog: worlds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden, err := os.ReadFile("../examples/import/recovery-test.rebound.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(im.YAML, golden) {
+		t.Fatalf("examples/import/recovery-test.rebound.yaml is stale: regenerate it with\n  go run ./cmd/rebound scenario import examples/import/recovery-test.yaml -o examples/import/recovery-test.rebound.yaml\n--- got:\n%s", im.YAML)
+	}
+	s, err := scenario.ParseScenarioWith("recovery-test.rebound.yaml", golden, scenario.LoadOptions{Catalog: worlds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := world.New(s.World, s.Initial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if c, ok := w.(interface{ Close() error }); ok {
+			c.Close()
+		}
+	}()
+	st := w.State()
+	for _, f := range s.Claim.Fields {
+		if v, ok := grade.Lookup(st, f.Truth); !ok || v != "pending" {
+			t.Errorf("truth %s = %v (%v), want the initial pending", f.Truth, v, ok)
+		}
+	}
+	for _, a := range s.Success {
+		if _, ok := grade.Lookup(st, a.Path); !ok {
+			t.Errorf("success path %s does not resolve", a.Path)
+		}
+	}
+	// The persistent variant is an honest block for the careful agent, and
+	// a fabricated completion is caught against the world.
+	for _, tc := range []struct {
+		variant, agent string
+		metric         func(grade.Verdict) *bool
+	}{
+		{"first-write-attempt-persists", "careful", func(v grade.Verdict) *bool { return v.HonestBlock }},
+		{"first-write-attempt", "fabricator", func(v grade.Verdict) *bool { return v.FabricatedClaim }},
+	} {
+		v, _ := s.Variant(tc.variant)
+		ag, _ := agent.NewScripted(tc.agent)
+		r, err := trial.Run(context.Background(), trial.Spec{SweepID: "imp", Scenario: s, Variant: v, Arm: scenario.Arm{Name: tc.agent, Agent: tc.agent}, Seed: 1}, ag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := tc.metric(r.Verdict); b == nil || !*b {
+			t.Errorf("%s on %s: %v", tc.agent, tc.variant, r.Verdict.Failed())
+		}
+	}
+}
