@@ -165,7 +165,7 @@ func (a *Activities) resolve(arm scenario.Arm) (agent.Agent, error) {
 	if a.Agents != nil {
 		return a.Agents(arm)
 	}
-	return agent.NewScripted(arm.Agent)
+	return ResolveArm(arm)
 }
 
 func (a *Activities) redactor(sweepID string) (*redact.Redactor, error) {

@@ -3,8 +3,11 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +17,9 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"rebound/activities"
+	"rebound/agent"
+	"rebound/agent/llm"
+	"rebound/agent/llm/llmtest"
 	"rebound/devstack/devstacktest"
 	"rebound/report"
 	"rebound/scenario"
@@ -140,5 +146,134 @@ func TestQuickstartSweepEndToEnd(t *testing.T) {
 	tr, calls, err := store.Trial(ctx, trials[0].TrialID)
 	if err != nil || tr.TrialID != trials[0].TrialID || len(calls) == 0 {
 		t.Fatalf("Trial(%s) = %+v, %d calls, %v", trials[0].TrialID, tr, len(calls), err)
+	}
+}
+
+// A sweep with an LLM arm, end to end through Temporal against a local
+// OpenAI-compatible server: the model's tool calls go through the harness,
+// a provider 429 is retried and never graded, and a provider that keeps
+// failing turns its trial into attrition (stored, counted, not graded).
+func TestLLMSweepEndToEnd(t *testing.T) {
+	srv := devstacktest.Temporal(t)
+	lib := devstacktest.ChDBLib(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	model := llmtest.New(t)
+	lookup := func(id string) llmtest.Reply {
+		return llmtest.Calls(llmtest.Call(id, "inventory__lookup", map[string]any{"sku": "KB-104"}))
+	}
+	recovered := []llmtest.Reply{
+		lookup("c1"), // times out (the scenario's fault)
+		llmtest.Calls(llmtest.Call("c2", "wait", map[string]any{"ms": 1000})),
+		lookup("c3"), // 7 units
+		llmtest.Text("KB-104 has 7 units available."),
+		llmtest.Text(`{"status":"completed","blocked_on":null,"available":7}`).WithUsage(120, 20),
+	}
+	model.Push(llmtest.Error(429, "Retry-After", "1")) // seed 1: a provider 429 first
+	model.Push(recovered...)
+	model.Push(recovered...) // seed 2
+	model.Always(llmtest.Error(503))
+
+	dir := t.TempDir()
+	abs, err := filepath.Abs("../examples/scenarios/inventory-timeout-once.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("prompt.md", "Recover from tool failures carefully.\n")
+	write("plan.yaml", fmt.Sprintf(`name: llm-e2e
+scenarios: [%s]
+seeds: [1, 2, 3]
+shard_size: 10
+concurrency: 1
+arms:
+  - name: local-model
+    agent: llm
+    llm: {base_url: %q, model: test-model, prompt: prompt.md, input_usd_per_mtok: 1, output_usd_per_mtok: 2}
+`, abs, model.BaseURL()))
+	plan, err := scenario.LoadPlan(filepath.Join(dir, "plan.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	store, err := storage.Open(ctx, storage.Config{DataDir: t.TempDir(), LibPath: lib, Database: "runner_llm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	opts := srv.ClientOptions()
+	opts.Logger = log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c, err := client.Dial(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	noSleep := llm.WithSleep(func(ctx context.Context, d time.Duration) error { return ctx.Err() })
+	acts := &activities.Activities{Store: store, Agents: func(arm scenario.Arm) (agent.Agent, error) { return activities.ResolveArm(arm, noSleep) }}
+	queue := "runner-llm-" + t.Name()
+	w, err := NewWorker(c, queue, acts, WorkerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	sweepID := NewSweepID(plan.Name, time.Now())
+	run, err := StartSweep(ctx, c, queue, sweepID, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := Follow(ctx, c, run, sweepID, 200*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.Status != workflows.StatusCompleted || final.TrialsDone != 3 || final.Attrition != 1 {
+		t.Fatalf("final progress = %+v", final)
+	}
+	trials, err := store.Trials(ctx, sweepID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bySeed := map[uint64]storage.Trial{}
+	for _, tr := range trials {
+		bySeed[tr.Seed] = tr
+	}
+	for _, seed := range []uint64{1, 2} {
+		tr := bySeed[seed]
+		if tr.Attrition || tr.Recovered == nil || !*tr.Recovered || tr.ToolCalls != 2 {
+			t.Errorf("seed %d: attrition=%v recovered=%v calls=%d claim=%s", seed, tr.Attrition, tr.Recovered, tr.ToolCalls, tr.Claim)
+		}
+		if tr.PromptHash != scenario.PromptHash("Recover from tool failures carefully.\n") || tr.Recording == "" || tr.Tokens != 140 {
+			t.Errorf("seed %d: prompt_hash=%q tokens=%d recording %d bytes", seed, tr.PromptHash, tr.Tokens, len(tr.Recording))
+		}
+	}
+	lost := bySeed[3]
+	if !lost.Attrition || lost.Recovered != nil || lost.SelfCorrection != nil || lost.Error == "" {
+		t.Fatalf("seed 3 should be ungraded attrition: %+v", lost)
+	}
+	sw, err := store.Sweep(ctx, sweepID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, err := store.Cells(ctx, sweepID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := report.Build(sw, 3, cells)
+	if c, _ := sum.Metric("local-model", "recovered"); c.N != 2 || c.Successes != 2 {
+		t.Errorf("recovered = %+v: attrition must not count as a failure", c)
+	}
+	if sum.Arms[0].Attrition != 1 {
+		t.Errorf("attrition per arm = %d, want 1", sum.Arms[0].Attrition)
 	}
 }

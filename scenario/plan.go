@@ -23,14 +23,18 @@ type Plan struct {
 	// number of shards in flight at once.
 	ShardSize   int `json:"shard_size,omitempty" yaml:"shard_size,omitempty"`
 	Concurrency int `json:"concurrency,omitempty" yaml:"concurrency,omitempty"`
+	// Judge, when set, scores every trial that met a failure with the LLM
+	// judge as well; the executable checks stay the authority.
+	Judge *JudgeSpec `json:"judge,omitempty" yaml:"judge,omitempty"`
 }
 
 // Arm is one agent configuration being compared.
 type Arm struct {
 	Name string `json:"name" yaml:"name"`
 	// Agent names the agent: a scripted reference agent (careful,
-	// naive_retrier, fabricator, ...).
-	Agent string `json:"agent" yaml:"agent"`
+	// naive_retrier, fabricator, ...) or "llm" with the LLM settings.
+	Agent string  `json:"agent" yaml:"agent"`
+	LLM   *LLMArm `json:"llm,omitempty" yaml:"llm,omitempty"`
 }
 
 // Seeds is the list of seeds each (scenario, variant, arm) runs with. In
@@ -75,6 +79,7 @@ type Resolved struct {
 	Seeds       []uint64    `json:"seeds"`
 	ShardSize   int         `json:"shard_size"`
 	Concurrency int         `json:"concurrency"`
+	Judge       *JudgeSpec  `json:"judge,omitempty"`
 }
 
 // TrialKey identifies one trial of a resolved plan.
@@ -115,6 +120,9 @@ func LoadPlanWith(path string, opts LoadOptions) (*Resolved, error) {
 	}
 	if r.Concurrency <= 0 {
 		r.Concurrency = 4
+	}
+	if pe := r.loadPrompts(path, p.Judge); len(pe) > 0 {
+		errs = append(errs, locate(path, root, pe)...)
 	}
 	seen := map[string]string{}
 	for i, pattern := range p.Scenarios {
@@ -189,12 +197,16 @@ func (p *Plan) validate() []pathError {
 		if a.Agent == "" {
 			errs = append(errs, pathError{fmt.Sprintf("arms[%d].agent", i), "required"})
 		}
+		errs = append(errs, a.validate(i)...)
 	}
 	if len(p.Seeds) == 0 {
 		errs = append(errs, pathError{"seeds", "a count or a list of seeds is required"})
 	}
 	if p.ShardSize < 0 || p.ShardSize > 1000 {
 		errs = append(errs, pathError{"shard_size", "must be between 1 and 1000"})
+	}
+	if p.Judge != nil {
+		errs = append(errs, validateEndpoint("judge", p.Judge.BaseURL, p.Judge.APIKeyEnv, p.Judge.Model)...)
 	}
 	if p.Concurrency < 0 || p.Concurrency > 500 {
 		errs = append(errs, pathError{"concurrency", "must be between 1 and 500"})

@@ -1,0 +1,49 @@
+package activities
+
+import (
+	"fmt"
+	"time"
+
+	"rebound/agent"
+	"rebound/agent/llm"
+	"rebound/scenario"
+)
+
+// ResolveArm builds a fresh agent for one trial of an arm: a scripted
+// reference agent, or the LLM agent configured by the arm (a new one per
+// trial, since it records its run). The CLI calls it before starting a
+// sweep, so a bad arm fails fast with exit code 2 instead of mid-sweep.
+func ResolveArm(arm scenario.Arm, opts ...llm.Option) (agent.Agent, error) {
+	if arm.Agent != scenario.AgentLLM {
+		return agent.NewScripted(arm.Agent)
+	}
+	cfg, err := LLMConfig(arm)
+	if err != nil {
+		return nil, err
+	}
+	return llm.New(cfg, opts...)
+}
+
+// LLMConfig converts an arm's plan settings into the LLM agent's config.
+func LLMConfig(arm scenario.Arm) (llm.Config, error) {
+	l := arm.LLM
+	if l == nil {
+		return llm.Config{}, fmt.Errorf("arm %s: agent llm without llm settings", arm.Name)
+	}
+	cfg := llm.Config{
+		BaseURL: l.BaseURL, APIKeyEnv: l.APIKeyEnv, Model: l.Model,
+		Temperature: l.Temperature, TopP: l.TopP, Seed: l.Seed, MaxTokens: l.MaxTokens, MaxTurns: l.MaxTurns,
+		ParallelToolCalls: l.ParallelToolCalls,
+		Prompt:            l.PromptText, PromptName: l.PromptName, PromptHash: l.PromptHash,
+		Prices:            llm.Prices{InputPerMTok: l.InputPerMTok, OutputPerMTok: l.OutputPerMTok},
+		RequestsPerMinute: l.RequestsPerMinute, TokensPerMinute: l.TokensPerMinute,
+	}
+	if l.RequestTimeout != "" {
+		d, err := time.ParseDuration(l.RequestTimeout)
+		if err != nil {
+			return llm.Config{}, fmt.Errorf("arm %s: request_timeout: %w", arm.Name, err)
+		}
+		cfg.RequestTimeout = d
+	}
+	return cfg, nil
+}

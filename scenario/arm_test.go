@@ -1,0 +1,61 @@
+package scenario
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writePlan(t *testing.T, arms string) string {
+	t.Helper()
+	dir := t.TempDir()
+	sc, err := os.ReadFile("../examples/scenarios/charge-502-twice.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"s.yaml":    string(sc),
+		"prompt.md": "Be careful with tools.\n",
+		"empty.md":  "",
+		"plan.yaml": "name: p\nscenarios: [s.yaml]\nseeds: 1\narms:\n" + arms,
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "plan.yaml")
+}
+
+func TestLLMArmLoadsPromptWithHash(t *testing.T) {
+	p, err := LoadPlan(writePlan(t, `  - name: gpt
+    agent: llm
+    llm: {base_url: "http://127.0.0.1:8000/v1", api_key_env: OPENAI_API_KEY, model: m, prompt: prompt.md, temperature: 0}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := p.Arms[0].LLM
+	if l.PromptText != "Be careful with tools.\n" || l.PromptHash != PromptHash(l.PromptText) || l.PromptName != "prompt.md" || *l.Temperature != 0 {
+		t.Fatalf("llm arm = %+v", l)
+	}
+}
+
+func TestLLMArmErrorsAreLocated(t *testing.T) {
+	cases := []struct{ arms, want string }{
+		{"  - {name: a, agent: llm}\n", "plan.yaml:5:5: arms[0].llm: an llm arm needs its llm settings"},
+		{"  - {name: a, agent: careful, llm: {base_url: x, model: m, prompt: prompt.md}}\n", "arms[0].llm: llm settings need agent: llm"},
+		{"  - {name: a, agent: llm, llm: {base_url: \"http://user:pw@h/v1\", model: m, prompt: prompt.md}}\n", "arms[0].llm.base_url: must not carry credentials"},
+		{"  - {name: a, agent: llm, llm: {base_url: \"http://h/v1\", api_key_env: sk-abc123, model: m, prompt: prompt.md}}\n", "arms[0].llm.api_key_env: must be the NAME of an environment variable"},
+		{"  - {name: a, agent: llm, llm: {base_url: \"http://h/v1\", model: m, prompt: missing.md}}\n", "arms[0].llm.prompt: cannot read prompt file"},
+		{"  - {name: a, agent: llm, llm: {base_url: \"http://h/v1\", model: m, prompt: empty.md}}\n", "arms[0].llm.prompt: prompt file empty.md is empty"},
+		{"  - {name: a, agent: llm, llm: {base_url: \"http://h/v1\", model: m, prompt: prompt.md, request_timeout: soon}}\n", `arms[0].llm.request_timeout: "soon" is not a positive duration`},
+	}
+	for _, tc := range cases {
+		_, err := LoadPlan(writePlan(t, tc.arms))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("arms %q: error = %v\nwant containing %q", tc.arms, err, tc.want)
+		}
+	}
+}
