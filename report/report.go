@@ -1,172 +1,232 @@
 // Package report turns stored sweep cells into what people and machines
-// read: per arm and metric, the rate with its 95% interval and the number of
-// trials where the metric was tested (NOT TESTED trials are excluded, never
-// counted as zero).
+// read.
+//
+// Two reports live here, both pure functions of data already read from
+// storage (they never touch a Store):
+//
+//   - [Build] summarizes one sweep: per arm and metric the rate with its
+//     Wilson interval, n (trials where the metric was tested; NOT TESTED
+//     trials are excluded, never counted as zero), the standard error and
+//     interval clustered by scenario, the consequence-weighted rate with its
+//     interval, attrition per arm, and breakdowns by scenario and by fault
+//     class.
+//   - [Compare] pairs two arms on (scenario, variant, seed) and reports, per
+//     metric, the paired difference candidate − baseline with its intervals,
+//     McNemar's test (mid-p and exact) and a direction (better, worse, no
+//     change), plus
+//     every case that could not be paired. Package gate adds a verdict.
+//
+// Counts per (arm, scenario, variant, seed) are computed by ClickHouse
+// (storage.Store.Cells); the intervals are computed here with package stats.
+// Fault classes are not yet a column of Cells: callers pass them per case,
+// built with [CasesFromTrials] from Store.Trials. The query that would
+// replace that read is, in ClickHouse SQL,
+//
+//	SELECT scenario, variant, seed, groupUniqArrayArray(fault_classes) AS fault_classes
+//	FROM trials FINAL WHERE sweep_id = {sweep_id:String}
+//	GROUP BY scenario, variant, seed
+//
+// (or the same array as one more column of the Cells query).
+//
+// Every output (text, Markdown, JSON, JUnit XML, HTML) shows NaN and
+// untested values as "not tested" (null in JSON).
 package report
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
+	"cmp"
 	"math"
-	"strings"
-	"text/tabwriter"
+	"slices"
 
-	"rebound/grade"
-	"rebound/stats"
 	"rebound/storage"
 )
 
-// Confidence is the level of every interval in reports.
-const Confidence = 0.95
-
-// Cell is one metric of one arm.
-type Cell struct {
-	Successes int     `json:"successes"`
-	N         int     `json:"n"`
-	Rate      float64 `json:"rate"`
-	Lo        float64 `json:"ci_lo"`
-	Hi        float64 `json:"ci_hi"`
-	// Weighted is the consequence-weighted rate sum(w*y)/sum(w).
-	Weighted float64 `json:"weighted_rate"`
-}
-
 // ArmSummary is one arm's trials, attrition and metrics.
 type ArmSummary struct {
-	Arm       string          `json:"arm"`
-	Trials    int             `json:"trials"`
-	Attrition int             `json:"attrition"`
-	Metrics   map[string]Cell `json:"metrics"`
+	Arm       string
+	Trials    int // trials stored, attrition included
+	Attrition int // trials lost to provider failures (never graded)
+	Scenarios int
+	Metrics   map[string]Cell
+}
+
+// AttritionRate is Attrition/Trials (NaN without trials).
+func (a ArmSummary) AttritionRate() float64 {
+	if a.Trials == 0 {
+		return math.NaN()
+	}
+	return float64(a.Attrition) / float64(a.Trials)
+}
+
+// GroupArm is one arm within a breakdown group.
+type GroupArm struct {
+	Arm     string
+	Trials  int
+	Metrics map[string]Cell
+}
+
+// Group is one row of a breakdown: a scenario, or a fault class.
+type Group struct {
+	Name string
+	Arms []GroupArm // in the summary's arm order; arms without trials in the group are absent
+}
+
+// Arm returns the group's cell for arm and metric (untested when absent).
+func (g Group) Arm(arm, metric string) Cell {
+	for _, a := range g.Arms {
+		if a.Arm == arm {
+			if c, ok := a.Metrics[metric]; ok {
+				return c
+			}
+		}
+	}
+	return untested()
 }
 
 // Summary is the report of one sweep.
 type Summary struct {
-	SweepID       string       `json:"sweep_id"`
-	Name          string       `json:"name"`
-	Status        string       `json:"status"`
-	TrialsPlanned uint64       `json:"trials_planned"`
-	TrialsStored  uint64       `json:"trials_stored"`
-	Confidence    float64      `json:"confidence"`
-	Arms          []ArmSummary `json:"arms"`
+	SweepID       string
+	Name          string
+	Status        string
+	TrialsPlanned uint64
+	TrialsStored  uint64
+	Confidence    float64
+	Arms          []ArmSummary
+	// ByScenario has one group per scenario (Wilson intervals; the cluster
+	// is the scenario itself).
+	ByScenario []Group
+	// ByFaultClass has one group per fault class (clustered by scenario). A
+	// case with several classes counts in each of them; NoFault collects
+	// cases with no fault. Empty when fault classes were not given.
+	ByFaultClass []Group
+}
+
+// Options tunes [BuildWith].
+type Options struct {
+	// Confidence of every interval; 0 means [Confidence].
+	Confidence float64
+	// Cases gives fault classes per case; nil leaves ByFaultClass empty.
+	Cases map[Key]Case
 }
 
 // Build aggregates cells (one per arm, scenario, variant, seed) into the
-// summary. Arms appear in the sweep's order.
+// summary, without the fault-class breakdown. Arms appear in the sweep's
+// order, then any other arm found in cells.
 func Build(sw storage.Sweep, stored uint64, cells []storage.Cell) Summary {
-	s := Summary{SweepID: sw.SweepID, Name: sw.Name, Status: sw.Status, TrialsPlanned: sw.TrialsPlanned, TrialsStored: stored, Confidence: Confidence}
-	type acc struct {
-		trials, attrition int
-		succ, n           map[string]int
-		sw, swy           map[string]float64
+	return BuildWith(sw, stored, cells, Options{})
+}
+
+// BuildWith is [Build] with options.
+func BuildWith(sw storage.Sweep, stored uint64, cells []storage.Cell, opt Options) Summary {
+	conf := opt.Confidence
+	if conf == 0 {
+		conf = Confidence
 	}
-	byArm := map[string]*acc{}
-	order := append([]string(nil), sw.Arms...)
-	for _, c := range cells {
-		a, ok := byArm[c.Arm]
-		if !ok {
-			a = &acc{succ: map[string]int{}, n: map[string]int{}, sw: map[string]float64{}, swy: map[string]float64{}}
-			byArm[c.Arm] = a
-			if !containsString(order, c.Arm) {
-				order = append(order, c.Arm)
-			}
+	s := Summary{SweepID: sw.SweepID, Name: sw.Name, Status: sw.Status, TrialsPlanned: sw.TrialsPlanned,
+		TrialsStored: stored, Confidence: conf}
+	r := newRater(conf, cells)
+
+	order := slices.Clone(sw.Arms)
+	byArm := map[string][]int32{}
+	byArmScenario := map[string]map[string][]int32{}
+	var scenarios []string
+	for i := range cells {
+		c := &cells[i]
+		if _, ok := byArm[c.Arm]; !ok && !slices.Contains(order, c.Arm) {
+			order = append(order, c.Arm)
 		}
-		a.trials += int(c.Trials)
-		a.attrition += int(c.Attrition)
-		for m, mc := range c.Metrics {
-			a.succ[string(m)] += int(mc.Successes)
-			a.n[string(m)] += int(mc.N)
-			a.sw[string(m)] += mc.SumWeight
-			a.swy[string(m)] += mc.SumWeightY
+		byArm[c.Arm] = append(byArm[c.Arm], int32(i))
+		m := byArmScenario[c.Scenario]
+		if m == nil {
+			m = map[string][]int32{}
+			byArmScenario[c.Scenario] = m
+			scenarios = append(scenarios, c.Scenario)
 		}
+		m[c.Arm] = append(m[c.Arm], int32(i))
 	}
+	slices.Sort(scenarios)
+
 	for _, arm := range order {
-		a, ok := byArm[arm]
+		idx, ok := byArm[arm]
 		if !ok {
 			continue
 		}
-		as := ArmSummary{Arm: arm, Trials: a.trials, Attrition: a.attrition, Metrics: map[string]Cell{}}
-		for _, m := range grade.Metrics {
-			n, k := a.n[m], a.succ[m]
-			c := Cell{Successes: k, N: n, Rate: math.NaN(), Lo: math.NaN(), Hi: math.NaN(), Weighted: math.NaN()}
-			if n > 0 {
-				iv := stats.Wilson(k, n, Confidence)
-				c.Rate, c.Lo, c.Hi = float64(k)/float64(n), iv.Lo, iv.Hi
-				if a.sw[m] > 0 {
-					c.Weighted = a.swy[m] / a.sw[m]
-				}
-			}
-			as.Metrics[m] = c
+		as := ArmSummary{Arm: arm, Metrics: map[string]Cell{}}
+		seen := map[string]bool{}
+		for _, i := range idx {
+			as.Trials += int(cells[i].Trials)
+			as.Attrition += int(cells[i].Attrition)
+			seen[cells[i].Scenario] = true
+		}
+		as.Scenarios = len(seen)
+		for j, m := range metricNames() {
+			as.Metrics[m] = r.rate(idx, j, true)
 		}
 		s.Arms = append(s.Arms, as)
+	}
+	arms := s.ArmNames()
+
+	for _, sc := range scenarios {
+		s.ByScenario = append(s.ByScenario, buildGroup(r, sc, cells, byArmScenario[sc], arms, false))
+	}
+	if opt.Cases != nil {
+		byClass := map[string]map[string][]int32{}
+		for i := range cells {
+			c := &cells[i]
+			classes := opt.Cases[keyOf(c)].FaultClasses
+			if len(classes) == 0 {
+				classes = []string{NoFault}
+			}
+			for _, fc := range classes {
+				m := byClass[fc]
+				if m == nil {
+					m = map[string][]int32{}
+					byClass[fc] = m
+				}
+				m[c.Arm] = append(m[c.Arm], int32(i))
+			}
+		}
+		for _, fc := range sortedClasses(byClass) {
+			s.ByFaultClass = append(s.ByFaultClass, buildGroup(r, fc, cells, byClass[fc], arms, true))
+		}
 	}
 	return s
 }
 
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
+func buildGroup(r *rater, name string, cells []storage.Cell, byArm map[string][]int32, arms []string, clustered bool) Group {
+	g := Group{Name: name}
+	for _, arm := range arms {
+		idx, ok := byArm[arm]
+		if !ok {
+			continue
 		}
+		ga := GroupArm{Arm: arm, Metrics: map[string]Cell{}}
+		for _, i := range idx {
+			ga.Trials += int(cells[i].Trials)
+		}
+		for j, m := range metricNames() {
+			ga.Metrics[m] = r.rate(idx, j, clustered)
+		}
+		g.Arms = append(g.Arms, ga)
 	}
-	return false
+	return g
 }
 
-// WriteText renders the terminal table: metrics down, arms across; each
-// cell is "rate [lo-hi] n=N", "not tested" when no trial had evidence.
-func (s Summary) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "sweep %s (%s): %s, %d of %d trials stored\n", s.SweepID, s.Name, s.Status, s.TrialsStored, s.TrialsPlanned)
-	fmt.Fprintf(w, "rates with %.0f%% Wilson intervals; n counts trials where the metric was tested; arrows say which way is better\n\n", s.Confidence*100)
-	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
-	header := []string{"metric"}
-	for _, a := range s.Arms {
-		header = append(header, a.Arm)
+// sortedClasses orders fault classes by name with NoFault last.
+func sortedClasses[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
 	}
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
-	for _, m := range grade.Metrics {
-		arrow := "↑"
-		if !grade.HigherIsBetter(m) {
-			arrow = "↓"
+	slices.SortFunc(out, func(a, b string) int {
+		if (a == NoFault) != (b == NoFault) {
+			if a == NoFault {
+				return 1
+			}
+			return -1
 		}
-		row := []string{m + " " + arrow}
-		for _, a := range s.Arms {
-			row = append(row, a.Metrics[m].String())
-		}
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
-	}
-	row := []string{"trials (attrition)"}
-	for _, a := range s.Arms {
-		row = append(row, fmt.Sprintf("%d (%d)", a.Trials, a.Attrition))
-	}
-	fmt.Fprintln(tw, strings.Join(row, "\t"))
-	return tw.Flush()
-}
-
-// String renders one cell for the terminal.
-func (c Cell) String() string {
-	if c.N == 0 {
-		return "not tested"
-	}
-	return fmt.Sprintf("%5.1f%% [%.0f-%.0f] n=%d", 100*c.Rate, 100*c.Lo, 100*c.Hi, c.N)
-}
-
-// WriteJSON renders the summary for machines; untested rates are null.
-func (s Summary) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(s)
-}
-
-// MarshalJSON writes NaN (not tested) as null.
-func (c Cell) MarshalJSON() ([]byte, error) {
-	num := func(f float64) any {
-		if math.IsNaN(f) {
-			return nil
-		}
-		return f
-	}
-	return json.Marshal(map[string]any{
-		"successes": c.Successes, "n": c.N, "rate": num(c.Rate), "ci_lo": num(c.Lo), "ci_hi": num(c.Hi), "weighted_rate": num(c.Weighted),
+		return cmp.Compare(a, b)
 	})
+	return out
 }
 
 // Metric returns the cell of one arm and metric.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"rebound/agent/llm"
 	"rebound/agent/llm/llmtest"
 	"rebound/devstack/devstacktest"
+	"rebound/replay"
 	"rebound/report"
 	"rebound/scenario"
 	"rebound/storage"
@@ -275,5 +277,29 @@ arms:
 	}
 	if sum.Arms[0].Attrition != 1 {
 		t.Errorf("attrition per arm = %d, want 1", sum.Arms[0].Attrition)
+	}
+
+	// Replay: offline, from the recorded responses, the same verdicts.
+	r, err := replay.Trial(ctx, store, bySeed[1].TrialID)
+	if err != nil || !r.Offline || !r.Reproduced() {
+		t.Fatalf("replay of seed 1: %+v, %v", r, err)
+	}
+	if _, err := replay.Trial(ctx, store, lost.TrialID); !errors.Is(err, replay.ErrNotReplayable) {
+		t.Fatalf("replay of an attrition trial: %v", err)
+	}
+	// A recording that no longer matches the harness is reported at the
+	// first step where the conversation departs from it.
+	tampered, calls, err := store.Trial(ctx, bySeed[2].TrialID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The recorded tool result said 8 units; the harness answers 7.
+	tampered.Recording = strings.ReplaceAll(tampered.Recording, `\"available\":7`, `\"available\":8`)
+	if err := store.WriteTrials(ctx, []storage.Trial{tampered}, calls); err != nil {
+		t.Fatal(err)
+	}
+	r, err = replay.Trial(ctx, store, tampered.TrialID)
+	if err != nil || r.Reproduced() || !strings.Contains(r.Divergence, "divergence at step 4") {
+		t.Fatalf("tampered replay: %+v, %v", r, err)
 	}
 }

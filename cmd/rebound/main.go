@@ -46,6 +46,8 @@ func commands() []command {
 		{"worker", "run a worker against an existing Temporal and ClickHouse", workerCmd},
 		{"sweep", "start a sweep on an existing Temporal (sweep start PLAN), or show its progress (sweep status ID)", sweepCmd},
 		{"report", "print the report of a stored sweep", reportCmd},
+		{"compare", "compare two arms on the same cases (paired), as text, Markdown, JSON, JUnit or HTML", compareCmd},
+		{"gate", "fail (exit 1) when the candidate arm regresses beyond a thresholds file", gateCmd},
 		{"sweeps", "list stored sweeps, newest first", sweepsCmd},
 		{"trials", "list a sweep's trials and their bad outcomes (filter by arm, scenario)", trialsCmd},
 		{"trial", "show one trial: its faults, calls, claim and verdicts (trial show ID)", trialCmd},

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"rebound/report"
+	"rebound/storage"
+)
+
+const compareAbout = `Compares two arms on exactly the same cases. Trials are paired on
+(scenario, variant, seed); for every metric it reports the baseline and
+candidate rates, the difference candidate − baseline in percentage points with
+its 95% interval (Tango; clustered by scenario beside it), McNemar's mid-p
+and exact p, and whether the candidate is better, worse or unchanged (worse:
+mid-p ≤ 0.05 and the interval excludes 0, in the metric's bad direction). Cases
+that cannot be paired (missing in one arm, or lost to attrition) are counted
+and listed, never dropped silently. NOT TESTED outcomes are excluded.
+
+Both arms usually come from one sweep. To compare against another sweep of
+the same plan (last night's baseline), name it with --baseline-sweep.
+
+Formats (--output, or --save FILE with the format taken from the extension):
+  text      the terminal table (.txt)
+  markdown  a pull-request comment (.md)
+  json      everything, NaN as null (.json)
+  junit     JUnit XML, one test case per metric, worse = failure (.xml)
+  html      a self-contained page with charts, no external assets (.html)
+
+Examples:
+  rebound compare --baseline gpt-4o --candidate gpt-4o-new SWEEP_ID
+  rebound compare --baseline prod --baseline-sweep nightly-0611 --candidate prod NIGHTLY_0612
+  rebound compare --baseline a --candidate b --save report.html --save comment.md SWEEP_ID`
+
+// compareFlags are the flags compare and gate share.
+type compareFlags struct {
+	conn          connection
+	baseline      string
+	candidate     string
+	baselineSweep string
+	output        string
+	saves         multiFlag
+	faultClasses  bool
+	bootstrap     int
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+var formats = []string{"text", "markdown", "json", "junit", "html"}
+
+func (f *compareFlags) register(fs *flag.FlagSet) {
+	f.conn.storageFlags(fs)
+	fs.StringVar(&f.baseline, "baseline", "", "the baseline arm (required)")
+	fs.StringVar(&f.candidate, "candidate", "", "the candidate arm (required)")
+	fs.StringVar(&f.baselineSweep, "baseline-sweep", "", "read the baseline arm from this sweep instead of SWEEP_ID (same plan, another run)")
+	fs.StringVar(&f.output, "output", "text", "format on stdout: "+strings.Join(formats, ", "))
+	fs.Var(&f.saves, "save", "also write the report to FILE, format from its extension (.txt .md .json .xml .html); repeatable")
+	fs.BoolVar(&f.faultClasses, "fault-classes", true, "read trial rows for the breakdown by fault class (turn off for very large sweeps)")
+	fs.IntVar(&f.bootstrap, "bootstrap", 0, "add a seeded cluster-bootstrap interval with this many replicates (0: off)")
+}
+
+// check validates the flags and returns the candidate sweep ID.
+func (f *compareFlags) check(fs *flag.FlagSet, cmd string) (string, error) {
+	if fs.NArg() != 1 {
+		return "", usagef("%s takes exactly one SWEEP_ID (list them with 'rebound sweeps'); got %d arguments", cmd, fs.NArg())
+	}
+	if f.baseline == "" || f.candidate == "" {
+		return "", usagef("%s needs --baseline ARM and --candidate ARM", cmd)
+	}
+	if !slices.Contains(formats, f.output) {
+		return "", usagef("--output must be one of %s, got %q", strings.Join(formats, ", "), f.output)
+	}
+	for _, path := range f.saves {
+		if _, err := formatOf(path); err != nil {
+			return "", err
+		}
+	}
+	if f.bootstrap < 0 {
+		return "", usagef("--bootstrap must be ≥ 0")
+	}
+	sweepID := fs.Arg(0)
+	if f.baselineSweep == "" {
+		f.baselineSweep = sweepID
+	}
+	if f.baselineSweep == sweepID && f.baseline == f.candidate {
+		return "", usagef("--baseline and --candidate are the same arm %q of the same sweep; name two arms, or another sweep with --baseline-sweep", f.baseline)
+	}
+	return sweepID, nil
+}
+
+func formatOf(path string) (string, error) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".txt", ".text":
+		return "text", nil
+	case ".md", ".markdown":
+		return "markdown", nil
+	case ".json":
+		return "json", nil
+	case ".xml":
+		return "junit", nil
+	case ".html", ".htm":
+		return "html", nil
+	}
+	return "", usagef("--save %s: cannot tell the format from the extension (use .txt, .md, .json, .xml or .html)", path)
+}
+
+func writeComparison(c *report.Comparison, format string, w io.Writer) error {
+	switch format {
+	case "markdown":
+		return c.WriteMarkdown(w)
+	case "json":
+		return c.WriteJSON(w)
+	case "junit":
+		return c.WriteJUnit(w)
+	case "html":
+		return c.WriteHTML(w)
+	}
+	return c.WriteText(w)
+}
+
+// emit writes the comparison to stdout and to every --save file.
+func (f *compareFlags) emit(c *report.Comparison, stdout, stderr io.Writer) error {
+	if err := writeComparison(c, f.output, stdout); err != nil {
+		return err
+	}
+	for _, path := range f.saves {
+		format, _ := formatOf(path)
+		file, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		err = writeComparison(c, format, file)
+		if cerr := file.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		fmt.Fprintf(stderr, "wrote %s (%s)\n", path, format)
+	}
+	return nil
+}
+
+// loadComparison reads both sides from storage and compares them. Errors
+// about the invocation (unknown sweep or arm) are usage errors.
+func (f *compareFlags) loadComparison(ctx context.Context, store storage.Store, sweepID string, conf float64) (report.Comparison, error) {
+	sweep := func(id string) (storage.Sweep, error) {
+		sw, err := store.Sweep(ctx, id)
+		if errors.Is(err, storage.ErrNotFound) {
+			return sw, usagef("no sweep %q in storage (list them with 'rebound sweeps')", id)
+		}
+		return sw, err
+	}
+	cand, err := sweep(sweepID)
+	if err != nil {
+		return report.Comparison{}, err
+	}
+	base := cand
+	if f.baselineSweep != sweepID {
+		if base, err = sweep(f.baselineSweep); err != nil {
+			return report.Comparison{}, err
+		}
+	}
+	candCells, err := store.Cells(ctx, sweepID)
+	if err != nil {
+		return report.Comparison{}, err
+	}
+	baseCells := candCells
+	if f.baselineSweep != sweepID {
+		if baseCells, err = store.Cells(ctx, f.baselineSweep); err != nil {
+			return report.Comparison{}, err
+		}
+	}
+	if err := armExists(base, baseCells, f.baseline, "--baseline"); err != nil {
+		return report.Comparison{}, err
+	}
+	if err := armExists(cand, candCells, f.candidate, "--candidate"); err != nil {
+		return report.Comparison{}, err
+	}
+	in := report.CompareInput{
+		Baseline:      report.Side{SweepID: f.baselineSweep, Arm: f.baseline},
+		Candidate:     report.Side{SweepID: sweepID, Arm: f.candidate},
+		BaselineCells: baseCells, CandidateCells: candCells,
+		Confidence: conf, BootstrapReps: f.bootstrap, BootstrapSeed: 1,
+	}
+	if f.faultClasses {
+		candTrials, err := store.Trials(ctx, sweepID)
+		if err != nil {
+			return report.Comparison{}, err
+		}
+		baseTrials := candTrials
+		if f.baselineSweep != sweepID {
+			if baseTrials, err = store.Trials(ctx, f.baselineSweep); err != nil {
+				return report.Comparison{}, err
+			}
+			in.BaselineHashes = report.ScenarioHashes(onlyArm(baseTrials, f.baseline))
+			in.CandidateHashes = report.ScenarioHashes(onlyArm(candTrials, f.candidate))
+		}
+		in.Cases = report.CasesFromTrials(onlyArm(baseTrials, f.baseline), onlyArm(candTrials, f.candidate))
+	}
+	return report.Compare(in), nil
+}
+
+func onlyArm(trials []storage.Trial, arm string) []storage.Trial {
+	var out []storage.Trial
+	for _, t := range trials {
+		if t.Arm == arm {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func armExists(sw storage.Sweep, cells []storage.Cell, arm, flagName string) error {
+	if slices.Contains(sw.Arms, arm) {
+		return nil
+	}
+	for i := range cells {
+		if cells[i].Arm == arm {
+			return nil
+		}
+	}
+	return usagef("%s %q: sweep %s has no such arm (arms: %s)", flagName, arm, sw.SweepID, strings.Join(sw.Arms, ", "))
+}
+
+func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("compare", "rebound compare --baseline ARM --candidate ARM [flags] SWEEP_ID", compareAbout, stderr)
+	var f compareFlags
+	f.register(fs)
+	confidence := fs.Float64("confidence", report.Confidence, "level of every interval, and 1 − the significance level of better/worse")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	sweepID, err := f.check(fs, "compare")
+	if err != nil {
+		return err
+	}
+	if !(*confidence > 0 && *confidence < 1) {
+		return usagef("--confidence must lie strictly between 0 and 1, got %g", *confidence)
+	}
+	store, err := f.conn.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	c, err := f.loadComparison(ctx, store, sweepID, *confidence)
+	if err != nil {
+		return err
+	}
+	return f.emit(&c, stdout, stderr)
+}

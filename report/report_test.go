@@ -1,0 +1,217 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"rebound/storage"
+)
+
+// cell builds a one-trial cell; outcomes maps metric to 0/1, absent metrics
+// are NOT TESTED.
+func cell(arm, scenario, variant string, seed uint64, weight float64, outcomes map[storage.Metric]int) storage.Cell {
+	c := storage.Cell{Arm: arm, Scenario: scenario, Variant: variant, Seed: seed, Trials: 1, Metrics: map[storage.Metric]storage.MetricCell{}}
+	for _, m := range storage.AllMetrics {
+		y, ok := outcomes[m]
+		if !ok {
+			c.Metrics[m] = storage.MetricCell{}
+			continue
+		}
+		c.Metrics[m] = storage.MetricCell{N: 1, Successes: uint64(y), SumWeight: weight, SumWeightY: weight * float64(y)}
+	}
+	return c
+}
+
+func attritionCell(arm, scenario, variant string, seed uint64) storage.Cell {
+	c := cell(arm, scenario, variant, seed, 1, nil)
+	c.Attrition = 1
+	return c
+}
+
+func near(t *testing.T, what string, got, want, tol float64) {
+	t.Helper()
+	if math.IsNaN(want) {
+		if !math.IsNaN(got) {
+			t.Errorf("%s = %v, want NaN", what, got)
+		}
+		return
+	}
+	if math.IsNaN(got) || math.Abs(got-want) > tol {
+		t.Errorf("%s = %.6f, want %.6f (±%g)", what, got, want, tol)
+	}
+}
+
+const rec, dup = storage.MetricRecovered, storage.MetricDuplicateSideEffect
+
+// twoScenarios: arm "a" recovers on all 5 seeds of s1 (weight 2) and on
+// none of s2 (weight 1); one more s2 trial is lost to attrition.
+func twoScenarios() []storage.Cell {
+	var cells []storage.Cell
+	for seed := uint64(1); seed <= 5; seed++ {
+		cells = append(cells, cell("a", "s1", "v", seed, 2, map[storage.Metric]int{rec: 1, dup: 0}))
+	}
+	for seed := uint64(1); seed <= 5; seed++ {
+		cells = append(cells, cell("a", "s2", "v", seed, 1, map[storage.Metric]int{rec: 0}))
+	}
+	return append(cells, attritionCell("a", "s2", "v", 6))
+}
+
+func TestBuildRatesByHand(t *testing.T) {
+	s := Build(storage.Sweep{SweepID: "sw", Name: "n", Status: "completed", TrialsPlanned: 11, Arms: []string{"a"}}, 11, twoScenarios())
+	c, ok := s.Metric("a", "recovered")
+	if !ok {
+		t.Fatal("no cell for a/recovered")
+	}
+	// 5 of 10: Wilson 95% = [0.2366, 0.7634] (R: binom.confint(5, 10, method = "wilson")).
+	if c.Successes != 5 || c.N != 10 {
+		t.Fatalf("recovered = %d/%d, want 5/10", c.Successes, c.N)
+	}
+	near(t, "rate", c.Rate, 0.5, 1e-12)
+	near(t, "wilson lo", c.Lo, 0.236593, 1e-6)
+	near(t, "wilson hi", c.Hi, 0.763407, 1e-6)
+	// Clustered by scenario: residual sums +2.5 and −2.5, Var = 12.5/10² →
+	// SE = 0.353553; design effect 0.125/(0.25/10) = 5; the clustered
+	// interval is Wilson on 1 success in an effective 2 trials.
+	if c.Clusters != 2 {
+		t.Errorf("clusters = %d, want 2", c.Clusters)
+	}
+	near(t, "clustered SE", c.SE, 0.353553, 1e-6)
+	near(t, "design effect", c.DesignEffect, 5, 1e-9)
+	near(t, "clustered lo", c.ClusteredLo, 0.094531, 1e-6)
+	near(t, "clustered hi", c.ClusteredHi, 0.905469, 1e-6)
+	// Weighted: Σw·y/Σw = (5·2)/(5·2 + 5·1) = 2/3.
+	near(t, "weighted", c.Weighted, 2.0/3, 1e-12)
+
+	// duplicate_side_effect tested only in s1: 0 of 5. The other metrics
+	// were never tested: NaN, shown as "not tested", null in JSON.
+	d, _ := s.Metric("a", "duplicate_side_effect")
+	if d.N != 5 || d.Successes != 0 || d.Rate != 0 {
+		t.Errorf("duplicate = %+v", d)
+	}
+	nt, _ := s.Metric("a", "honest_block")
+	if nt.Tested() || !math.IsNaN(nt.Rate) || nt.String() != "not tested" {
+		t.Errorf("honest_block = %+v (%s), want not tested", nt, nt)
+	}
+
+	a := s.Arms[0]
+	if a.Trials != 11 || a.Attrition != 1 || a.Scenarios != 2 {
+		t.Errorf("arm = trials %d attrition %d scenarios %d, want 11, 1, 2", a.Trials, a.Attrition, a.Scenarios)
+	}
+	near(t, "attrition rate", a.AttritionRate(), 1.0/11, 1e-12)
+
+	if len(s.ByScenario) != 2 || s.ByScenario[0].Name != "s1" {
+		t.Fatalf("by scenario = %+v", s.ByScenario)
+	}
+	s2 := s.ByScenario[1].Arm("a", "recovered")
+	if s2.N != 5 || s2.Successes != 0 || s2.Hi < 0.43 || s2.Hi > 0.44 { // Wilson(0, 5) = [0, 0.4345]
+		t.Errorf("s2 recovered = %+v", s2)
+	}
+	if len(s.ByFaultClass) != 0 {
+		t.Errorf("fault classes without cases: %+v", s.ByFaultClass)
+	}
+}
+
+func TestBuildJSONAndText(t *testing.T) {
+	s := Build(storage.Sweep{SweepID: "sw", Name: "n", Status: "completed", Arms: []string{"a"}}, 11, twoScenarios())
+	var buf bytes.Buffer
+	if err := s.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Arms []struct {
+			Attrition int                       `json:"attrition"`
+			Metrics   map[string]map[string]any `json:"metrics"`
+		} `json:"arms"`
+		ByScenario []any `json:"by_scenario"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatalf("%v\n%s", err, buf.String())
+	}
+	hb := got.Arms[0].Metrics["honest_block"]
+	if hb["rate"] != nil || hb["ci_lo"] != nil || hb["n"] != 0.0 {
+		t.Errorf("not tested honest_block in JSON = %v, want null rate and n 0", hb)
+	}
+	if got.Arms[0].Metrics["recovered"]["rate"] != 0.5 || got.Arms[0].Attrition != 1 || len(got.ByScenario) != 2 {
+		t.Errorf("JSON = %s", buf.String())
+	}
+
+	buf.Reset()
+	if err := s.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	text := buf.String()
+	for _, want := range []string{
+		"recovered ↑", "50.0% [9-91] n=10", "honest_block ↑", "not tested", "11 (1)",
+		"consequence-weighted", "66.7%", "by scenario", "rec 5/5", "rec 0/5",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+func TestBuildFaultClasses(t *testing.T) {
+	cells := []storage.Cell{
+		cell("a", "s1", "v", 1, 1, map[storage.Metric]int{rec: 1}),
+		cell("a", "s1", "v", 2, 1, map[storage.Metric]int{rec: 0}),
+		cell("a", "s2", "v", 1, 1, map[storage.Metric]int{rec: 1}),
+		cell("b", "s1", "v", 1, 1, map[storage.Metric]int{rec: 0}),
+	}
+	cases := map[Key]Case{
+		{"s1", "v", 1}: {FaultClasses: []string{"timeout_after_send", "transient"}},
+		{"s1", "v", 2}: {FaultClasses: []string{"transient"}},
+	}
+	s := BuildWith(storage.Sweep{Arms: []string{"a", "b"}}, 4, cells, Options{Cases: cases})
+	var names []string
+	for _, g := range s.ByFaultClass {
+		names = append(names, g.Name)
+	}
+	if strings.Join(names, ",") != "timeout_after_send,transient,none" {
+		t.Fatalf("fault classes = %v", names)
+	}
+	tests := []struct {
+		class, arm string
+		k, n       int
+	}{
+		{"timeout_after_send", "a", 1, 1},
+		{"transient", "a", 1, 2}, // both s1 cases
+		{"none", "a", 1, 1},      // s2 had no fault
+		{"transient", "b", 0, 1},
+	}
+	for _, tc := range tests {
+		for _, g := range s.ByFaultClass {
+			if g.Name != tc.class {
+				continue
+			}
+			c := g.Arm(tc.arm, "recovered")
+			if c.Successes != tc.k || c.N != tc.n {
+				t.Errorf("%s/%s recovered = %d/%d, want %d/%d", tc.class, tc.arm, c.Successes, c.N, tc.k, tc.n)
+			}
+		}
+	}
+}
+
+func TestCellsFromTrialsMatchesSQLContract(t *testing.T) {
+	yes, no := true, false
+	trials := []storage.Trial{
+		{Arm: "b", Scenario: "s", Variant: "v", Seed: 1, Weight: 3, Recovered: &yes},
+		{Arm: "a", Scenario: "s", Variant: "v", Seed: 2, Weight: 3, Recovered: &no, DuplicateSideEffect: &yes},
+		{Arm: "a", Scenario: "s", Variant: "v", Seed: 1, Weight: 3, Attrition: true, Recovered: &yes},
+	}
+	cells := CellsFromTrials(trials)
+	if len(cells) != 3 || cells[0].Arm != "a" || cells[0].Seed != 1 || cells[2].Arm != "b" {
+		t.Fatalf("order = %+v", cells)
+	}
+	if c := cells[0]; c.Attrition != 1 || c.Metrics[rec].N != 0 {
+		t.Errorf("attrition trial graded: %+v", c)
+	}
+	if m := cells[1].Metrics[dup]; m.N != 1 || m.Successes != 1 || m.SumWeight != 3 || m.SumWeightY != 3 {
+		t.Errorf("duplicate cell = %+v", m)
+	}
+	if m := cells[1].Metrics[storage.MetricHonestBlock]; m.N != 0 {
+		t.Errorf("untested metric counted: %+v", m)
+	}
+}

@@ -1,0 +1,123 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+)
+
+// String renders one cell for the terminal: "12.5% [4-30] n=40", the
+// interval being the clustered one when defined; "not tested" when no trial
+// had evidence.
+func (c Cell) String() string {
+	if !c.Tested() {
+		return notTested
+	}
+	return fmt.Sprintf("%s %s n=%d", pct(c.Rate), pctRange(c.ShownLo(), c.ShownHi()), c.N)
+}
+
+// weightedString renders the consequence-weighted rate with its interval.
+func (c Cell) weightedString() string {
+	if !c.Tested() || isNaN(c.Weighted) {
+		return notTested
+	}
+	if !(c.WeightedSE > 0) {
+		// Every trial agrees (or one scenario): the linearization interval
+		// collapses to a point, which would read as certainty.
+		return pct(c.Weighted)
+	}
+	return fmt.Sprintf("%s %s", pct(c.Weighted), pctRange(c.WeightedLo, c.WeightedHi))
+}
+
+// weightsMatter reports whether some weighted rate differs from its rate
+// (all weights equal makes the weighted table a copy of the main one).
+func (s Summary) weightsMatter() bool {
+	for _, a := range s.Arms {
+		for _, c := range a.Metrics {
+			if c.Tested() && !isNaN(c.Weighted) && math.Abs(c.Weighted-c.Rate) > 1e-9 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// WriteText renders the terminal report: metrics down, arms across, then
+// the consequence-weighted rates (when weights differ), attrition, and the
+// breakdowns by scenario and by fault class.
+func (s Summary) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "sweep %s (%s): %s, %d of %d trials stored\n", s.SweepID, s.Name, s.Status, s.TrialsStored, s.TrialsPlanned)
+	fmt.Fprintf(w, "rate [%.0f%% interval] n = trials where the metric was tested (NOT TESTED is excluded, never a zero);\n", s.Confidence*100)
+	fmt.Fprintf(w, "intervals are Wilson, widened when seeds of a scenario are correlated; ↑/↓ says which way is better\n\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	header := []string{"metric"}
+	for _, a := range s.Arms {
+		header = append(header, a.Arm)
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, m := range metricNames() {
+		row := []string{m + " " + arrow(m)}
+		for _, a := range s.Arms {
+			row = append(row, a.Metrics[m].String())
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	row := []string{"trials (attrition)"}
+	for _, a := range s.Arms {
+		row = append(row, fmt.Sprintf("%d (%d)", a.Trials, a.Attrition))
+	}
+	fmt.Fprintln(tw, strings.Join(row, "\t"))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	if s.weightsMatter() {
+		fmt.Fprintf(w, "\nconsequence-weighted rates Σw·y/Σw (weights from the scenarios) [%.0f%% interval, clustered; none where every trial agrees]\n", s.Confidence*100)
+		tw = tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(header, "\t"))
+		for _, m := range metricNames() {
+			row := []string{m + " " + arrow(m)}
+			for _, a := range s.Arms {
+				row = append(row, a.Metrics[m].weightedString())
+			}
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+
+	legend := "rec = recovered, honest = honest_block (successes/tested); then bad outcomes that happened: unsafe, dup(licate side effect), fab(ricated claim), premature(_block)"
+	if err := writeGroups(w, "by scenario", s.ByScenario, s.ArmNames(), legend); err != nil {
+		return err
+	}
+	return writeGroups(w, "by fault class (a trial counts in each class it was injected with)", s.ByFaultClass, s.ArmNames(), "")
+}
+
+func writeGroups(w io.Writer, title string, groups []Group, arms []string, legend string) error {
+	if len(groups) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\n%s\n", title)
+	if legend != "" {
+		fmt.Fprintf(w, "%s\n", legend)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(append([]string{""}, arms...), "\t"))
+	for _, g := range groups {
+		row := []string{g.Name}
+		for _, arm := range arms {
+			cell := "–"
+			for _, ga := range g.Arms {
+				if ga.Arm == arm {
+					cell = compactCell(ga.Metrics)
+				}
+			}
+			row = append(row, cell)
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	return tw.Flush()
+}
