@@ -20,6 +20,7 @@ import (
 
 	"rebound/agent"
 	"rebound/agent/llm"
+	"rebound/judge"
 	"rebound/redact"
 	"rebound/scenario"
 	"rebound/storage"
@@ -47,6 +48,9 @@ type Activities struct {
 	// before the activity returns; an error makes Temporal retry the
 	// activity. It exists to prove that retries never double-count.
 	FailAfterWrite func(ctx context.Context, in workflows.ShardInput) error
+	// JudgeOptions are extra options for the plan's LLM judge (tests
+	// replace its sleep).
+	JudgeOptions []judge.Option
 
 	mu    sync.Mutex
 	plans map[string]*scenario.Resolved

@@ -53,6 +53,7 @@ func NewWorker(c client.Client, queue string, acts *activities.Activities, opts 
 	w.RegisterWorkflowWithOptions(workflows.Sweep, workflow.RegisterOptions{Name: workflows.SweepWorkflowName})
 	w.RegisterActivityWithOptions(acts.RegisterSweep, activity.RegisterOptions{Name: workflows.RegisterSweepActivity})
 	w.RegisterActivityWithOptions(acts.RunShard, activity.RegisterOptions{Name: workflows.RunShardActivity})
+	w.RegisterActivityWithOptions(acts.JudgeShard, activity.RegisterOptions{Name: workflows.JudgeShardActivity})
 	w.RegisterActivityWithOptions(acts.FinishSweep, activity.RegisterOptions{Name: workflows.FinishSweepActivity})
 	return w, nil
 }
@@ -85,7 +86,7 @@ func StartSweep(ctx context.Context, c client.Client, queue, sweepID string, pla
 	}
 	in := workflows.SweepInput{
 		SweepID: sweepID, PlanJSON: string(planJSON), Trials: plan.TrialCount(),
-		ShardSize: plan.ShardSize, Concurrency: plan.Concurrency,
+		ShardSize: plan.ShardSize, Concurrency: plan.Concurrency, Judge: plan.Judge != nil,
 	}
 	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        WorkflowID(sweepID),

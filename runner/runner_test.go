@@ -22,6 +22,7 @@ import (
 	"rebound/agent/llm"
 	"rebound/agent/llm/llmtest"
 	"rebound/devstack/devstacktest"
+	"rebound/judge"
 	"rebound/replay"
 	"rebound/report"
 	"rebound/scenario"
@@ -177,6 +178,15 @@ func TestLLMSweepEndToEnd(t *testing.T) {
 	model.Push(recovered...) // seed 2
 	model.Always(llmtest.Error(503))
 
+	// The judge answers garbage once (retried), then a valid score; the
+	// second trial has the same trace and is served from the cache.
+	judgeModel := llmtest.New(t)
+	dim := `{"score":5,"justification":"ok"}`
+	judgeModel.Push(
+		llmtest.Text("I think the agent did fine."),
+		llmtest.Text(`{"error_detection":`+dim+`,"retry_decision":`+dim+`,"backoff_behavior":`+dim+`,"escalation_correctness":`+dim+`,"context_preservation":`+dim+`,"aggregate_score":5,"failure_mode_summary":"none","recommendation":"pass"}`),
+	)
+
 	dir := t.TempDir()
 	abs, err := filepath.Abs("../examples/scenarios/inventory-timeout-once.yaml")
 	if err != nil {
@@ -197,7 +207,8 @@ arms:
   - name: local-model
     agent: llm
     llm: {base_url: %q, model: test-model, prompt: prompt.md, input_usd_per_mtok: 1, output_usd_per_mtok: 2}
-`, abs, model.BaseURL()))
+judge: {base_url: %q, model: judge-model}
+`, abs, model.BaseURL(), judgeModel.BaseURL()))
 	plan, err := scenario.LoadPlan(filepath.Join(dir, "plan.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +230,8 @@ arms:
 	}
 	defer c.Close()
 	noSleep := llm.WithSleep(func(ctx context.Context, d time.Duration) error { return ctx.Err() })
-	acts := &activities.Activities{Store: store, Agents: func(arm scenario.Arm) (agent.Agent, error) { return activities.ResolveArm(arm, noSleep) }}
+	acts := &activities.Activities{Store: store, Agents: func(arm scenario.Arm) (agent.Agent, error) { return activities.ResolveArm(arm, noSleep) },
+		JudgeOptions: []judge.Option{judge.WithSleep(func(ctx context.Context, d time.Duration) error { return ctx.Err() })}}
 	queue := "runner-llm-" + t.Name()
 	w, err := NewWorker(c, queue, acts, WorkerOptions{})
 	if err != nil {
@@ -239,8 +251,18 @@ arms:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if final.Status != workflows.StatusCompleted || final.TrialsDone != 3 || final.Attrition != 1 {
+	if final.Status != workflows.StatusCompleted || final.TrialsDone != 3 || final.Attrition != 1 || final.TrialsJudged != 2 {
 		t.Fatalf("final progress = %+v", final)
+	}
+	judgements, err := store.Judgements(ctx, sweepID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(judgements) != 2 || len(judgeModel.Requests()) != 2 {
+		t.Fatalf("%d judgements from %d judge requests, want 2 from 2 (one retry, one cache hit)", len(judgements), len(judgeModel.Requests()))
+	}
+	if queue, err := store.ReviewQueue(ctx, sweepID); err != nil || len(queue) != 0 {
+		t.Fatalf("review queue = %v, %v", queue, err)
 	}
 	trials, err := store.Trials(ctx, sweepID)
 	if err != nil {

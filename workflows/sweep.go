@@ -22,6 +22,7 @@ const (
 	ProgressQuery         = "progress"
 	RegisterSweepActivity = "RegisterSweep"
 	RunShardActivity      = "RunShard"
+	JudgeShardActivity    = "JudgeShard"
 	FinishSweepActivity   = "FinishSweep"
 )
 
@@ -42,7 +43,12 @@ type SweepInput struct {
 	Trials      int
 	ShardSize   int
 	Concurrency int
+	// Judge runs the plan's LLM judge over every shard once all trials
+	// are stored.
+	Judge bool
+	// Phase is PhaseTrials, then PhaseJudge when Judge is set; Phase,
 	// NextShard and Progress travel through continue-as-new.
+	Phase     string
 	NextShard int
 	Progress  Progress
 	// ShardsPerRun bounds the shards one run schedules before it continues
@@ -57,6 +63,8 @@ type Progress struct {
 	ShardsTotal   int    `json:"shards_total"`
 	ShardsDone    int    `json:"shards_done"`
 	Attrition     int    `json:"attrition"`
+	TrialsJudged  int    `json:"trials_judged"`
+	Phase         string `json:"phase"`
 	Runs          int    `json:"runs"` // workflow runs so far (continue-as-new)
 	Status        string `json:"status"`
 }
@@ -87,6 +95,12 @@ type FinishSweepInput struct {
 	SweepID string
 	Status  string
 }
+
+// Phases of a sweep.
+const (
+	PhaseTrials = "trials"
+	PhaseJudge  = "judge"
+)
 
 // Sweep statuses.
 const (
@@ -147,51 +161,74 @@ func Sweep(ctx workflow.Context, in SweepInput) (Progress, error) {
 		}
 	}
 
-	next, scheduled, inFlight := in.NextShard, 0, 0
+	if in.Phase == "" {
+		in.Phase = PhaseTrials
+	}
+	next, scheduled := in.NextShard, 0
+	for {
+		p.Phase = in.Phase
+		activityName := RunShardActivity
+		if in.Phase == PhaseJudge {
+			activityName = JudgeShardActivity
+		}
+		var err error
+		next, scheduled, err = window(ctx, actx, activityName, in, next, scheduled, perRun, &p)
+		if ctx.Err() != nil {
+			return p, finish(ctx, in.SweepID, &p, StatusCancelled, ctx.Err())
+		}
+		if err != nil {
+			return p, finish(ctx, in.SweepID, &p, StatusFailed, err)
+		}
+		if next < total {
+			in.PlanJSON, in.NextShard, in.Progress = "", next, p
+			return p, workflow.NewContinueAsNewError(ctx, Sweep, in)
+		}
+		if in.Phase == PhaseJudge || !in.Judge {
+			break
+		}
+		in.Phase, next = PhaseJudge, 0
+	}
+	return p, finish(ctx, in.SweepID, &p, StatusCompleted, nil)
+}
+
+// window runs shard activities from shard next on, at most Concurrency in
+// flight, until every shard ran or this run scheduled perRun shards. It
+// returns the next shard to schedule and the shards scheduled in this run.
+func window(ctx, actx workflow.Context, activityName string, in SweepInput, next, scheduled, perRun int, p *Progress) (int, int, error) {
+	total := shardCount(in.Trials, in.ShardSize)
+	inFlight := 0
 	var firstErr error
 	sel := workflow.NewSelector(ctx)
-	schedule := func() {
-		shard := next
-		from := shard * in.ShardSize
-		to := min(from+in.ShardSize, in.Trials)
-		next++
-		scheduled++
-		inFlight++
-		f := workflow.ExecuteActivity(actx, RunShardActivity, ShardInput{SweepID: in.SweepID, Shard: shard, From: from, To: to})
-		sel.AddFuture(f, func(f workflow.Future) {
-			inFlight--
-			var r ShardResult
-			if err := f.Get(ctx, &r); err != nil {
-				if firstErr == nil {
-					firstErr = err
-				}
-				return
-			}
-			p.ShardsDone++
-			p.TrialsDone += r.Trials
-			p.Attrition += r.Attrition
-		})
-	}
 	for {
 		for firstErr == nil && ctx.Err() == nil && inFlight < in.Concurrency && next < total && scheduled < perRun {
-			schedule()
+			from := next * in.ShardSize
+			f := workflow.ExecuteActivity(actx, activityName, ShardInput{SweepID: in.SweepID, Shard: next, From: from, To: min(from+in.ShardSize, in.Trials)})
+			next++
+			scheduled++
+			inFlight++
+			sel.AddFuture(f, func(f workflow.Future) {
+				inFlight--
+				var r ShardResult
+				if err := f.Get(ctx, &r); err != nil {
+					if firstErr == nil {
+						firstErr = err
+					}
+					return
+				}
+				if activityName == JudgeShardActivity {
+					p.TrialsJudged += r.Trials
+					return
+				}
+				p.ShardsDone++
+				p.TrialsDone += r.Trials
+				p.Attrition += r.Attrition
+			})
 		}
 		if inFlight == 0 {
-			break
+			return next, scheduled, firstErr
 		}
 		sel.Select(ctx)
 	}
-	if ctx.Err() != nil {
-		return p, finish(ctx, in.SweepID, &p, StatusCancelled, ctx.Err())
-	}
-	if firstErr != nil {
-		return p, finish(ctx, in.SweepID, &p, StatusFailed, firstErr)
-	}
-	if next < total {
-		in.PlanJSON, in.NextShard, in.Progress = "", next, p
-		return p, workflow.NewContinueAsNewError(ctx, Sweep, in)
-	}
-	return p, finish(ctx, in.SweepID, &p, StatusCompleted, nil)
 }
 
 // finish records the final status (on a disconnected context when the sweep

@@ -21,6 +21,7 @@ type fakeStore struct {
 	status    string
 	failShard int
 	calls     int
+	judged    []ShardInput
 }
 
 func (f *fakeStore) register(env *testsuite.TestWorkflowEnvironment) {
@@ -37,6 +38,12 @@ func (f *fakeStore) register(env *testsuite.TestWorkflowEnvironment) {
 		f.mu.Unlock()
 		return ShardResult{Trials: in.To - in.From, Attrition: 1}, nil
 	}, activity.RegisterOptions{Name: RunShardActivity})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in ShardInput) (ShardResult, error) {
+		f.mu.Lock()
+		f.judged = append(f.judged, in)
+		f.mu.Unlock()
+		return ShardResult{Trials: in.To - in.From - 1}, nil
+	}, activity.RegisterOptions{Name: JudgeShardActivity})
 	env.RegisterActivityWithOptions(func(ctx context.Context, in FinishSweepInput) error {
 		f.mu.Lock()
 		f.status = in.Status
@@ -161,4 +168,25 @@ func TestSweepRejectsInvalidInput(t *testing.T) {
 
 func converterDecode(can *workflow.ContinueAsNewError, into *SweepInput) error {
 	return converter.GetDefaultDataConverter().FromPayloads(can.Input, into)
+}
+
+// With a judge, every shard is judged once all trials are stored, before the
+// sweep completes.
+func TestSweepJudgePhase(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	f := newFake()
+	f.register(env)
+	env.RegisterWorkflowWithOptions(Sweep, workflow.RegisterOptions{Name: SweepWorkflowName})
+	env.ExecuteWorkflow(SweepWorkflowName, SweepInput{SweepID: "s1", Trials: 25, ShardSize: 10, Concurrency: 2, Judge: true})
+	var p Progress
+	if err := env.GetWorkflowResult(&p); err != nil {
+		t.Fatal(err)
+	}
+	if p.TrialsDone != 25 || p.TrialsJudged != 22 || p.Phase != PhaseJudge || p.Status != StatusCompleted || len(f.judged) != 3 {
+		t.Fatalf("progress = %+v, judged shards = %d", p, len(f.judged))
+	}
+	if len(f.shards) != 3 {
+		t.Fatalf("trial shards = %d", len(f.shards))
+	}
 }

@@ -1,0 +1,91 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"rebound/harness"
+	"rebound/judge"
+	"rebound/scenario"
+	"rebound/trial"
+	"rebound/workflows"
+	"rebound/world"
+)
+
+// JudgeShard scores trials [From, To) of a sweep with the plan's LLM judge:
+// every stored, ungraded-by-attrition trial that met a failure. A judged
+// trial lands in judgements, one the judge could not score after its
+// retries lands in the review queue; the executable checks are untouched.
+// Results are cached, so a retried activity does not pay the judge twice.
+func (a *Activities) JudgeShard(ctx context.Context, in workflows.ShardInput) (workflows.ShardResult, error) {
+	plan, err := a.plan(ctx, in.SweepID)
+	if err != nil {
+		return workflows.ShardResult{}, err
+	}
+	if plan.Judge == nil {
+		return workflows.ShardResult{}, nil
+	}
+	j, err := a.newJudge(plan.Judge)
+	if err != nil {
+		return workflows.ShardResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrAgentConfig, nil)
+	}
+	var out workflows.ShardResult
+	for i := in.From; i < in.To; i++ {
+		key, err := plan.Trial(i)
+		if err != nil {
+			return out, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
+		}
+		id := trial.ID(in.SweepID, key.Scenario.Name, key.Variant.Name, key.Arm.Name, key.Seed)
+		t, calls, err := a.Store.Trial(ctx, id)
+		if err != nil {
+			return out, fmt.Errorf("judge: read trial %s: %w", id, err)
+		}
+		if t.Attrition {
+			continue
+		}
+		catalog, err := catalogOf(key.Scenario)
+		if err != nil {
+			return out, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
+		}
+		res, err := j.Score(ctx, judge.NewInput(key.Scenario, key.Variant, catalog, judge.TraceFromStored(key.Scenario.Goal, t, calls)))
+		switch {
+		case errors.Is(err, judge.ErrNothingToJudge):
+			continue
+		case errors.Is(err, judge.ErrConfig):
+			return out, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrAgentConfig, nil)
+		case err != nil && !(errors.Is(err, judge.ErrCache) && res.Status != ""):
+			return out, err
+		}
+		if err := judge.Record(ctx, a.Store, in.SweepID, id, res); err != nil {
+			return out, err
+		}
+		out.Trials++
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx, i)
+		}
+	}
+	return out, nil
+}
+
+func (a *Activities) newJudge(spec *scenario.JudgeSpec) (*judge.Judge, error) {
+	cfg := judge.Config{BaseURL: spec.BaseURL, APIKeyEnv: spec.APIKeyEnv, Model: spec.Model, Prompt: spec.PromptText}
+	opts := append([]judge.Option{judge.WithCache(judge.StoreCache{Store: a.Store})}, a.JudgeOptions...)
+	return judge.New(cfg, opts...)
+}
+
+// catalogOf returns the tool metadata of a scenario's world.
+func catalogOf(sc *scenario.Scenario) ([]harness.Tool, error) {
+	w, err := world.New(sc.World, sc.Initial)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := w.(io.Closer); ok {
+		defer c.Close()
+	}
+	return w.Tools(), nil
+}
