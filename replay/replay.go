@@ -105,6 +105,9 @@ func Trial(ctx context.Context, store storage.Store, trialID string) (Result, er
 	}
 	res.Replayed = out.Verdict
 	res.Diffs = Diff(res.Stored, res.Replayed)
+	if res.Diffs == nil {
+		res.Diffs = []string{}
+	}
 	return res, nil
 }
 

@@ -51,7 +51,9 @@ func commands() []command {
 		{"sweeps", "list stored sweeps, newest first", sweepsCmd},
 		{"trials", "list a sweep's trials and their bad outcomes (filter by arm, scenario)", trialsCmd},
 		{"trial", "show one trial: its faults, calls, claim and verdicts (trial show ID)", trialCmd},
-		{"scenario", "check scenario and plan files (scenario lint PATH...)", scenarioCmd},
+		{"judge", "the LLM judge's agreement with the checks, and its review queue", judgeCmd},
+		{"replay", "re-run a stored trial offline and check it reproduces its verdicts", replayCmd},
+		{"scenario", "check, list, generate and import scenarios (scenario lint|variants|import)", scenarioCmd},
 	}
 }
 
@@ -68,7 +70,7 @@ Usage:
 Commands:
 %s
 Quick start (embedded Temporal dev server and chDB, nothing else to run):
-  make setup && rebound run examples/plans/quickstart.yaml
+  make run        (or: make setup build && .cache/bin/rebound run examples/plans/quickstart.yaml)
 
 Exit codes: 0 success, 1 sweep failed or problems found, 2 bad input or
 configuration, 130 interrupted.
