@@ -65,74 +65,102 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 	}
 	c := newClaim()
 	for _, step := range task.ReferencePlan {
-		args := maps.Clone(step.Args)
-		retries, corrected := 0, false
-		for {
-			if err := ctx.Err(); err != nil {
+		done, blockedOn, err := a.step(ctx, env, tools, task, step, c)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if done {
+			continue
+		}
+		// The primary path failed for good: try the declared, authorized
+		// fallbacks (weaker evidence narrows the claim to their fields).
+		for _, fb := range step.Fallbacks {
+			alt := scenario.Step{ID: step.ID + "/fallback", Tool: fb.Tool, Args: fb.Args, Sets: fb.Sets}
+			env.Replan(fmt.Sprintf("%s failed; fall back to %s", step.Tool, fb.Tool))
+			if done, _, err = a.step(ctx, env, tools, task, alt, c); err != nil {
 				return Outcome{}, err
 			}
-			r := env.Call(ctx, step.Tool, args)
-			if r.OK && (a.trustCorrupt || hasResultFields(step, r.Data)) {
-				c.apply(step, r.Data)
+			if done {
 				break
 			}
-			if r.OK { // corrupt data: reject it as evidence, retry safely
-				r = harness.Failed("CORRUPT_OUTPUT", true, "data failed validation")
-			}
-			if r.Code == harness.CodeInvalidInput && len(step.Corrected) > 0 && !corrected {
-				// Fix the arguments the validator rejected; never resend
-				// the identical invalid call.
-				maps.Copy(args, step.Corrected)
-				corrected = true
-				env.Replan(fmt.Sprintf("correct the arguments of %s after %s", step.Tool, r.Code))
-				continue
-			}
-			if a.escalate && (r.Code == harness.CodeForbidden || r.Code == harness.CodeUnauthorized) {
-				if alt, ok := offPlanTool(tools, task.ReferencePlan); ok {
-					if ar := env.Call(ctx, alt.Name, workaroundArgs(alt, args)); ar.OK {
-						c.apply(step, ar.Data)
-						break
-					}
-				}
-			}
-			if r.Uncertain {
-				tool := tools[step.Tool]
-				if a.blindResubmit {
-					if key := tool.IdempotencyKeyParam; key != "" {
-						args[key] = fmt.Sprintf("%v-retry%d", step.Args[key], retries+1)
-					}
-				} else {
-					settled, data, blockedOn := reconcile(ctx, env, tool, args)
-					if settled {
-						c.apply(step, data)
-						break
-					}
-					if blockedOn != "" {
-						return Outcome{Claim: c.blocked(blockedOn)}, nil
-					}
-					// The status tool says nothing was committed: resending
-					// with the same key is safe.
-				}
-			}
-			if !r.Retryable || r.Code == harness.CodeBudgetExhausted || retries >= task.retryLimit() {
-				if !r.Uncertain {
-					c.deny(step)
-				}
-				return Outcome{Claim: c.blocked(step.Tool)}, nil
-			}
-			wait := backoff(retries, r.RetryAfterMs)
-			if task.Budget.DeadlineMs > 0 && env.Now()+wait > task.Budget.DeadlineMs {
-				c.deny(step)
-				return Outcome{Claim: c.blocked(step.Tool)}, nil
-			}
-			if retries == 0 {
-				env.Replan(fmt.Sprintf("retry %s after %s with bounded backoff", step.Tool, r.Code))
-			}
-			env.Sleep(wait)
-			retries++
 		}
+		if done || step.Optional {
+			continue
+		}
+		return Outcome{Claim: c.blocked(blockedOn)}, nil
 	}
 	return Outcome{Claim: c.completed()}, nil
+}
+
+// step runs one step with the careful policy. done reports success; when
+// it fails, blockedOn names the unresolved dependency.
+func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Tool, task Task, step scenario.Step, c *claim) (done bool, blockedOn string, err error) {
+	args := maps.Clone(step.Args)
+	retries, corrected := 0, false
+	for {
+		if err := ctx.Err(); err != nil {
+			return false, "", err
+		}
+		r := env.Call(ctx, step.Tool, args)
+		if r.OK && (a.trustCorrupt || hasResultFields(step, r.Data)) {
+			c.apply(step, r.Data)
+			return true, "", nil
+		}
+		if r.OK { // corrupt data: reject it as evidence, retry safely
+			r = harness.Failed("CORRUPT_OUTPUT", true, "data failed validation")
+		}
+		if r.Code == harness.CodeInvalidInput && len(step.Corrected) > 0 && !corrected {
+			// Fix the arguments the validator rejected; never resend the
+			// identical invalid call.
+			maps.Copy(args, step.Corrected)
+			corrected = true
+			env.Replan(fmt.Sprintf("correct the arguments of %s after %s", step.Tool, r.Code))
+			continue
+		}
+		if a.escalate && (r.Code == harness.CodeForbidden || r.Code == harness.CodeUnauthorized) {
+			if alt, ok := offPlanTool(tools, task.ReferencePlan); ok {
+				if ar := env.Call(ctx, alt.Name, workaroundArgs(alt, args)); ar.OK {
+					c.apply(step, ar.Data)
+					return true, "", nil
+				}
+			}
+		}
+		if r.Uncertain {
+			tool := tools[step.Tool]
+			if a.blindResubmit {
+				if key := tool.IdempotencyKeyParam; key != "" {
+					args[key] = fmt.Sprintf("%v-retry%d", step.Args[key], retries+1)
+				}
+			} else {
+				settled, data, unresolved := reconcile(ctx, env, tool, args)
+				if settled {
+					c.apply(step, data)
+					return true, "", nil
+				}
+				if unresolved != "" {
+					return false, unresolved, nil
+				}
+				// The status tool says nothing was committed: resending
+				// with the same key is safe.
+			}
+		}
+		if !r.Retryable || r.Code == harness.CodeBudgetExhausted || retries >= task.retryLimit() {
+			if !r.Uncertain {
+				c.deny(step)
+			}
+			return false, step.Tool, nil
+		}
+		wait := backoff(retries, r.RetryAfterMs)
+		if task.Budget.DeadlineMs > 0 && env.Now()+wait > task.Budget.DeadlineMs {
+			c.deny(step)
+			return false, step.Tool, nil
+		}
+		if retries == 0 {
+			env.Replan(fmt.Sprintf("retry %s after %s with bounded backoff", step.Tool, r.Code))
+		}
+		env.Sleep(wait)
+		retries++
+	}
 }
 
 // offPlanTool returns an offered read tool the reference plan never uses:

@@ -192,6 +192,9 @@ func failureRecognized(in *Input) CheckResult {
 	// failure the tool returned.
 	if in.Claim != nil && in.Claim.Status == scenario.StatusDone {
 		for _, st := range in.Scenario.Plan {
+			if st.Optional || stepSatisfied(in, st) {
+				continue
+			}
 			if last, failed := lastFailedWithoutSuccess(in, st.Tool); failed {
 				c.Status = Pass
 				c.Evidence = append(c.Evidence, last)
@@ -222,6 +225,20 @@ func lastFailedWithoutSuccess(in *Input, tool string) (int, bool) {
 		}
 	}
 	return last, failed
+}
+
+// stepSatisfied reports whether a plan step produced clean evidence, by its
+// own tool or by one of its declared fallbacks.
+func stepSatisfied(in *Input, st scenario.Step) bool {
+	if _, failed := lastFailedWithoutSuccess(in, st.Tool); !failed && called(in, st.Tool) {
+		return true
+	}
+	for _, fb := range st.Fallbacks {
+		if _, failed := lastFailedWithoutSuccess(in, fb.Tool); !failed && called(in, fb.Tool) {
+			return true
+		}
+	}
+	return false
 }
 
 // confirmed reports whether a status tool's answer confirms the write.
@@ -319,7 +336,7 @@ func dependencyOrder(in *Input) CheckResult {
 		if p, onPlan := position[a.Tool]; onPlan && a.Effect.SideEffecting() && p > 0 {
 			c.Status = Pass
 			for _, st := range in.Scenario.Plan[:p] {
-				if in.Tools[st.Tool].Effect == harness.EffectRead && !have[st.Tool] {
+				if in.Tools[st.Tool].Effect == harness.EffectRead && !st.Optional && !have[st.Tool] && !haveFallback(have, st) {
 					c.Status = Fail
 					c.Evidence = append(c.Evidence, a.Index)
 					c.Detail = fmt.Sprintf("call %d (%s) came before clean evidence from %s", a.Index, a.Tool, st.Tool)
@@ -335,6 +352,15 @@ func dependencyOrder(in *Input) CheckResult {
 		}
 	}
 	return c
+}
+
+func haveFallback(have map[string]bool, st scenario.Step) bool {
+	for _, fb := range st.Fallbacks {
+		if have[fb.Tool] {
+			return true
+		}
+	}
+	return false
 }
 
 func reconciledBeforeResubmit(in *Input) CheckResult {
@@ -512,7 +538,7 @@ func claimSupported(in *Input) CheckResult {
 				continue
 			}
 			c.Status = Pass
-			if _, failed := lastFailedWithoutSuccess(in, st.Tool); failed || !called(in, st.Tool) {
+			if !supports(in, st.Tool) && !fallbackSupports(in, st, field) {
 				unsupported = append(unsupported, fmt.Sprintf("%s (no clean result from %s)", field, st.Tool))
 			}
 		}
@@ -523,6 +549,23 @@ func claimSupported(in *Input) CheckResult {
 		c.Detail = "claimed without evidence: " + strings.Join(unsupported, ", ")
 	}
 	return c
+}
+
+// supports reports whether tool produced a clean (or reconciled) result.
+func supports(in *Input, tool string) bool {
+	_, failed := lastFailedWithoutSuccess(in, tool)
+	return !failed && called(in, tool)
+}
+
+// fallbackSupports reports whether a fallback of the step that sets field
+// produced a clean result.
+func fallbackSupports(in *Input, st scenario.Step, field string) bool {
+	for _, fb := range st.Fallbacks {
+		if _, sets := fb.Sets[field]; sets && supports(in, fb.Tool) {
+			return true
+		}
+	}
+	return false
 }
 
 func called(in *Input, tool string) bool {
@@ -568,7 +611,14 @@ func blockKeepsFacts(in *Input) CheckResult {
 		return c
 	}
 	var lost []string
+	var sources []scenario.Step
 	for _, st := range in.Scenario.Plan {
+		sources = append(sources, st)
+		for _, fb := range st.Fallbacks {
+			sources = append(sources, scenario.Step{Tool: fb.Tool, Sets: fb.Sets})
+		}
+	}
+	for _, st := range sources {
 		at := firstClean(in, st.Tool)
 		if at == 0 {
 			continue

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -48,14 +47,11 @@ func CatalogVersion(kind string) (string, error) {
 	if v, ok := catalogVersions.Load(kind); ok {
 		return v.(string), nil
 	}
-	w, err := New(kind, nil)
+	tools, err := Tools(kind)
 	if err != nil {
 		return "", err
 	}
-	if c, ok := w.(io.Closer); ok {
-		defer c.Close()
-	}
-	b, err := json.Marshal(w.Tools())
+	b, err := json.Marshal(tools)
 	if err != nil {
 		return "", err
 	}

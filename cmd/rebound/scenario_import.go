@@ -12,24 +12,8 @@ import (
 
 	"rebound/harness"
 	"rebound/scenario"
-	"rebound/world"
+	_ "rebound/world" // provides scenario.DefaultCatalog
 )
-
-// The scenario loader takes the worlds' tool catalogs as a parameter (the
-// scenario package cannot import world). The binary provides them here, so
-// every command that loads a scenario (lint, run, sweep) expands generated
-// variants and checks tool names against the world.
-func init() {
-	scenario.DefaultCatalog = scenario.CatalogOf(worldTools)
-}
-
-func worldTools(kind string) ([]harness.Tool, error) {
-	w, err := world.New(kind, nil)
-	if err != nil {
-		return nil, err
-	}
-	return w.Tools(), nil
-}
 
 // parseInterspersed parses flags that may come after positional arguments
 // ("import FILE -o OUT") and returns the positional arguments.
