@@ -74,6 +74,16 @@ func CasesFromTrials(trials ...[]storage.Trial) map[Key]Case {
 	return out
 }
 
+// CasesFromFaults builds the cases from storage's SQL aggregation
+// (Store.CaseFaults): the scalable route to the fault-class breakdown.
+func CasesFromFaults(rows []storage.CaseFaults) map[Key]Case {
+	out := make(map[Key]Case, len(rows))
+	for _, r := range rows {
+		out[Key{r.Scenario, r.Variant, r.Seed}] = Case{FaultClasses: r.FaultClasses}
+	}
+	return out
+}
+
 // ScenarioHashes maps each scenario of the trials to the hash of its file;
 // a scenario run from two different files maps to "mixed". Comparing two
 // sweeps pairs cases by name, so a changed scenario file is worth a warning.

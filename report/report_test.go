@@ -215,3 +215,10 @@ func TestCellsFromTrialsMatchesSQLContract(t *testing.T) {
 		t.Errorf("untested metric counted: %+v", m)
 	}
 }
+
+func TestCasesFromFaults(t *testing.T) {
+	cases := CasesFromFaults([]storage.CaseFaults{{Scenario: "s", Variant: "v", Seed: 2, FaultClasses: []string{"slow", "stale"}}})
+	if c := cases[Key{"s", "v", 2}]; len(c.FaultClasses) != 2 || c.FaultClasses[1] != "stale" {
+		t.Fatalf("cases = %+v", cases)
+	}
+}

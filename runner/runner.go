@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"runtime"
 	"strings"
 	"time"
 
@@ -32,7 +33,8 @@ const DefaultTaskQueue = "rebound"
 // WorkerOptions tunes a worker.
 type WorkerOptions struct {
 	// MaxConcurrentShards bounds the shard activities this worker runs at
-	// once (0: two per CPU as decided by the SDK default of the worker).
+	// once; 0 means two per CPU (trials are CPU-bound; the SDK's own
+	// default of 1,000 would oversubscribe a worker).
 	MaxConcurrentShards int
 }
 
@@ -46,8 +48,12 @@ func NewWorker(c client.Client, queue string, acts *activities.Activities, opts 
 	if err != nil {
 		return nil, fmt.Errorf("tracing interceptor: %w", err)
 	}
+	shards := opts.MaxConcurrentShards
+	if shards <= 0 {
+		shards = 2 * runtime.NumCPU()
+	}
 	w := worker.New(c, queue, worker.Options{
-		MaxConcurrentActivityExecutionSize: opts.MaxConcurrentShards,
+		MaxConcurrentActivityExecutionSize: shards,
 		Interceptors:                       []interceptor.WorkerInterceptor{tracing},
 	})
 	w.RegisterWorkflowWithOptions(workflows.Sweep, workflow.RegisterOptions{Name: workflows.SweepWorkflowName})

@@ -615,3 +615,28 @@ func TestMissingLibrary(t *testing.T) {
 		t.Fatalf("child process panicked:\n%s", out)
 	}
 }
+
+// CaseFaults unions the fault classes of a case over its arms, in SQL, and
+// sees a retried write once.
+func TestCaseFaults(t *testing.T) {
+	st := openTestStore(t)
+	ctx := context.Background()
+	trials := []Trial{
+		{SweepID: "cf", TrialID: "1", Arm: "A", Scenario: "s1", Variant: "v", Seed: 1, Weight: 1, FaultClasses: []string{"transient"}},
+		{SweepID: "cf", TrialID: "2", Arm: "B", Scenario: "s1", Variant: "v", Seed: 1, Weight: 1, FaultClasses: []string{"transient", "stale"}},
+		{SweepID: "cf", TrialID: "3", Arm: "A", Scenario: "s2", Variant: "v", Seed: 1, Weight: 1, FaultClasses: []string{}},
+		{SweepID: "other", TrialID: "4", Arm: "A", Scenario: "s1", Variant: "v", Seed: 1, Weight: 1, FaultClasses: []string{"slow"}},
+	}
+	for i := 0; i < 2; i++ {
+		if err := st.WriteTrials(ctx, trials, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := st.CaseFaults(ctx, "cf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Scenario != "s1" || strings.Join(got[0].FaultClasses, ",") != "stale,transient" || got[1].Scenario != "s2" || len(got[1].FaultClasses) != 0 {
+		t.Fatalf("CaseFaults = %+v", got)
+	}
+}

@@ -75,6 +75,16 @@ LEFT JOIN
 WHERE ifNull(j.last_judged_ms, 0) <= toUnixTimestamp64Milli(q.queued_at)
 ORDER BY trial_id`
 
+	qCaseFaults = `SELECT
+    scenario,
+    variant,
+    seed,
+    arraySort(groupUniqArrayArray(fault_classes)) AS fault_classes
+FROM {{db}}.trials FINAL
+WHERE sweep_id = {sweep_id:String}
+GROUP BY scenario, variant, seed
+ORDER BY scenario, variant, seed`
+
 	qCells = `SELECT
     arm,
     scenario,

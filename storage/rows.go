@@ -200,6 +200,13 @@ type cellRow struct {
 	SumWeightY float64 `ch:"sum_weight_y" json:"sum_weight_y"`
 }
 
+type caseFaultsRow struct {
+	Scenario     string   `ch:"scenario" json:"scenario"`
+	Variant      string   `ch:"variant" json:"variant"`
+	Seed         uint64   `ch:"seed" json:"seed"`
+	FaultClasses []string `ch:"fault_classes" json:"fault_classes"`
+}
+
 type countRow struct {
 	N uint64 `ch:"n" json:"n"`
 }

@@ -295,6 +295,14 @@ type Cell struct {
 	Metrics   map[Metric]MetricCell
 }
 
+// CaseFaults is the set of fault classes scheduled for one case.
+type CaseFaults struct {
+	Scenario     string
+	Variant      string
+	Seed         uint64
+	FaultClasses []string
+}
+
 // Store is rebound's persistence. Implementations are safe for concurrent use.
 type Store interface {
 	// Migrate creates the database, tables and views, applying the migrations
@@ -323,6 +331,10 @@ type Store interface {
 	// Cells aggregates a sweep's outcomes in SQL per (arm, scenario, variant,
 	// seed) and metric. Ordered by (arm, scenario, variant, seed).
 	Cells(ctx context.Context, sweepID string) ([]Cell, error)
+	// CaseFaults lists the fault classes of every case (scenario, variant,
+	// seed) of a sweep, computed in SQL: the breakdown by fault class
+	// without reading whole trial rows.
+	CaseFaults(ctx context.Context, sweepID string) ([]CaseFaults, error)
 	// PutJudgement upserts the judge's scores of one trial (the latest write
 	// of a (sweep, trial) wins; JudgedAt is set to the time of the write). It
 	// refuses scores outside 1..5 and unknown recommendations.

@@ -278,6 +278,18 @@ func (s *store) Trial(ctx context.Context, trialID string) (Trial, []ToolCall, e
 	return t, calls, nil
 }
 
+func (s *store) CaseFaults(ctx context.Context, sweepID string) ([]CaseFaults, error) {
+	var rows []caseFaultsRow
+	if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qCaseFaults), Params: map[string]string{"sweep_id": sweepID}}); err != nil {
+		return nil, fmt.Errorf("storage: CaseFaults %s: %w", sweepID, err)
+	}
+	out := make([]CaseFaults, len(rows))
+	for i, r := range rows {
+		out[i] = CaseFaults(r)
+	}
+	return out, nil
+}
+
 func (s *store) Cells(ctx context.Context, sweepID string) ([]Cell, error) {
 	var rows []cellRow
 	if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qCells), Params: map[string]string{"sweep_id": sweepID}}); err != nil {

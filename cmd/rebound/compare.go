@@ -65,7 +65,7 @@ func (f *compareFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.baselineSweep, "baseline-sweep", "", "read the baseline arm from this sweep instead of SWEEP_ID (same plan, another run)")
 	fs.StringVar(&f.output, "output", "text", "format on stdout: "+strings.Join(formats, ", "))
 	fs.Var(&f.saves, "save", "also write the report to FILE, format from its extension (.txt .md .json .xml .html); repeatable")
-	fs.BoolVar(&f.faultClasses, "fault-classes", true, "read trial rows for the breakdown by fault class (turn off for very large sweeps)")
+	fs.BoolVar(&f.faultClasses, "fault-classes", true, "read trial rows for the fault-class breakdown and the scenario-file check across sweeps (off: fault classes come from a SQL aggregation)")
 	fs.IntVar(&f.bootstrap, "bootstrap", 0, "add a seeded cluster-bootstrap interval with this many replicates (0: off)")
 }
 
@@ -207,6 +207,10 @@ func (f *compareFlags) loadComparison(ctx context.Context, store storage.Store, 
 			in.CandidateHashes = report.ScenarioHashes(onlyArm(candTrials, f.candidate))
 		}
 		in.Cases = report.CasesFromTrials(onlyArm(baseTrials, f.baseline), onlyArm(candTrials, f.candidate))
+	} else if faults, err := store.CaseFaults(ctx, sweepID); err == nil {
+		in.Cases = report.CasesFromFaults(faults) // computed in SQL; cases are the same in every arm
+	} else {
+		return report.Comparison{}, err
 	}
 	return report.Compare(in), nil
 }

@@ -155,7 +155,11 @@ func printReport(ctx context.Context, store storage.Store, sweepID, output strin
 	if err != nil {
 		return err
 	}
-	sum := report.Build(sw, stored, cells)
+	faults, err := store.CaseFaults(ctx, sweepID)
+	if err != nil {
+		return err
+	}
+	sum := report.BuildWith(sw, stored, cells, report.Options{Cases: report.CasesFromFaults(faults)})
 	if output == "json" {
 		return sum.WriteJSON(stdout)
 	}
