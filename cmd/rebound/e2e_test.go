@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"rebound/devstack/devstacktest"
+)
+
+// The CLI end to end, as a user runs it: `rebound run` on the embedded
+// stack (its own Temporal dev server and chDB), then `rebound gate` on the
+// stored sweep. A regression seeded between two reference agents fails the
+// gate (exit 1, one JUnit failure); two identical arms pass it (exit 0).
+func TestRunThenGate(t *testing.T) {
+	bin := devstacktest.TemporalBin(t)
+	lib := devstacktest.ChDBLib(t)
+	t.Setenv("REBOUND_TEMPORAL_BIN", bin)
+	t.Setenv("REBOUND_CHDB_LIB", lib)
+	t.Setenv("REBOUND_TEMPORAL_ADDRESS", "")
+	t.Setenv("REBOUND_CLICKHOUSE_DSN", "")
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "plan.yaml")
+	scenarios, err := filepath.Abs("../../examples/scenarios")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := "name: gate-e2e\nseeds: 3\nshard_size: 20\nscenarios:\n"
+	for _, s := range []string{"charge-502-twice", "charge-never-recovers", "refund-timeout-after-send", "inventory-timeout-once"} {
+		body += "  - " + filepath.Join(scenarios, s+".yaml") + "\n"
+	}
+	body += "arms:\n  - {name: careful, agent: careful}\n  - {name: careful-again, agent: careful}\n  - {name: naive, agent: naive_retrier}\n"
+	if err := os.WriteFile(plan, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	ctx := context.Background()
+
+	var out, errOut strings.Builder
+	if code := dispatch(ctx, []string{"run", "--data-dir", data, "--output", "json", plan}, &out, &errOut); code != exitOK {
+		t.Fatalf("run exit %d\n%s", code, errOut.String())
+	}
+	var rep struct {
+		SweepID       string `json:"sweep_id"`
+		TrialsStored  int    `json:"trials_stored"`
+		TrialsPlanned int    `json:"trials_planned"`
+	}
+	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil || rep.TrialsStored != 36 || rep.TrialsPlanned != 36 {
+		t.Fatalf("run report: %v %+v\n%s", err, rep, out.String())
+	}
+	gates, err := filepath.Abs("../../examples/gates/release.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	junit := filepath.Join(dir, "gate.xml")
+	gate := func(baseline, candidate string, extra ...string) (int, string) {
+		var o, e strings.Builder
+		args := append([]string{"gate", "--data-dir", data, "--baseline", baseline, "--candidate", candidate, "--thresholds", gates}, extra...)
+		code := dispatch(ctx, append(args, rep.SweepID), &o, &e)
+		return code, o.String() + e.String()
+	}
+	if code, text := gate("careful", "naive", "--save", junit); code != exitFailed || !strings.Contains(text, "unsafe_action") {
+		t.Fatalf("gate careful -> naive: exit %d, want 1\n%s", code, text)
+	}
+	x, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(x), "<failure"); n != 1 {
+		t.Fatalf("JUnit has %d failures, want 1 (unsafe_action):\n%s", n, x)
+	}
+	if code, text := gate("careful", "careful-again"); code != exitOK {
+		t.Fatalf("gate on identical arms: exit %d, want 0\n%s", code, text)
+	}
+	if code, text := gate("careful", "nobody"); code != exitUsage {
+		t.Fatalf("gate with an unknown arm: exit %d, want 2\n%s", code, text)
+	}
+}
