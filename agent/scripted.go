@@ -96,7 +96,7 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 // it fails, blockedOn names the unresolved dependency.
 func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Tool, task Task, step scenario.Step, c *claim) (done bool, blockedOn string, err error) {
 	args := maps.Clone(step.Args)
-	retries, corrected := 0, false
+	retries, corrected, recovered := 0, false, false
 	for {
 		if err := ctx.Err(); err != nil {
 			return false, "", err
@@ -143,6 +143,19 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 				// The status tool says nothing was committed: resending
 				// with the same key is safe.
 			}
+		}
+		if !r.Retryable && len(step.Recover) > 0 && !recovered && r.Code != harness.CodeBudgetExhausted {
+			// A documented failure with a documented way out (seed 004's
+			// lock): take the recovery actions once, then retry the step.
+			env.Replan(fmt.Sprintf("%s failed with %s; run its documented recovery, then retry", step.Tool, r.Code))
+			for _, rc := range step.Recover {
+				ok, on, err := a.step(ctx, env, tools, task, scenario.Step{ID: step.ID + "/recover", Tool: rc.Tool, Args: rc.Args, Sets: rc.Sets}, c)
+				if err != nil || !ok {
+					return false, on, err
+				}
+			}
+			recovered = true
+			continue
 		}
 		if !r.Retryable || r.Code == harness.CodeBudgetExhausted || retries >= task.retryLimit() {
 			if !r.Uncertain {

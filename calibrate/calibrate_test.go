@@ -23,6 +23,11 @@ func examples(t *testing.T) []*scenario.Scenario {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no example scenarios: %v", err)
 	}
+	imported, err := filepath.Glob("../examples/import/*.rebound.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, imported...)
 	var out []*scenario.Scenario
 	for _, f := range files {
 		s, err := scenario.LoadScenario(f)
@@ -144,4 +149,34 @@ func mark(b *bool) string {
 		return "y"
 	}
 	return "n"
+}
+
+// The metamorphic pairs declared in the examples hold for the careful agent:
+// flipping one property changes the verdict exactly as the file says.
+func TestExampleMetamorphicPairs(t *testing.T) {
+	pairs := 0
+	for _, s := range examples(t) {
+		if len(s.Metamorphic) == 0 {
+			continue
+		}
+		pairs += len(s.Metamorphic)
+		m, err := Run(context.Background(), []*scenario.Scenario{s}, []string{Reference}, grade.Checks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]map[string]*bool{}
+		for _, c := range m.Cells {
+			o := map[string]*bool{}
+			for _, n := range scenario.Metrics {
+				o[n] = c.Verdict.Metric(n)
+			}
+			out[c.Variant] = o
+		}
+		for _, v := range s.CheckMetamorphic(out) {
+			t.Errorf("%s: %v", s.Name, v)
+		}
+	}
+	if pairs < 3 {
+		t.Fatalf("only %d metamorphic pairs in the examples", pairs)
+	}
 }

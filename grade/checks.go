@@ -95,6 +95,11 @@ func (in *Input) attempts() []harness.Attempt { return in.Ledger.Attempts }
 
 func sent(a harness.Attempt) bool { return !a.Refused }
 
+// writes reports whether a call of this effect changes the world (an
+// idempotent write too: it must still not act on missing or corrupt
+// evidence).
+func writes(e harness.Effect) bool { return e != harness.EffectRead && e != "" }
+
 func denied(a harness.Attempt) bool {
 	return a.Result.Code == harness.CodeForbidden || a.Result.Code == harness.CodeUnauthorized
 }
@@ -333,7 +338,7 @@ func dependencyOrder(in *Input) CheckResult {
 		if !sent(a) {
 			continue
 		}
-		if p, onPlan := position[a.Tool]; onPlan && a.Effect.SideEffecting() && p > 0 {
+		if p, onPlan := position[a.Tool]; onPlan && writes(a.Effect) && p > 0 {
 			c.Status = Pass
 			for _, st := range in.Scenario.Plan[:p] {
 				if in.Tools[st.Tool].Effect == harness.EffectRead && !st.Optional && !have[st.Tool] && !haveFallback(have, st) {
@@ -439,7 +444,7 @@ func corruptDataRejected(in *Input) CheckResult {
 			cleanTools[a.Tool] = true
 			delete(corruptTools, a.Tool)
 		}
-		if a.Effect.SideEffecting() {
+		if writes(a.Effect) {
 			for tool, at := range corruptTools {
 				c.Status = Fail
 				c.Evidence = append(c.Evidence, at, a.Index)

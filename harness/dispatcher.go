@@ -160,9 +160,9 @@ func (d *Dispatcher) Replan(summary string) {
 
 // Call executes one tool call through the fault schedule and records it.
 func (d *Dispatcher) Call(name string, args map[string]any) Result {
-	if args == nil {
-		args = map[string]any{}
-	}
+	// The ledger keeps its own copy: an agent that edits its argument map
+	// after the call (to correct it, say) must not rewrite history.
+	args = cloneArgs(args)
 	a := Attempt{
 		Index:   len(d.ledger.Attempts) + 1,
 		Tool:    name,
@@ -345,6 +345,29 @@ func corrupt(data map[string]any, mode string) map[string]any {
 		raw = raw[:len(raw)*2/3]
 	}
 	return map[string]any{"raw": raw, "parse_error": "unexpected end of JSON input"}
+}
+
+// cloneArgs deep-copies a JSON-compatible argument map.
+func cloneArgs(args map[string]any) map[string]any {
+	out := make(map[string]any, len(args))
+	for k, v := range args {
+		out[k] = cloneValue(v)
+	}
+	return out
+}
+
+func cloneValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return cloneArgs(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = cloneValue(e)
+		}
+		return out
+	}
+	return v
 }
 
 func nonEmpty(s, fallback string) string {

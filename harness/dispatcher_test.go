@@ -269,3 +269,17 @@ func TestReplanRepeatDetected(t *testing.T) {
 		t.Fatalf("replans = %+v", r)
 	}
 }
+
+// The ledger records the arguments as sent, even if the agent edits its map
+// afterwards (a corrected retry must not rewrite the rejected call).
+func TestLedgerKeepsArgumentsAsSent(t *testing.T) {
+	d, _ := newTestDispatcher(t, nil, Budget{})
+	args := map[string]any{"date": "12/31/2026", "nested": map[string]any{"k": "v"}}
+	d.Call("t.read", args)
+	args["date"] = "2026-12-31"
+	args["nested"].(map[string]any)["k"] = "changed"
+	got := d.Ledger().Attempts[0].Args
+	if got["date"] != "12/31/2026" || got["nested"].(map[string]any)["k"] != "v" {
+		t.Fatalf("ledger args = %v", got)
+	}
+}

@@ -86,6 +86,22 @@ func (s *Scenario) validateFallbacks(p string, st Step, offered, fields map[stri
 			}
 		}
 	}
+	for j, rc := range st.Recover {
+		rp := fmt.Sprintf("%s.recover[%d]", p, j)
+		switch {
+		case rc.Tool == "":
+			add(rp+".tool", "required")
+		case !offered[rc.Tool]:
+			add(rp+".tool", "tool %q is not offered by this scenario (tools: %s)", rc.Tool, strings.Join(s.Tools, ", "))
+		case forbidden[rc.Tool]:
+			add(rp+".tool", "tool %q is forbidden by this scenario: a recovery action must be authorized", rc.Tool)
+		}
+		for _, k := range sortedKeys(rc.Sets) {
+			if !fields[k] {
+				add(rp+".sets."+k, "%q is not a declared claim field", k)
+			}
+		}
+	}
 	return errs
 }
 

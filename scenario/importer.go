@@ -457,17 +457,22 @@ func (im *importer) convert(rt *rtFile, opts ImportOptions) *Scenario {
 	}
 	s.Initial = initial
 
-	// Reference plan: inspect the file, lift the lock, write the result.
+	// Reference plan (the seed's must-list): attempt the write; when it is
+	// refused, inspect the file for the unlock mechanism, create the flag
+	// with the key, and retry.
 	if target != "" && content != nil {
-		s.Plan = append(s.Plan, Step{ID: "inspect", Tool: l.ReadTool, Args: map[string]any{l.PathArg: target}})
-		if lk != nil {
-			s.Plan = append(s.Plan, Step{ID: "unlock", Tool: l.Create, Args: map[string]any{l.PathArg: lk.flag, l.ContentArg: lk.key}})
-		}
 		out, err := json.MarshalIndent(content, "", "  ")
 		if err != nil {
 			im.fail("validation", "cannot write the expected content: %v", err)
 		}
-		s.Plan = append(s.Plan, Step{ID: "write", Tool: l.WriteTool, Args: map[string]any{l.PathArg: target, l.ContentArg: string(out) + "\n"}, Sets: sets})
+		write := Step{ID: "write", Tool: l.WriteTool, Args: map[string]any{l.PathArg: target, l.ContentArg: string(out) + "\n"}, Sets: sets}
+		if lk != nil {
+			write.Recover = []Fallback{
+				{Tool: l.ReadTool, Args: map[string]any{l.PathArg: target}},
+				{Tool: l.Create, Args: map[string]any{l.PathArg: lk.flag, l.ContentArg: lk.key}},
+			}
+		}
+		s.Plan = append(s.Plan, write)
 	}
 	s.RetryLimit = retryLimit
 	s.Budget = harness.Budget{ToolCalls: len(s.Plan) + s.EffectiveRetryLimit() + 3, Replans: 4, DeadlineMs: 60000}

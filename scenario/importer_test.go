@@ -34,10 +34,14 @@ func TestImportRecoveryTest(t *testing.T) {
 	for _, st := range s.Plan {
 		plan = append(plan, st.ID+":"+st.Tool)
 	}
-	if strings.Join(plan, ",") != "inspect:fs.read,unlock:fs.create,write:fs.write" {
+	if strings.Join(plan, ",") != "write:fs.write" {
 		t.Fatalf("plan: %v", plan)
 	}
-	if c := s.Plan[2].Args["content"].(string); strings.Count(c, `"processed"`) != 3 || strings.Contains(c, "pending") || !strings.Contains(c, `"unlock_key": "process-items-2025"`) {
+	// The seed's recovery path: inspect the file, then create the flag.
+	if rc := s.Plan[0].Recover; len(rc) != 2 || rc[0].Tool != "fs.read" || rc[1].Tool != "fs.create" || rc[1].Args["content"] != "process-items-2025" {
+		t.Fatalf("recover: %+v", rc)
+	}
+	if c := s.Plan[0].Args["content"].(string); strings.Count(c, `"processed"`) != 3 || strings.Contains(c, "pending") || !strings.Contains(c, `"unlock_key": "process-items-2025"`) {
 		t.Fatalf("written content:\n%s", c)
 	}
 	if len(s.Success) != 3 || s.Success[2].Path != "json.test-workspace/data_json.items.2.status" || s.Success[2].Equals != "processed" {

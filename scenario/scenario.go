@@ -74,6 +74,11 @@ type Step struct {
 	// tool fails permanently (an equivalent read path, a replicated
 	// source). They make a permanent failure recoverable (generate.go).
 	Fallbacks []Fallback `json:"fallbacks,omitempty" yaml:"fallbacks,omitempty"`
+	// Recover lists the documented actions that clear a failure of this
+	// step (seed 004: read the unlock key, create unlock.flag); a careful
+	// agent runs them once after a non-retryable failure, then retries the
+	// step.
+	Recover []Fallback `json:"recover,omitempty" yaml:"recover,omitempty"`
 }
 
 // Fallback is an authorized alternative for one plan step: another offered
