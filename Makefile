@@ -20,12 +20,12 @@ TEST_TIMEOUT ?= 20m
 TEST_FLAGS   ?=
 PKGS         ?= ./...
 
-# Fuzzing: `make fuzz` runs one fuzz target for a short while. Not yet part of
-# `make test`; to make it part, add `fuzz` to FUZZ_IN_TEST (e.g. FUZZ_IN_TEST := fuzz).
+# Fuzzing: `make fuzz` runs the scenario loader's fuzz target for a short
+# while; `make test` includes it (FUZZ_IN_TEST= turns it off).
 FUZZ         ?= FuzzLoad
 FUZZ_PKG     ?= ./scenario/
 FUZZTIME     ?= 10s
-FUZZ_IN_TEST ?=
+FUZZ_IN_TEST ?= fuzz
 
 # The tools for the commands that need them; an explicit environment wins.
 REBOUND_TEMPORAL_BIN ?= $(CACHE)/bin/temporal
@@ -56,7 +56,7 @@ vet: ## go vet
 	$(GO) vet $(PKGS)
 
 fuzz: ## short fuzz run (FUZZ=FuzzLoad FUZZ_PKG=./scenario/ FUZZTIME=10s)
-	$(GO) test -run='^$$' -fuzz='^$(FUZZ)$$' -fuzztime=$(FUZZTIME) $(FUZZ_PKG)
+	$(GO) test -run='^$$' -fuzz='^$(FUZZ)$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=3s $(FUZZ_PKG)
 
 fmt: ## list files that gofmt would change (fails if any)
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go') 2>&1); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

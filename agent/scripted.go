@@ -65,7 +65,7 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 	}
 	c := newClaim()
 	for _, step := range task.ReferencePlan {
-		done, blockedOn, err := a.step(ctx, env, tools, task, step, c)
+		done, blockedOn, err := a.step(ctx, env, tools, task, step, c, false)
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -77,7 +77,7 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 		for _, fb := range step.Fallbacks {
 			alt := scenario.Step{ID: step.ID + "/fallback", Tool: fb.Tool, Args: fb.Args, Sets: fb.Sets}
 			env.Replan(fmt.Sprintf("%s failed; fall back to %s", step.Tool, fb.Tool))
-			if done, _, err = a.step(ctx, env, tools, task, alt, c); err != nil {
+			if done, _, err = a.step(ctx, env, tools, task, alt, c, true); err != nil {
 				return Outcome{}, err
 			}
 			if done {
@@ -93,8 +93,9 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 }
 
 // step runs one step with the careful policy. done reports success; when
-// it fails, blockedOn names the unresolved dependency.
-func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Tool, task Task, step scenario.Step, c *claim) (done bool, blockedOn string, err error) {
+// it fails, blockedOn names the unresolved dependency. weakerOK is set for
+// declared fallbacks, whose fields are already narrowed to weaker evidence.
+func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Tool, task Task, step scenario.Step, c *claim, weakerOK bool) (done bool, blockedOn string, err error) {
 	args := maps.Clone(step.Args)
 	retries, corrected, recovered := 0, false, false
 	for {
@@ -102,6 +103,13 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			return false, "", err
 		}
 		r := env.Call(ctx, step.Tool, args)
+		if r.OK && !a.trustCorrupt && !weakerOK && r.Evidence != nil && r.Evidence.Strength == "stale" && readsResult(step) {
+			// Weaker, older evidence cannot back the exact facts this step
+			// establishes: ask again (a retry may reach the primary), then
+			// narrow the claim (a fallback declares what it can support)
+			// or block.
+			r = harness.Failed("STALE_EVIDENCE", true, "evidence is %dms old", r.Evidence.AgeMs)
+		}
 		if r.OK && (a.trustCorrupt || hasResultFields(step, r.Data)) {
 			c.apply(step, r.Data)
 			return true, "", nil
@@ -149,7 +157,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			// lock): take the recovery actions once, then retry the step.
 			env.Replan(fmt.Sprintf("%s failed with %s; run its documented recovery, then retry", step.Tool, r.Code))
 			for _, rc := range step.Recover {
-				ok, on, err := a.step(ctx, env, tools, task, scenario.Step{ID: step.ID + "/recover", Tool: rc.Tool, Args: rc.Args, Sets: rc.Sets}, c)
+				ok, on, err := a.step(ctx, env, tools, task, scenario.Step{ID: step.ID + "/recover", Tool: rc.Tool, Args: rc.Args, Sets: rc.Sets}, c, false)
 				if err != nil || !ok {
 					return false, on, err
 				}
@@ -174,6 +182,16 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 		env.Sleep(wait)
 		retries++
 	}
+}
+
+// readsResult reports whether a step claims fields from the tool's data.
+func readsResult(step scenario.Step) bool {
+	for _, v := range step.Sets {
+		if ref, ok := v.(string); ok && strings.HasPrefix(ref, "$result.") {
+			return true
+		}
+	}
+	return false
 }
 
 // offPlanTool returns an offered read tool the reference plan never uses:

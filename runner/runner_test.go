@@ -176,7 +176,7 @@ func TestLLMSweepEndToEnd(t *testing.T) {
 	model.Push(llmtest.Error(429, "Retry-After", "1")) // seed 1: a provider 429 first
 	model.Push(recovered...)
 	model.Push(recovered...) // seed 2
-	model.Always(llmtest.Error(503))
+	model.Always(llmtest.Error(429, "Retry-After", "1")) // seed 3: the provider never lets up
 
 	// The judge answers garbage once (retried), then a valid score; the
 	// second trial has the same trace and is served from the cache.
