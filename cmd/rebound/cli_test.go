@@ -51,3 +51,19 @@ func TestExitCodesAndHelp(t *testing.T) {
 		})
 	}
 }
+
+func TestRedactPatternsFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.txt")
+	bad := filepath.Join(dir, "bad.txt")
+	os.WriteFile(good, []byte("# customer ids\ncus-[0-9]+\n\nacct_[a-z]{8}\n"), 0o644)
+	os.WriteFile(bad, []byte("ok-[0-9]+\nbroken-[\n"), 0o644)
+	t.Setenv("REBOUND_REDACT_FILE", good)
+	if p, err := redactPatterns(); err != nil || len(p) != 2 || p[0] != "cus-[0-9]+" {
+		t.Fatalf("patterns = %v, %v", p, err)
+	}
+	t.Setenv("REBOUND_REDACT_FILE", bad)
+	if _, err := redactPatterns(); err == nil || !strings.Contains(err.Error(), bad+":2: invalid pattern") {
+		t.Fatalf("error = %v", err)
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"rebound/activities"
 	"rebound/runner"
 	"rebound/scenario"
 	"rebound/storage"
@@ -47,7 +46,11 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer c.Close()
-	w, err := runner.NewWorker(c, conn.taskQueue, &activities.Activities{Store: store, RedactionKey: []byte(os.Getenv("REBOUND_REDACTION_KEY"))}, runner.WorkerOptions{MaxConcurrentShards: *concurrency})
+	acts, err := newActivities(store)
+	if err != nil {
+		return err
+	}
+	w, err := runner.NewWorker(c, conn.taskQueue, acts, runner.WorkerOptions{MaxConcurrentShards: *concurrency})
 	if err != nil {
 		return err
 	}

@@ -8,11 +8,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
+	"rebound/activities"
 	"rebound/runner"
 	"rebound/storage"
 )
@@ -122,3 +124,39 @@ func (quietLogger) Error(msg string, kv ...any) {
 }
 
 var _ log.Logger = quietLogger{}
+
+// redactPatterns reads extra secret patterns for redaction from the file
+// named by REBOUND_REDACT_FILE: one regular expression per line, blank
+// lines and lines starting with # ignored. Each is checked up front, so a
+// typo fails the command with file:line instead of leaking later.
+func redactPatterns() ([]string, error) {
+	path := os.Getenv("REBOUND_REDACT_FILE")
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usagef("REBOUND_REDACT_FILE: %v", err)
+	}
+	var out []string
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if _, err := regexp.Compile(line); err != nil {
+			return nil, usagef("%s:%d: invalid pattern: %v", path, i+1, err)
+		}
+		out = append(out, line)
+	}
+	return out, nil
+}
+
+// newActivities builds the activities of a worker from the environment.
+func newActivities(store storage.Store) (*activities.Activities, error) {
+	patterns, err := redactPatterns()
+	if err != nil {
+		return nil, err
+	}
+	return &activities.Activities{Store: store, RedactionKey: []byte(os.Getenv("REBOUND_REDACTION_KEY")), RedactPatterns: patterns}, nil
+}

@@ -12,7 +12,6 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"rebound/activities"
 	"rebound/devstack"
 	"rebound/report"
 	"rebound/runner"
@@ -93,7 +92,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer c.Close()
-	w, err := runner.NewWorker(c, conn.taskQueue, &activities.Activities{Store: store, RedactionKey: []byte(os.Getenv("REBOUND_REDACTION_KEY"))}, runner.WorkerOptions{})
+	acts, err := newActivities(store)
+	if err != nil {
+		return err
+	}
+	w, err := runner.NewWorker(c, conn.taskQueue, acts, runner.WorkerOptions{})
 	if err != nil {
 		return err
 	}
