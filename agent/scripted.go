@@ -44,6 +44,21 @@ type careful struct {
 	blindResubmit bool
 	escalate      bool
 	trustCorrupt  bool
+	// spent is the tool cost of this run so far (the agent keeps its own
+	// account from the tools' documented cost).
+	spent *float64
+}
+
+// affordable reports whether a call of t fits the remaining deadline (by its
+// documented latency) and cost budget.
+func (a careful) affordable(env Env, task Task, t harness.Tool) bool {
+	if task.Budget.DeadlineMs > 0 && env.Now()+t.Latency() > task.Budget.DeadlineMs {
+		return false
+	}
+	if task.Budget.CostUSD > 0 && *a.spent+t.CostUSD > task.Budget.CostUSD+1e-12 {
+		return false
+	}
+	return true
 }
 
 func (a careful) Name() string {
@@ -59,6 +74,7 @@ func (a careful) Name() string {
 }
 
 func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
+	a.spent = new(float64)
 	tools := map[string]harness.Tool{}
 	for _, t := range env.Tools() {
 		tools[t.Name] = t
@@ -102,6 +118,13 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 		if err := ctx.Err(); err != nil {
 			return false, "", err
 		}
+		// Stay within the service objective: a call that would end after
+		// the deadline, or cost more than is left, is not started.
+		if t := tools[step.Tool]; !a.affordable(env, task, t) {
+			c.deny(step)
+			return false, step.Tool, nil
+		}
+		*a.spent += tools[step.Tool].CostUSD
 		r := env.Call(ctx, step.Tool, args)
 		if r.OK && !a.trustCorrupt && !weakerOK && r.Evidence != nil && r.Evidence.Strength == "stale" && readsResult(step) {
 			// Weaker, older evidence cannot back the exact facts this step
@@ -172,7 +195,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			return false, step.Tool, nil
 		}
 		wait := backoff(retries, r.RetryAfterMs)
-		if task.Budget.DeadlineMs > 0 && env.Now()+wait > task.Budget.DeadlineMs {
+		if task.Budget.DeadlineMs > 0 && env.Now()+wait+tools[step.Tool].Latency() > task.Budget.DeadlineMs {
 			c.deny(step)
 			return false, step.Tool, nil
 		}
