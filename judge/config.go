@@ -7,9 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
 	"os"
-	"regexp"
+	"rebound/endpoint"
 	"strings"
 	"time"
 )
@@ -65,8 +64,6 @@ func HashPrompt(prompt string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // ErrConfig marks a configuration error: invalid settings, a missing key,
 // or a provider answer that says the configuration is wrong (401, 403, 404:
 // bad key, no access, unknown model). Retrying does not help and queueing
@@ -77,18 +74,8 @@ var ErrConfig = errors.New("judge: configuration error")
 func (c Config) Validate() error {
 	var errs []string
 	add := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
-	if c.BaseURL == "" {
-		add("base_url is required (e.g. https://api.openai.com/v1 or http://localhost:8000/v1)")
-	} else if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		add("base_url %q is not an http(s) URL", c.BaseURL)
-	} else if u.User != nil {
-		add("base_url must not carry credentials; put the key in the environment variable named by api_key_env")
-	}
-	if c.Model == "" {
-		add("model is required")
-	}
-	if c.APIKeyEnv != "" && !envName.MatchString(c.APIKeyEnv) {
-		add("api_key_env must be the NAME of an environment variable (letters, digits, underscore), not the key itself")
+	for _, p := range endpoint.Check(c.BaseURL, c.APIKeyEnv, c.Model) {
+		add("%s", p)
 	}
 	prompt := c.prompt()
 	if strings.TrimSpace(prompt) == "" {

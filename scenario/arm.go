@@ -4,10 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
+	"rebound/endpoint"
 	"time"
 )
 
@@ -61,8 +60,6 @@ type JudgeSpec struct {
 	PromptText string `json:"prompt_text,omitempty" yaml:"-"`
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // PromptHash identifies a prompt revision by content: the first 16 hex
 // digits of its SHA-256 (the same function as agent/llm.HashPrompt).
 func PromptHash(text string) string {
@@ -72,18 +69,8 @@ func PromptHash(text string) string {
 
 func validateEndpoint(prefix, baseURL, keyEnv, model string) []pathError {
 	var errs []pathError
-	if baseURL == "" {
-		errs = append(errs, pathError{prefix + ".base_url", "required (an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1)"})
-	} else if u, err := url.Parse(baseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, pathError{prefix + ".base_url", fmt.Sprintf("%q is not an http(s) URL", baseURL)})
-	} else if u.User != nil {
-		errs = append(errs, pathError{prefix + ".base_url", "must not carry credentials: put the key in the environment variable named by api_key_env"})
-	}
-	if keyEnv != "" && !envName.MatchString(keyEnv) {
-		errs = append(errs, pathError{prefix + ".api_key_env", "must be the NAME of an environment variable (the key itself never goes in a plan)"})
-	}
-	if model == "" {
-		errs = append(errs, pathError{prefix + ".model", "required"})
+	for _, p := range endpoint.Check(baseURL, keyEnv, model) {
+		errs = append(errs, pathError{prefix + "." + p.Field, p.Msg})
 	}
 	return errs
 }

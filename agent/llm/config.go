@@ -6,9 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
 	"os"
-	"regexp"
+	"rebound/endpoint"
 	"strings"
 	"time"
 )
@@ -109,24 +108,12 @@ func HashPrompt(prompt string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // Validate checks the configuration and reports every problem at once.
 func (c Config) Validate() error {
 	var errs []string
 	add := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
-	if c.BaseURL == "" {
-		add("base_url is required (e.g. https://api.openai.com/v1 or http://localhost:8000/v1)")
-	} else if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		add("base_url %q is not an http(s) URL", c.BaseURL)
-	} else if u.User != nil {
-		add("base_url must not carry credentials; put the key in the environment variable named by api_key_env")
-	}
-	if c.Model == "" {
-		add("model is required")
-	}
-	if c.APIKeyEnv != "" && !envName.MatchString(c.APIKeyEnv) {
-		add("api_key_env must be the NAME of an environment variable (letters, digits, underscore), not the key itself")
+	for _, p := range endpoint.Check(c.BaseURL, c.APIKeyEnv, c.Model) {
+		add("%s", p)
 	}
 	if c.Temperature != nil && (*c.Temperature < 0 || *c.Temperature > 2 || math.IsNaN(*c.Temperature)) {
 		add("temperature must be in [0, 2], got %v", *c.Temperature)

@@ -259,10 +259,10 @@ func TestConfigValidation(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Model: "m"}, "base_url is required"},
+		{Config{Model: "m"}, "base_url: required"},
 		{Config{BaseURL: "ftp://x", Model: "m"}, "not an http(s) URL"},
 		{Config{BaseURL: "https://user:pw@api.example.com/v1", Model: "m"}, "must not carry credentials"},
-		{Config{BaseURL: "http://x/v1"}, "model is required"},
+		{Config{BaseURL: "http://x/v1"}, "model: required"},
 		{Config{BaseURL: "http://x/v1", Model: "m", APIKeyEnv: "sk-abc123"}, "NAME of an environment variable"},
 		{Config{BaseURL: "http://x/v1", Model: "m", Temperature: &temp}, "temperature must be in [0, 2]"},
 		{Config{BaseURL: "http://x/v1", Model: "m", TopP: &topP}, "top_p must be in [0, 1]"},

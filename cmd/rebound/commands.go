@@ -164,14 +164,8 @@ func reportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var conn connection
 	conn.storageFlags(fs)
 	output := outputFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := parseOneArg(fs, args, output, "report takes exactly one SWEEP_ID (list them with 'rebound sweeps')"); err != nil {
 		return err
-	}
-	if err := checkOutput(*output); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("report takes exactly one SWEEP_ID (list them with 'rebound sweeps')")
 	}
 	store, err := conn.openStore(ctx)
 	if err != nil {

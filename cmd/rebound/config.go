@@ -87,6 +87,21 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// parseOneArg parses flags, checks --output and requires exactly one
+// positional argument, or fails with the usage message format.
+func parseOneArg(fs *flag.FlagSet, args []string, output *string, format string, a ...any) error {
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkOutput(*output); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef(format, a...)
+	}
+	return nil
+}
+
 // newFlags builds a flag set whose help starts with a teaching paragraph.
 func newFlags(name, usage, about string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)

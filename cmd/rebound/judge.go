@@ -36,14 +36,8 @@ func judgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var conn connection
 	conn.storageFlags(fs)
 	output := outputFlag(fs)
-	if err := parse(fs, args[1:]); err != nil {
+	if err := parseOneArg(fs, args[1:], output, "judge %s takes exactly one SWEEP_ID", args[0]); err != nil {
 		return err
-	}
-	if err := checkOutput(*output); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("judge %s takes exactly one SWEEP_ID", args[0])
 	}
 	store, err := conn.openStore(ctx)
 	if err != nil {

@@ -25,14 +25,8 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var conn connection
 	conn.storageFlags(fs)
 	output := outputFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := parseOneArg(fs, args, output, "replay takes exactly one TRIAL_ID (find one with 'rebound trials SWEEP_ID')"); err != nil {
 		return err
-	}
-	if err := checkOutput(*output); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("replay takes exactly one TRIAL_ID (find one with 'rebound trials SWEEP_ID')")
 	}
 	store, err := conn.openStore(ctx)
 	if err != nil {

@@ -42,14 +42,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	temporalBin := fs.String("temporal-bin", env("REBOUND_TEMPORAL_BIN", ""), "Temporal CLI for the embedded dev server (env REBOUND_TEMPORAL_BIN; default: the repo's .cache, installed by make setup)")
 	output := outputFlag(fs)
 	every := fs.Duration("progress-every", 500*time.Millisecond, "how often to refresh progress")
-	if err := parse(fs, args); err != nil {
+	if err := parseOneArg(fs, args, output, "run takes exactly one PLAN file (got %d arguments); see 'rebound run -h'", fs.NArg()); err != nil {
 		return err
-	}
-	if err := checkOutput(*output); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("run takes exactly one PLAN file (got %d arguments); see 'rebound run -h'", fs.NArg())
 	}
 	plan, err := scenario.LoadPlan(fs.Arg(0))
 	if err != nil {

@@ -36,14 +36,8 @@ func trialCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var conn connection
 	conn.storageFlags(fs)
 	output := outputFlag(fs)
-	if err := parse(fs, args[1:]); err != nil {
+	if err := parseOneArg(fs, args[1:], output, "trial show takes exactly one TRIAL_ID"); err != nil {
 		return err
-	}
-	if err := checkOutput(*output); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("trial show takes exactly one TRIAL_ID")
 	}
 	store, err := conn.openStore(ctx)
 	if err != nil {
@@ -117,14 +111,8 @@ func trialsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	scen := fs.String("scenario", "", "only this scenario")
 	failing := fs.Bool("failing", false, "only trials with a bad outcome")
 	output := outputFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := parseOneArg(fs, args, output, "trials takes exactly one SWEEP_ID (list them with 'rebound sweeps')"); err != nil {
 		return err
-	}
-	if err := checkOutput(*output); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("trials takes exactly one SWEEP_ID (list them with 'rebound sweeps')")
 	}
 	store, err := conn.openStore(ctx)
 	if err != nil {
