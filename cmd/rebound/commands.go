@@ -41,7 +41,7 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer store.Close()
-	c, err := conn.dialTemporal(conn.temporalAddress)
+	c, err := conn.dialTemporal(ctx, conn.temporalAddress)
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func sweepCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() != 1 {
 		return usagef("sweep %s takes exactly one argument", args[0])
 	}
-	c, err := conn.dialTemporal(conn.temporalAddress)
+	c, err := conn.dialTemporal(ctx, conn.temporalAddress)
 	if err != nil {
 		return err
 	}

@@ -68,8 +68,8 @@ func (c *connection) openStore(ctx context.Context) (storage.Store, error) {
 	return st, nil
 }
 
-func (c *connection) dialTemporal(address string) (client.Client, error) {
-	cl, err := client.Dial(client.Options{HostPort: address, Namespace: c.namespace, Logger: quietLogger{}})
+func (c *connection) dialTemporal(ctx context.Context, address string) (client.Client, error) {
+	cl, err := client.Dial(client.Options{HostPort: address, Namespace: c.namespace, Logger: quietLogger{ctx}})
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", address, c.namespace, err)
 	}
@@ -126,16 +126,21 @@ func checkOutput(o string) error {
 }
 
 // quietLogger keeps the Temporal SDK's routine logs out of the terminal;
-// warnings and errors still show.
-type quietLogger struct{}
+// warnings and errors still show, except once the command is interrupted,
+// when every in-flight activity reports its cancellation.
+type quietLogger struct{ ctx context.Context }
 
 func (quietLogger) Debug(string, ...any) {}
 func (quietLogger) Info(string, ...any)  {}
-func (quietLogger) Warn(msg string, kv ...any) {
-	fmt.Fprintln(os.Stderr, append([]any{"temporal warning:", msg}, kv...)...)
+func (l quietLogger) Warn(msg string, kv ...any) {
+	if l.ctx.Err() == nil {
+		fmt.Fprintln(os.Stderr, append([]any{"temporal warning:", msg}, kv...)...)
+	}
 }
-func (quietLogger) Error(msg string, kv ...any) {
-	fmt.Fprintln(os.Stderr, append([]any{"temporal error:", msg}, kv...)...)
+func (l quietLogger) Error(msg string, kv ...any) {
+	if l.ctx.Err() == nil {
+		fmt.Fprintln(os.Stderr, append([]any{"temporal error:", msg}, kv...)...)
+	}
 }
 
 var _ log.Logger = quietLogger{}

@@ -122,6 +122,10 @@ func exitCode(err error, stderr io.Writer) int {
 	if errors.Is(err, errHelp) {
 		return exitOK
 	}
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "rebound: interrupted")
+		return exitInterrupted
+	}
 	fmt.Fprintf(stderr, "rebound: %v\n", err)
 	var u usageError
 	var f failure

@@ -81,7 +81,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer store.Close()
 
-	c, err := conn.dialTemporal(address)
+	c, err := conn.dialTemporal(ctx, address)
 	if err != nil {
 		return err
 	}
