@@ -163,7 +163,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 					args[key] = fmt.Sprintf("%v-retry%d", step.Args[key], retries+1)
 				}
 			} else {
-				settled, data, unresolved := reconcile(ctx, env, tool, args)
+				settled, data, unresolved := reconcile(ctx, env, tools, tool, args)
 				if settled {
 					c.apply(step, data)
 					return true, "", nil
@@ -257,10 +257,13 @@ func workaroundArgs(t harness.Tool, args map[string]any) map[string]any {
 	return out
 }
 
-// reconcile asks the tool's status tool about an ambiguous write, using the
-// same idempotency key. settled is true when the write is confirmed;
-// blockedOn names the dependency when the ambiguity cannot be resolved.
-func reconcile(ctx context.Context, env Env, tool harness.Tool, args map[string]any) (settled bool, data map[string]any, blockedOn string) {
+// reconcile asks the tool's status tool about an ambiguous write, with the
+// same idempotency key and whatever arguments of the write the status tool
+// also takes (the deployment, the order). By convention a status tool asked
+// with a key answers status completed (or captured) or not_found. settled
+// is true when the write is confirmed; blockedOn names the dependency when
+// the ambiguity cannot be resolved.
+func reconcile(ctx context.Context, env Env, tools map[string]harness.Tool, tool harness.Tool, args map[string]any) (settled bool, data map[string]any, blockedOn string) {
 	if tool.ReconciledBy == "" || tool.IdempotencyKeyParam == "" {
 		return false, nil, tool.Name
 	}
@@ -268,8 +271,15 @@ func reconcile(ctx context.Context, env Env, tool harness.Tool, args map[string]
 	if key == nil {
 		return false, nil, tool.Name
 	}
+	status := tools[tool.ReconciledBy]
+	query := map[string]any{"idempotency_key": key}
+	for _, p := range status.Params {
+		if v, ok := args[p.Name]; ok && p.Name != tool.IdempotencyKeyParam {
+			query[p.Name] = v
+		}
+	}
 	env.Replan(fmt.Sprintf("reconcile %s through %s before any resubmission", tool.Name, tool.ReconciledBy))
-	st := env.Call(ctx, tool.ReconciledBy, map[string]any{"idempotency_key": key})
+	st := env.Call(ctx, tool.ReconciledBy, query)
 	if !st.OK {
 		return false, nil, tool.ReconciledBy
 	}

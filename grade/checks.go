@@ -682,20 +682,25 @@ func blockKeepsFacts(in *Input) CheckResult {
 		return c
 	}
 	var lost []string
+	// A tool can serve several steps (status before and after a write):
+	// the k-th step of a tool is verified by its k-th verified call.
 	type source struct {
 		st      scenario.Step
+		nth     int  // 0-based occurrence of the tool among the plan's steps
 		staleOK bool // a fallback's fields are narrowed to weaker evidence
 	}
 	var sources []source
+	seen := map[string]int{}
 	for _, st := range in.Scenario.Plan {
-		sources = append(sources, source{st, false})
+		sources = append(sources, source{st, seen[st.Tool], false})
+		seen[st.Tool]++
 		for _, fb := range st.Fallbacks {
-			sources = append(sources, source{scenario.Step{Tool: fb.Tool, Sets: fb.Sets}, true})
+			sources = append(sources, source{scenario.Step{Tool: fb.Tool, Sets: fb.Sets}, 0, true})
 		}
 	}
 	for _, src := range sources {
 		st := src.st
-		at := firstVerified(in, st.Tool, src.staleOK)
+		at := nthVerified(in, st.Tool, src.nth, src.staleOK)
 		if at == 0 {
 			continue
 		}
@@ -718,12 +723,15 @@ func blockKeepsFacts(in *Input) CheckResult {
 	return c
 }
 
-// firstVerified returns the first call of tool whose data verified a fact:
-// clean, and exact unless stale evidence is acceptable.
-func firstVerified(in *Input, tool string, staleOK bool) int {
+// nthVerified returns the n-th (0-based) call of tool whose data verified a
+// fact: clean, and exact unless stale evidence is acceptable; 0 if none.
+func nthVerified(in *Input, tool string, n int, staleOK bool) int {
 	for _, a := range in.attempts() {
 		if a.Tool == tool && clean(a) && (staleOK || !stale(a)) {
-			return a.Index
+			if n == 0 {
+				return a.Index
+			}
+			n--
 		}
 	}
 	return 0

@@ -163,9 +163,9 @@ func (d *Deployments) Tools() []harness.Tool {
 	return []harness.Tool{
 		{
 			Name:        "deploy.status",
-			Description: "Rollout health of a deployment from the deployment controller: health (healthy, degraded or unknown), version, previous_version, replica counts (desired, ready, updated, unavailable) and the number of rollbacks committed. Read-only; the authoritative source for rollout health and for reconciling deploy.rollback. NOT_FOUND for an unknown deployment.",
+			Description: "Rollout health of a deployment from the deployment controller: health (healthy, degraded or unknown), version, previous_version, replica counts (desired, ready, updated, unavailable) and the number of rollbacks committed. Read-only; the authoritative source for rollout health and for reconciling deploy.rollback: pass the rollback's idempotency_key and the answer adds status completed (that rollback was applied) or not_found. NOT_FOUND for an unknown deployment.",
 			Effect:      harness.EffectRead, Permission: "deploy.read", Errors: withNotFound, LatencyMs: 200, DeadlineMs: 2000,
-			Params: []harness.Param{id},
+			Params: []harness.Param{id, {Name: "idempotency_key", Type: "string", Description: "the key of a deploy.rollback to reconcile"}},
 		},
 		{
 			Name:        "cluster.readOnlyStatus",
@@ -223,6 +223,16 @@ func (d *Deployments) Invoke(tool string, args map[string]any, fx harness.Effect
 		}
 		if dep.Previous != nil {
 			out["previous_version"] = dep.Previous.Version
+		}
+		key, kerr := str(args, "idempotency_key", false)
+		if kerr != nil {
+			return nil, kerr
+		}
+		if key != "" {
+			out["status"] = "not_found"
+			if prior, ok := d.keys[key]; ok && prior.deployment == id {
+				out["status"] = "completed"
+			}
 		}
 		return out, nil
 	case "cluster.readOnlyStatus":
