@@ -640,3 +640,29 @@ func TestCaseFaults(t *testing.T) {
 		t.Fatalf("CaseFaults = %+v", got)
 	}
 }
+
+// Query answers ad-hoc SQL (rebound sql) with columns, types and plain
+// values; NOT TESTED outcomes stay out of avg().
+func TestAdHocQuery(t *testing.T) {
+	st := openTestStore(t)
+	ctx := context.Background()
+	T, F := bp(true), bp(false)
+	trials := []Trial{
+		{SweepID: "q", TrialID: "1", Arm: "A", Scenario: "s", Variant: "v", Seed: 1, Weight: 1, Recovered: T},
+		{SweepID: "q", TrialID: "2", Arm: "A", Scenario: "s", Variant: "v", Seed: 2, Weight: 1, Recovered: F},
+		{SweepID: "q", TrialID: "3", Arm: "A", Scenario: "s", Variant: "v", Seed: 3, Weight: 1},
+	}
+	if err := st.WriteTrials(ctx, trials, nil); err != nil {
+		t.Fatal(err)
+	}
+	tab, err := st.Query(ctx, "SELECT arm, avg(recovered) AS rate, count(recovered) AS n FROM "+st.db+".trials FINAL WHERE sweep_id = 'q' GROUP BY arm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(tab.Columns, ",") != "arm,rate,n" || len(tab.Rows) != 1 || fmt.Sprint(tab.Rows[0]) != "[A 0.5 2]" {
+		t.Fatalf("table = %+v", tab)
+	}
+	if _, err := st.Query(ctx, "SELECT no_such_column FROM system.one"); err == nil {
+		t.Fatal("a bad query succeeded")
+	}
+}

@@ -295,6 +295,13 @@ type Cell struct {
 	Metrics   map[Metric]MetricCell
 }
 
+// Table is the result of an ad-hoc query.
+type Table struct {
+	Columns []string `json:"columns"`
+	Types   []string `json:"types"`
+	Rows    [][]any  `json:"rows"`
+}
+
 // CaseFaults is the set of fault classes scheduled for one case.
 type CaseFaults struct {
 	Scenario     string
@@ -335,6 +342,10 @@ type Store interface {
 	// seed) of a sweep, computed in SQL: the breakdown by fault class
 	// without reading whole trial rows.
 	CaseFaults(ctx context.Context, sweepID string) ([]CaseFaults, error)
+	// Query runs one ad-hoc SQL statement (rebound sql): the way to reach
+	// an embedded store, which no other client can open while rebound
+	// holds it.
+	Query(ctx context.Context, sql string) (Table, error)
 	// PutJudgement upserts the judge's scores of one trial (the latest write
 	// of a (sweep, trial) wins; JudgedAt is set to the time of the write). It
 	// refuses scores outside 1..5 and unknown recommendations.

@@ -27,6 +27,9 @@ type transport interface {
 	// insert writes rows into table (the rendered, qualified name): insertSQL
 	// is "INSERT INTO <table> (<cols>)"; each row has one value per column.
 	insert(ctx context.Context, insertSQL string, cols []string, rows [][]any) error
+	// query runs an ad-hoc statement and returns its columns and rows as
+	// plain Go values (for people and dashboards, not for the row structs).
+	query(ctx context.Context, sql string) (Table, error)
 	close() error
 	name() string
 }
@@ -288,6 +291,14 @@ func (s *store) CaseFaults(ctx context.Context, sweepID string) ([]CaseFaults, e
 		out[i] = CaseFaults(r)
 	}
 	return out, nil
+}
+
+func (s *store) Query(ctx context.Context, sql string) (Table, error) {
+	t, err := s.t.query(ctx, sql)
+	if err != nil {
+		return Table{}, fmt.Errorf("storage: query: %w", err)
+	}
+	return t, nil
 }
 
 func (s *store) Cells(ctx context.Context, sweepID string) ([]Cell, error) {

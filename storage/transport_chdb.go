@@ -72,6 +72,32 @@ func (t *chdbTransport) selectRows(ctx context.Context, dest any, q stmt) error 
 	return decodeJSONEachRow(out, dest)
 }
 
+func (t *chdbTransport) query(ctx context.Context, sql string) (Table, error) {
+	out, err := t.conn.Query(ctx, sql, "JSONCompact")
+	if err != nil {
+		return Table{}, err
+	}
+	var tab Table
+	if len(bytes.TrimSpace(out)) == 0 {
+		return tab, nil // a statement without a result
+	}
+	var res struct {
+		Meta []struct{ Name, Type string } `json:"meta"`
+		Data [][]any                       `json:"data"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.UseNumber()
+	if err := dec.Decode(&res); err != nil {
+		return Table{}, fmt.Errorf("decode result: %w", err)
+	}
+	for _, m := range res.Meta {
+		tab.Columns = append(tab.Columns, m.Name)
+		tab.Types = append(tab.Types, m.Type)
+	}
+	tab.Rows = res.Data
+	return tab, nil
+}
+
 // decodeJSONEachRow appends one element per line of data to *dest.
 func decodeJSONEachRow(data []byte, dest any) error {
 	sv := reflect.ValueOf(dest)

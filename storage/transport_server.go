@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"reflect"
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -17,6 +18,7 @@ import (
 type serverConn interface {
 	Exec(ctx context.Context, query string, args ...any) error
 	Select(ctx context.Context, dest any, query string, args ...any) error
+	Query(ctx context.Context, query string, args ...any) (driver.Rows, error)
 	PrepareBatch(ctx context.Context, query string, opts ...driver.PrepareBatchOption) (driver.Batch, error)
 	Ping(ctx context.Context) error
 	Close() error
@@ -110,6 +112,35 @@ func (t *serverTransport) exec(ctx context.Context, q stmt) error {
 
 func (t *serverTransport) selectRows(ctx context.Context, dest any, q stmt) error {
 	return t.conn.Select(withParams(ctx, q.Params), dest, q.SQL)
+}
+
+func (t *serverTransport) query(ctx context.Context, sql string) (Table, error) {
+	rows, err := t.conn.Query(ctx, sql)
+	if err != nil {
+		return Table{}, err
+	}
+	defer rows.Close()
+	var tab Table
+	tab.Columns = rows.Columns()
+	types := rows.ColumnTypes()
+	for _, ct := range types {
+		tab.Types = append(tab.Types, ct.DatabaseTypeName())
+	}
+	for rows.Next() {
+		ptrs := make([]any, len(types))
+		for i, ct := range types {
+			ptrs[i] = reflect.New(ct.ScanType()).Interface()
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return Table{}, err
+		}
+		row := make([]any, len(ptrs))
+		for i, p := range ptrs {
+			row[i] = reflect.ValueOf(p).Elem().Interface()
+		}
+		tab.Rows = append(tab.Rows, row)
+	}
+	return tab, rows.Err()
 }
 
 // asyncInsertBelow: writes smaller than this many rows (a trial, a shard)

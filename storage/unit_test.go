@@ -401,6 +401,15 @@ func (f *fakeConn) PrepareBatch(ctx context.Context, query string, opts ...drive
 	return &fakeBatch{conn: f, idx: len(f.log) - 1}, nil
 }
 
+// Query records the statement; the server transport's ad-hoc path is only
+// checked for sending the SQL as given (no server to scan rows from here).
+func (f *fakeConn) Query(ctx context.Context, query string, args ...any) (driver.Rows, error) {
+	f.log = append(f.log, sent{kind: "query", sql: query})
+	return nil, errNoServer
+}
+
+var errNoServer = errors.New("no server in unit tests")
+
 func (f *fakeConn) Ping(ctx context.Context) error { return nil }
 func (f *fakeConn) Close() error                   { return nil }
 

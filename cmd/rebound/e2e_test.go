@@ -75,6 +75,12 @@ func TestRunThenGate(t *testing.T) {
 	if code, text := gate("careful", "careful-again"); code != exitOK {
 		t.Fatalf("gate on identical arms: exit %d, want 0\n%s", code, text)
 	}
+	var q, qe strings.Builder
+	if code := dispatch(ctx, []string{"sql", "--data-dir", data, "--output", "json",
+		"SELECT arm, count() AS trials FROM rebound.trials FINAL WHERE sweep_id = '" + rep.SweepID + "' GROUP BY arm ORDER BY arm"}, &q, &qe); code != exitOK ||
+		!strings.Contains(q.String(), `"rows":[["careful",12],["careful-again",12],["naive",12]]`) {
+		t.Fatalf("sql: exit %d\n%s%s", code, q.String(), qe.String())
+	}
 	if code, text := gate("careful", "nobody"); code != exitUsage {
 		t.Fatalf("gate with an unknown arm: exit %d, want 2\n%s", code, text)
 	}
