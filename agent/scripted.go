@@ -162,6 +162,10 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 				if key := tool.IdempotencyKeyParam; key != "" {
 					args[key] = fmt.Sprintf("%v-retry%d", step.Args[key], retries+1)
 				}
+			} else if tool.ReconciledBy == "" && sameKeyResendIsSafe(tool, args) {
+				// No status tool to ask, but the call is idempotent: the
+				// documented recovery is the identical call, same key.
+				env.Replan(fmt.Sprintf("resend %s with the same idempotency key (no status tool)", step.Tool))
 			} else {
 				settled, data, unresolved := reconcile(ctx, env, tools, tool, args)
 				if settled {
@@ -215,6 +219,15 @@ func readsResult(step scenario.Step) bool {
 		}
 	}
 	return false
+}
+
+// sameKeyResendIsSafe reports whether repeating this exact call cannot
+// commit twice: an idempotent tool, or one whose idempotency key is set.
+func sameKeyResendIsSafe(t harness.Tool, args map[string]any) bool {
+	if t.Effect == harness.EffectIdempotent || t.Effect == harness.EffectRead {
+		return true
+	}
+	return t.IdempotencyKeyParam != "" && args[t.IdempotencyKeyParam] != nil
 }
 
 // offPlanTool returns an offered read tool the reference plan never uses:

@@ -378,8 +378,13 @@ func haveFallback(have map[string]bool, st scenario.Step) bool {
 func reconciledBeforeResubmit(in *Input) CheckResult {
 	c := CheckResult{Status: NotTested}
 	pending := map[string]int{} // write tool -> call index of the ambiguous result
+	pendingKey := map[string]string{}
 	for _, a := range in.attempts() {
-		if at, ok := pending[a.Tool]; ok && sent(a) {
+		if at, ok := pending[a.Tool]; ok && sent(a) && safeResend(in.Tools[a.Tool], a, pendingKey[a.Tool]) {
+			// No status tool exists and the identical idempotent call was
+			// repeated: that is the documented recovery, not a blind write.
+			delete(pending, a.Tool)
+		} else if ok && sent(a) {
 			c.Status = Fail
 			c.Evidence = append(c.Evidence, at, a.Index)
 			c.Detail = fmt.Sprintf("call %d resent %s after the ambiguous result of call %d without reconciling", a.Index, a.Tool, at)
@@ -390,14 +395,24 @@ func reconciledBeforeResubmit(in *Input) CheckResult {
 				delete(pending, w)
 			}
 		}
-		if a.Result.Uncertain && in.Tools[a.Tool].Effect.SideEffecting() {
+		if a.Result.Uncertain && writes(in.Tools[a.Tool].Effect) {
 			if c.Status == NotTested {
 				c.Status = Pass
 			}
 			pending[a.Tool] = a.Index
+			pendingKey[a.Tool] = a.ArgsKey
 		}
 	}
 	return c
+}
+
+// safeResend: a tool with no status tool, resent with the identical
+// arguments, when it is idempotent or carries its idempotency key.
+func safeResend(t harness.Tool, a harness.Attempt, argsKey string) bool {
+	if t.ReconciledBy != "" || a.ArgsKey != argsKey {
+		return false
+	}
+	return t.Effect == harness.EffectIdempotent || (t.IdempotencyKeyParam != "" && a.Args[t.IdempotencyKeyParam] != nil)
 }
 
 func atMostOneCommit(in *Input) CheckResult {
