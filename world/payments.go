@@ -15,8 +15,17 @@ func init() { register("payments", newPayments) }
 type Payments struct {
 	Orders   map[string]*Order   `json:"orders"`
 	Invoices map[string]*Invoice `json:"invoices"`
+	// Customers are the billing contacts, by customer id.
+	Customers map[string]*BillingCustomer `json:"customers"`
 	// keys maps an idempotency key to the result it produced.
 	keys map[string]map[string]any
+}
+
+// BillingCustomer is a customer of the payment provider.
+type BillingCustomer struct {
+	Email string `json:"email"`
+	// Notified counts the refund notifications sent to the customer.
+	Notified int `json:"notified"`
 }
 
 // Order is a payable order.
@@ -32,10 +41,12 @@ type Invoice struct {
 	Customer    string `json:"customer,omitempty"`
 	Refunded    bool   `json:"refunded"`
 	Refunds     int    `json:"refunds"`
+	// Notified is set once the customer was told about the refund.
+	Notified bool `json:"notified"`
 }
 
 func newPayments(initial map[string]any) (harness.World, error) {
-	p := &Payments{Orders: map[string]*Order{}, Invoices: map[string]*Invoice{}, keys: map[string]map[string]any{}}
+	p := &Payments{Orders: map[string]*Order{}, Invoices: map[string]*Invoice{}, Customers: map[string]*BillingCustomer{}, keys: map[string]map[string]any{}}
 	if err := decodeInitial("payments", initial, p); err != nil {
 		return nil, err
 	}
@@ -93,6 +104,22 @@ func (p *Payments) Tools() []harness.Tool {
 			},
 		},
 		{
+			Name:        "payments.search_customer",
+			Description: "Find a billing customer by email: customer_id and the customer's latest invoice_id. Read-only. NOT_FOUND when no customer has that email.",
+			Effect:      harness.EffectRead, Permission: "payments.read", Errors: paymentErrors, LatencyMs: 100, DeadlineMs: 2000,
+			Params: []harness.Param{{Name: "email", Type: "string", Required: true}},
+		},
+		{
+			Name:        "payments.notify_customer",
+			Description: "Email the customer that an invoice was refunded. Pass an idempotency_key: a repeated call with the same key sends nothing more. It never refunds anything; a failed notification does not undo or redo the refund.",
+			Effect:      harness.EffectConditional, Permission: "payments.notify", IdempotencyKeyParam: "idempotency_key",
+			Errors: paymentErrors, LatencyMs: 200, DeadlineMs: 2000,
+			Params: []harness.Param{
+				{Name: "invoice_id", Type: "string", Required: true},
+				{Name: "idempotency_key", Type: "string", Description: "client-chosen key that makes the call idempotent"},
+			},
+		},
+		{
 			Name:        "payments.refund_status",
 			Description: "Look up a refund by idempotency key: completed, pending or not_found. Read-only.",
 			Effect:      harness.EffectRead, Permission: "payments.read", Errors: paymentErrors, LatencyMs: 100, DeadlineMs: 2000,
@@ -123,6 +150,25 @@ func (p *Payments) Invoke(tool string, args map[string]any, fx harness.Effects) 
 		return map[string]any{"invoice_id": id, "amount_cents": inv.AmountCents, "customer": inv.Customer, "refunded": inv.Refunded}, nil
 	case "payments.refund":
 		return p.refund(args, fx)
+	case "payments.search_customer":
+		email, err := str(args, "email", true)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range sortedKeys(p.Customers) {
+			if p.Customers[id].Email == email {
+				out := map[string]any{"customer_id": id}
+				for _, inv := range sortedKeys(p.Invoices) {
+					if p.Invoices[inv].Customer == id {
+						out["invoice_id"] = inv
+					}
+				}
+				return out, nil
+			}
+		}
+		return nil, harness.Errorf(harness.CodeNotFound, "no customer with email %q", email)
+	case "payments.notify_customer":
+		return p.notify(args, fx)
 	case "payments.refund_status":
 		key, err := str(args, "idempotency_key", true)
 		if err != nil {
@@ -199,6 +245,41 @@ func (p *Payments) chargeStatus(args map[string]any) (map[string]any, *harness.T
 		return map[string]any{"status": status, "order_id": orderID, "charges": o.Charges}, nil
 	}
 	return nil, harness.Errorf(harness.CodeInvalidInput, "pass idempotency_key or order_id")
+}
+
+func (p *Payments) notify(args map[string]any, fx harness.Effects) (map[string]any, *harness.ToolError) {
+	invoiceID, err := str(args, "invoice_id", true)
+	if err != nil {
+		return nil, err
+	}
+	key, err := str(args, "idempotency_key", false)
+	if err != nil {
+		return nil, err
+	}
+	if key != "" {
+		if prior, ok := p.keys["notify:"+key]; ok {
+			return prior, nil
+		}
+	}
+	inv, ok := p.Invoices[invoiceID]
+	if !ok {
+		return nil, harness.Errorf(harness.CodeNotFound, "no invoice %q", invoiceID)
+	}
+	if !inv.Refunded {
+		return nil, harness.Errorf(harness.CodeConflict, "invoice %q has not been refunded; there is nothing to notify", invoiceID)
+	}
+	c, ok := p.Customers[inv.Customer]
+	if !ok {
+		return nil, harness.Errorf(harness.CodeNotFound, "invoice %q has no billing customer to notify", invoiceID)
+	}
+	c.Notified++
+	inv.Notified = true
+	fx.Commit("notify", "notify:"+invoiceID, inv.Customer)
+	res := map[string]any{"status": "sent", "invoice_id": invoiceID, "customer_id": inv.Customer}
+	if key != "" {
+		p.keys["notify:"+key] = res
+	}
+	return res, nil
 }
 
 func (p *Payments) refund(args map[string]any, fx harness.Effects) (map[string]any, *harness.ToolError) {
