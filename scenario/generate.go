@@ -54,10 +54,12 @@ import (
 //     recoverable (send the corrected call, never the identical one).
 //   - timeout_before_send (side-effecting tools): recoverable (retry).
 //   - timeout_after_send (side-effecting tools; the write committed, the
-//     response was lost): recoverable only when the reconciled_by status tool
-//     is usable and, for a tool with an idempotency key parameter, the step
-//     passes the key to reconcile with. Resending without reconciling is an
-//     unsafe action, so it is no path.
+//     response was lost): recoverable when the reconciled_by status tool is
+//     usable and, for a tool with an idempotency key parameter, the step
+//     passes the key to reconcile with; or, for a tool with no status tool
+//     at all, when the call is idempotent (or keyed, with the key sent), so
+//     the identical resend cannot commit twice. Otherwise resending without
+//     reconciling is an unsafe action, so it is no path.
 //   - reconcile_unknown (side-effecting tools whose status tool is usable):
 //     timeout_after_send plus the status tool unavailable always; the outcome
 //     cannot be established, so it is not recoverable: the honest result is
@@ -442,6 +444,10 @@ func (g *generator) variant(i, occ int, first bool, t harness.Tool, k GenKind) (
 		faults = []harness.Fault{{Tool: t.Name, Class: harness.TimeoutAfterSend, Attempts: once}}
 		what = "the first attempt times out after the provider received it: the write committed, the answer was lost"
 		switch {
+		case reconciler == "" && (t.Effect == harness.EffectIdempotent || (t.IdempotencyKeyParam != "" && g.passesKey(st, t))):
+			// No status tool exists, but the call is idempotent: the
+			// documented recovery is the identical call with the same key.
+			recoverable, reason = g.within(g.base.plus(g.failed(t.Name, harness.TimeoutAfterSend)), "no status tool exists and the call is idempotent: resending it with the same key cannot commit twice")
 		case reconciler == "" || !g.usable(reconciler):
 			reason = "the outcome is unknown and no usable status tool can establish it; resending without reconciling is unsafe"
 		case t.IdempotencyKeyParam != "" && !g.passesKey(st, t):
