@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"regexp"
+	"rebound/fileerr"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,35 +44,11 @@ type Thresholds struct {
 }
 
 // FieldError is one problem in a thresholds file, at a line and column,
-// naming the field.
-type FieldError struct {
-	File      string
-	Line, Col int
-	Field     string
-	Msg       string
-}
-
-func (e FieldError) Error() string {
-	loc := e.File
-	if e.Line > 0 {
-		loc += ":" + strconv.Itoa(e.Line) + ":" + strconv.Itoa(e.Col)
-	}
-	if e.Field != "" {
-		return fmt.Sprintf("%s: %s: %s", loc, e.Field, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s", loc, e.Msg)
-}
-
-// Errors is every problem found in a file.
-type Errors []FieldError
-
-func (es Errors) Error() string {
-	lines := make([]string, len(es))
-	for i, e := range es {
-		lines[i] = e.Error()
-	}
-	return strings.Join(lines, "\n")
-}
+// naming the field; Errors is every problem found.
+type (
+	FieldError = fileerr.FieldError
+	Errors     = fileerr.Errors
+)
 
 // Load reads and validates a thresholds file.
 func Load(path string) (Thresholds, error) {
@@ -83,8 +59,6 @@ func Load(path string) (Thresholds, error) {
 	return Parse(path, data)
 }
 
-var yamlLineRe = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
-
 // Parse decodes and validates thresholds YAML; file names the source in
 // errors. Every problem is reported (an Errors value), each with its line,
 // column and field.
@@ -92,12 +66,7 @@ func Parse(file string, data []byte) (Thresholds, error) {
 	th := Thresholds{File: file, Confidence: DefaultConfidence}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		msg := err.Error()
-		if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
-			line, _ := strconv.Atoi(m[1])
-			return th, Errors{{File: file, Line: line, Col: 1, Msg: "invalid YAML: " + m[2]}}
-		}
-		return th, Errors{{File: file, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}}
+		return th, Errors{fileerr.YAMLSyntax(file, err)}
 	}
 	p := parser{file: file}
 	if len(root.Content) == 0 {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"rebound/fileerr"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,37 +18,12 @@ import (
 	"rebound/harness"
 )
 
-// FieldError is one problem in a file, located at a line and column, naming
-// the field.
-type FieldError struct {
-	File  string
-	Line  int
-	Col   int
-	Field string
-	Msg   string
-}
-
-func (e FieldError) Error() string {
-	loc := e.File
-	if e.Line > 0 {
-		loc += ":" + strconv.Itoa(e.Line) + ":" + strconv.Itoa(e.Col)
-	}
-	if e.Field != "" {
-		return fmt.Sprintf("%s: %s: %s", loc, e.Field, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s", loc, e.Msg)
-}
-
-// Errors is every problem found in one or more files.
-type Errors []FieldError
-
-func (es Errors) Error() string {
-	lines := make([]string, len(es))
-	for i, e := range es {
-		lines[i] = e.Error()
-	}
-	return strings.Join(lines, "\n")
-}
+// FieldError is one problem in a file, located at file:line:column and
+// naming the field; Errors is every problem found.
+type (
+	FieldError = fileerr.FieldError
+	Errors     = fileerr.Errors
+)
 
 // pathError is a validation problem at a field path like
 // "variants[1].faults[0].class", before it is located in the file.
@@ -143,7 +119,7 @@ func ParseScenarioWith(file string, data []byte, opts LoadOptions) (*Scenario, e
 func decodeStrict(file string, data []byte, v any) (*yaml.Node, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, Errors{yamlSyntaxError(file, err)}
+		return nil, Errors{fileerr.YAMLSyntax(file, err)}
 	}
 	if len(root.Content) == 0 {
 		return nil, Errors{{File: file, Line: 1, Col: 1, Msg: "empty document"}}
@@ -159,32 +135,22 @@ func decodeStrict(file string, data []byte, v any) (*yaml.Node, error) {
 			}
 			return nil, out
 		}
-		return nil, Errors{yamlSyntaxError(file, err)}
+		return nil, Errors{fileerr.YAMLSyntax(file, err)}
 	}
 	return &root, nil
 }
 
 var (
-	lineRe    = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 	columnRe  = regexp.MustCompile(`^column (\d+): (.*)$`)
 	unknownRe = regexp.MustCompile(`^field (\S+) not found in type (\S+)$`)
 	cannotRe  = regexp.MustCompile("^cannot unmarshal !!(\\w+) `(.*)` into (\\S+)$")
 )
 
-func yamlSyntaxError(file string, err error) FieldError {
-	msg := err.Error()
-	if m := lineRe.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return FieldError{File: file, Line: line, Col: 1, Msg: "invalid YAML: " + m[2]}
-	}
-	return FieldError{File: file, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
-}
-
 // typeError turns one of yaml.v3's decode messages into a located,
 // readable error.
 func typeError(file string, root *yaml.Node, msg string) FieldError {
 	fe := FieldError{File: file, Msg: msg}
-	m := lineRe.FindStringSubmatch(msg)
+	m := fileerr.LineRe.FindStringSubmatch(msg)
 	if m == nil {
 		return fe
 	}
