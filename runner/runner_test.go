@@ -21,6 +21,7 @@ import (
 	"rebound/agent"
 	"rebound/agent/llm"
 	"rebound/agent/llm/llmtest"
+	"rebound/devstack"
 	"rebound/devstack/devstacktest"
 	"rebound/judge"
 	"rebound/replay"
@@ -32,6 +33,28 @@ import (
 
 func TestMain(m *testing.M) { devstacktest.Main(m) }
 
+// openStack opens a migrated embedded store and a quiet Temporal client on
+// the shared dev server; both close when the test ends.
+func openStack(t *testing.T, ctx context.Context, srv *devstack.Temporal, lib, database string) (storage.Store, client.Client) {
+	t.Helper()
+	store, err := storage.Open(ctx, storage.Config{DataDir: t.TempDir(), LibPath: lib, Database: database})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	if err := store.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	opts := srv.ClientOptions()
+	opts.Logger = log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c, err := client.Dial(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return store, c
+}
+
 // A real sweep on a real Temporal dev server, rows read back from the real
 // ClickHouse engine (chDB). The first attempt of shard 0 fails after its rows
 // were written; Temporal retries it, the rows are written again, and every
@@ -42,21 +65,7 @@ func TestQuickstartSweepEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	store, err := storage.Open(ctx, storage.Config{DataDir: t.TempDir(), LibPath: lib, Database: "runner_e2e"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	opts := srv.ClientOptions()
-	opts.Logger = log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	c, err := client.Dial(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	store, c := openStack(t, ctx, srv, lib, "runner_e2e")
 
 	var failed atomic.Int32
 	acts := &activities.Activities{Store: store, FailAfterWrite: func(ctx context.Context, in workflows.ShardInput) error {
@@ -175,7 +184,7 @@ func TestLLMSweepEndToEnd(t *testing.T) {
 	}
 	model.Push(llmtest.Error(429, "Retry-After", "1")) // seed 1: a provider 429 first
 	model.Push(recovered...)
-	model.Push(recovered...) // seed 2
+	model.Push(recovered...)                             // seed 2
 	model.Always(llmtest.Error(429, "Retry-After", "1")) // seed 3: the provider never lets up
 
 	// The judge answers garbage once (retried), then a valid score; the
@@ -214,21 +223,7 @@ judge: {base_url: %q, model: judge-model}
 		t.Fatal(err)
 	}
 
-	store, err := storage.Open(ctx, storage.Config{DataDir: t.TempDir(), LibPath: lib, Database: "runner_llm"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	opts := srv.ClientOptions()
-	opts.Logger = log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	c, err := client.Dial(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	store, c := openStack(t, ctx, srv, lib, "runner_llm")
 	noSleep := llm.WithSleep(func(ctx context.Context, d time.Duration) error { return ctx.Err() })
 	acts := &activities.Activities{Store: store, Agents: func(arm scenario.Arm) (agent.Agent, error) { return activities.ResolveArm(arm, noSleep) },
 		JudgeOptions: []judge.Option{judge.WithSleep(func(ctx context.Context, d time.Duration) error { return ctx.Err() })}}
