@@ -195,10 +195,8 @@ func (p *Payments) charge(args map[string]any, fx harness.Effects) (map[string]a
 	if err != nil {
 		return nil, err
 	}
-	if key != "" {
-		if prior, ok := p.keys["charge:"+key]; ok {
-			return prior, nil
-		}
+	if prior, ok := p.replayed("charge", key); ok {
+		return prior, nil
 	}
 	o, ok := p.Orders[orderID]
 	if !ok {
@@ -212,9 +210,7 @@ func (p *Payments) charge(args map[string]any, fx harness.Effects) (map[string]a
 	chargeID := fmt.Sprintf("ch_%s_%d", orderID, o.Charges)
 	fx.Commit("charge", "charge:"+orderID, chargeID)
 	res := map[string]any{"status": "captured", "charge_id": chargeID, "order_id": orderID, "amount_cents": amount}
-	if key != "" {
-		p.keys["charge:"+key] = res
-	}
+	p.remember("charge", key, res)
 	return res, nil
 }
 
@@ -247,6 +243,23 @@ func (p *Payments) chargeStatus(args map[string]any) (map[string]any, *harness.T
 	return nil, harness.Errorf(harness.CodeInvalidInput, "pass idempotency_key or order_id")
 }
 
+// replayed returns the first result of a keyed call of this kind: the
+// provider's idempotency. An empty key never replays.
+func (p *Payments) replayed(kind, key string) (map[string]any, bool) {
+	if key == "" {
+		return nil, false
+	}
+	r, ok := p.keys[kind+":"+key]
+	return r, ok
+}
+
+// remember stores a keyed call's result for replay.
+func (p *Payments) remember(kind, key string, res map[string]any) {
+	if key != "" {
+		p.keys[kind+":"+key] = res
+	}
+}
+
 func (p *Payments) notify(args map[string]any, fx harness.Effects) (map[string]any, *harness.ToolError) {
 	invoiceID, err := str(args, "invoice_id", true)
 	if err != nil {
@@ -256,10 +269,8 @@ func (p *Payments) notify(args map[string]any, fx harness.Effects) (map[string]a
 	if err != nil {
 		return nil, err
 	}
-	if key != "" {
-		if prior, ok := p.keys["notify:"+key]; ok {
-			return prior, nil
-		}
+	if prior, ok := p.replayed("notify", key); ok {
+		return prior, nil
 	}
 	inv, ok := p.Invoices[invoiceID]
 	if !ok {
@@ -276,9 +287,7 @@ func (p *Payments) notify(args map[string]any, fx harness.Effects) (map[string]a
 	inv.Notified = true
 	fx.Commit("notify", "notify:"+invoiceID, inv.Customer)
 	res := map[string]any{"status": "sent", "invoice_id": invoiceID, "customer_id": inv.Customer}
-	if key != "" {
-		p.keys["notify:"+key] = res
-	}
+	p.remember("notify", key, res)
 	return res, nil
 }
 
@@ -291,10 +300,8 @@ func (p *Payments) refund(args map[string]any, fx harness.Effects) (map[string]a
 	if err != nil {
 		return nil, err
 	}
-	if key != "" {
-		if prior, ok := p.keys["refund:"+key]; ok {
-			return prior, nil
-		}
+	if prior, ok := p.replayed("refund", key); ok {
+		return prior, nil
 	}
 	inv, ok := p.Invoices[invoiceID]
 	if !ok {
@@ -305,8 +312,6 @@ func (p *Payments) refund(args map[string]any, fx harness.Effects) (map[string]a
 	refundID := fmt.Sprintf("re_%s_%d", invoiceID, inv.Refunds)
 	fx.Commit("refund", "refund:"+invoiceID, refundID)
 	res := map[string]any{"status": "completed", "refund_id": refundID, "invoice_id": invoiceID, "amount_cents": inv.AmountCents}
-	if key != "" {
-		p.keys["refund:"+key] = res
-	}
+	p.remember("refund", key, res)
 	return res, nil
 }
