@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"rebound/harness"
 	"rebound/judge"
 	"rebound/scenario"
 	"rebound/trial"
@@ -48,7 +46,7 @@ func (a *Activities) JudgeShard(ctx context.Context, in workflows.ShardInput) (w
 		if t.Attrition {
 			continue
 		}
-		catalog, err := catalogOf(key.Scenario)
+		catalog, err := world.Tools(key.Scenario.World)
 		if err != nil {
 			return out, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
 		}
@@ -76,16 +74,4 @@ func (a *Activities) newJudge(spec *scenario.JudgeSpec) (*judge.Judge, error) {
 	cfg := judge.Config{BaseURL: spec.BaseURL, APIKeyEnv: spec.APIKeyEnv, Model: spec.Model, Prompt: spec.PromptText}
 	opts := append([]judge.Option{judge.WithCache(judge.StoreCache{Store: a.Store})}, a.JudgeOptions...)
 	return judge.New(cfg, opts...)
-}
-
-// catalogOf returns the tool metadata of a scenario's world.
-func catalogOf(sc *scenario.Scenario) ([]harness.Tool, error) {
-	w, err := world.New(sc.World, sc.Initial)
-	if err != nil {
-		return nil, err
-	}
-	if c, ok := w.(io.Closer); ok {
-		defer c.Close()
-	}
-	return w.Tools(), nil
 }
