@@ -69,7 +69,11 @@ type Result struct {
 	Outcome        agent.Outcome    `json:"outcome"`
 	Verdict        grade.Verdict    `json:"verdict"`
 	EndMs          int64            `json:"sim_elapsed_ms"`
-	Wall           time.Duration    `json:"wall"`
+	// World is the world's final state; ToolCostUSD what the tools cost
+	// (the model's spend is Outcome.Cost, apart).
+	World       map[string]any `json:"world"`
+	ToolCostUSD float64        `json:"tool_cost_usd"`
+	Wall        time.Duration  `json:"wall"`
 	// PromptHash identifies the prompt revision of an LLM arm; Recording
 	// holds its model responses (JSON) for offline replay.
 	PromptHash string `json:"prompt_hash,omitempty"`
@@ -128,9 +132,10 @@ func RunWith(ctx context.Context, spec Spec, ag agent.Agent, checks []grade.Chec
 	if err != nil {
 		return nil, err
 	}
+	final := w.State()
 	verdict := grade.GradeWith(checks, grade.Evidence{
 		Scenario: sc, Variant: spec.Variant, Tools: tools, Ledger: d.Ledger(),
-		World: w.State(), Claim: out.Claim, EndMs: d.Clock().Now(), CostUSD: d.Cost(), Path: path,
+		World: final, Claim: out.Claim, EndMs: d.Clock().Now(), CostUSD: d.Cost(), Path: path,
 	})
 	res := &Result{
 		TrialID: spec.ID(), SweepID: spec.SweepID, Scenario: sc.Name, ScenarioHash: sc.Hash,
@@ -138,6 +143,7 @@ func RunWith(ctx context.Context, spec Spec, ag agent.Agent, checks []grade.Chec
 		Arm: spec.Arm.Name, Agent: ag.Name(), GraderVersion: grade.Version,
 		Seed: spec.Seed, CatalogVersion: catalog, Weight: sc.EffectiveWeight(), Schedule: schedule,
 		Ledger: *d.Ledger(), Outcome: out, Verdict: verdict, EndMs: d.Clock().Now(), Wall: time.Since(start),
+		World: final, ToolCostUSD: d.Cost(),
 	}
 	if rec, ok := ag.(Recorder); ok {
 		res.PromptHash = rec.PromptHash()
