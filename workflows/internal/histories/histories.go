@@ -80,7 +80,7 @@ func (c Case) Check(runs []*historypb.History) error {
 var Cases = []Case{
 	{
 		Name:        "quickstart-completed",
-		Description: "examples/plans/quickstart.yaml run to completion",
+		Description: "examples/plans/quickstart.yaml run to completion, no shard retried",
 		check: func(runs []*historypb.History) error {
 			s, err := single(runs, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED)
 			if err != nil {
@@ -92,6 +92,7 @@ var Cases = []Case{
 				s.want(workflows.JudgeShardActivity, s.scheduled, 0),
 				s.atLeast(workflows.RunShardActivity, s.completed, 2),
 				s.same(workflows.RunShardActivity),
+				s.firstAttempts(workflows.RunShardActivity),
 			)
 		},
 	},
@@ -540,6 +541,14 @@ func (s summary) atLeast(activity string, counts map[string]int, n int) error {
 func (s summary) same(activity string) error {
 	if s.scheduled[activity] != s.completed[activity] {
 		return fmt.Errorf("%s: %d scheduled, %d completed", activity, s.scheduled[activity], s.completed[activity])
+	}
+	return nil
+}
+
+// firstAttempts holds when no activity of that type was retried.
+func (s summary) firstAttempts(activity string) error {
+	if s.maxAttempt[activity] > 1 {
+		return fmt.Errorf("%s: retried (attempt %d)", activity, s.maxAttempt[activity])
 	}
 	return nil
 }
