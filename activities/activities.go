@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -19,6 +20,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"rebound/agent"
+	"rebound/agent/command"
 	"rebound/agent/llm"
 	"rebound/judge"
 	"rebound/redact"
@@ -123,17 +125,23 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 			attribute.String("rebound.scenario", key.Scenario.Name), attribute.String("rebound.variant", key.Variant.Name),
 			attribute.String("rebound.arm", key.Arm.Name), attribute.Int64("rebound.seed", int64(key.Seed))))
 		spec := trial.Spec{SweepID: in.SweepID, Scenario: key.Scenario, Variant: key.Variant, Arm: key.Arm, Seed: key.Seed}
-		res, err := trial.Run(tctx, spec, ag)
+		stopBeat := heartbeat(ctx, i)
+		res, err := trial.Run(command.WithAttempt(tctx, int(attempt)), spec, ag)
+		stopBeat()
 		if err != nil {
 			span.RecordError(err)
 			span.End()
 			switch {
-			case errors.Is(err, llm.ErrAttrition):
-				// The provider, not the agent, failed: count it per arm,
-				// never grade it.
-				trials = append(trials, AttritionRow(spec, ag.Name(), err, red))
+			case errors.Is(err, llm.ErrAttrition), errors.Is(err, agent.ErrAttrition):
+				// The provider (or an external agent's infrastructure),
+				// not the agent, failed: count it per arm, never grade it.
+				row := AttritionRow(spec, ag.Name(), err, red)
+				if p, _ := command.IsAttrition(err); p != nil {
+					row.Process = processJSON(p, red)
+				}
+				trials = append(trials, row)
 				continue
-			case errors.Is(err, llm.ErrConfig):
+			case errors.Is(err, llm.ErrConfig), errors.Is(err, agent.ErrConfig):
 				return workflows.ShardResult{}, temporal.NewNonRetryableApplicationError(red.String(err.Error()), workflows.ErrAgentConfig, nil)
 			}
 			return workflows.ShardResult{}, err
@@ -163,6 +171,34 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 		}
 	}
 	return out, nil
+}
+
+// heartbeatEvery is how often a running trial heartbeats: an external
+// agent's process may run for minutes, far beyond the shard's 2-minute
+// heartbeat timeout.
+const heartbeatEvery = 10 * time.Second
+
+// heartbeat records a heartbeat for trial i now and then until stopped.
+func heartbeat(ctx context.Context, i int) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(heartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx, i)
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 func (a *Activities) resolve(arm scenario.Arm) (agent.Agent, error) {

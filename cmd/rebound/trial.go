@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"rebound/agent"
 	"rebound/artifact"
 	"rebound/grade"
 	"rebound/scenario"
@@ -75,6 +76,13 @@ func storedArtifact(ctx context.Context, store storage.Store, t storage.Trial, c
 	}
 	if t.PromptHash != "" {
 		a.Reproduce["prompt_hash"] = t.PromptHash
+	}
+	if t.Process != "" {
+		var p agent.Process
+		if err := json.Unmarshal([]byte(t.Process), &p); err != nil {
+			return a, fmt.Errorf("trial %s: stored process record is unreadable: %w", t.TrialID, err)
+		}
+		a.Process = &p
 	}
 	if sw, err := store.Sweep(ctx, t.SweepID); err == nil {
 		var plan scenario.Resolved
