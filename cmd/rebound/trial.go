@@ -20,7 +20,9 @@ const trialAbout = `Shows the compact failure artifact of one stored trial: the 
 tools, the fault schedule, every call with its redacted arguments and
 normalized result, the claim, the failed checks with the calls that prove
 them, and the causal pivot (which call failed, which call recovered, which
-safety constraints held). --output json gives the same for machines.
+safety constraints held). For a command arm it also prints the process's
+exit (or timeout) and its redacted stdout and stderr. --output json gives
+the same for machines.
 
 Example:
   rebound trial show 3f9a0c1d2e4b5a6978c1d2e3`
