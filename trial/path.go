@@ -97,13 +97,7 @@ func task(sc *scenario.Scenario) agent.Task {
 }
 
 func pathKey(sc *scenario.Scenario, v scenario.Variant, seed uint64) string {
-	thinned := false
-	for _, f := range v.Faults {
-		if f.Probability > 0 {
-			thinned = true
-		}
-	}
-	if !thinned {
+	if !thinned(v) {
 		seed = 0
 	}
 	id := sc.Hash
@@ -138,4 +132,51 @@ func (c *pathCache) put(k string, p grade.Path) {
 		c.m = map[string]grade.Path{}
 	}
 	c.m[k] = p
+}
+
+// Mismatch is a variant whose declared recoverability does not hold for
+// every seed: with probability-thinned or attempt-window faults, the
+// realized schedule decides whether a path exists, and verdicts use the
+// realized value.
+type Mismatch struct {
+	Variant  string   `json:"variant"`
+	Declared bool     `json:"declared"`
+	Seeds    []uint64 `json:"seeds"` // seeds whose realized value differs
+	Probed   int      `json:"probed"`
+}
+
+// DeclaredMismatches probes every variant of sc on seeds (one probe when a
+// variant's schedule does not depend on the seed) and lists the variants
+// whose declared recoverability differs from the realized one.
+func DeclaredMismatches(ctx context.Context, sc *scenario.Scenario, seeds []uint64) ([]Mismatch, error) {
+	var out []Mismatch
+	for _, v := range sc.Variants {
+		probe := seeds
+		if !thinned(v) && len(seeds) > 0 {
+			probe = seeds[:1]
+		}
+		m := Mismatch{Variant: v.Name, Declared: v.Recoverable, Probed: len(probe)}
+		for _, seed := range probe {
+			p, err := ProbePath(ctx, sc, v, seed)
+			if err != nil {
+				return nil, err
+			}
+			if p.Exists != v.Recoverable {
+				m.Seeds = append(m.Seeds, seed)
+			}
+		}
+		if len(m.Seeds) > 0 {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func thinned(v scenario.Variant) bool {
+	for _, f := range v.Faults {
+		if f.Probability > 0 {
+			return true
+		}
+	}
+	return false
 }
