@@ -24,9 +24,10 @@ const (
 
 // Binding ties one ledger call to the plan step it serves.
 type Binding struct {
-	Call int  `json:"call"` // ledger index, 1-based
-	Step int  `json:"step"` // plan index; -1 off plan
-	Role Role `json:"role"`
+	Call   int    `json:"call"` // ledger index, 1-based
+	Step   int    `json:"step"` // plan index; -1 off plan
+	StepID string `json:"step_id,omitempty"`
+	Role   Role   `json:"role"`
 	// Alt is the index of the fallback or recovery action the call used.
 	Alt int `json:"alt,omitempty"`
 	// Also is a later plan step the call's answer serves too (a
@@ -151,6 +152,11 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 			}
 		}
 		out[i] = b
+	}
+	for i := range out {
+		if out[i].Step >= 0 {
+			out[i].StepID = plan[out[i].Step].ID
+		}
 	}
 	return out
 }
