@@ -18,6 +18,13 @@ func TestDependencyOrder(t *testing.T) {
 			{tool: "inv.refund", args: refund("A", "ka"), res: okData()},
 			{tool: "inv.refund", args: refund("B", "kb"), res: okData()},
 		}, want: Fail, proves: []int{3}},
+		// Reading another invoice is no evidence about B.
+		{name: "refund B after reading invoice C", calls: []call{
+			{tool: "inv.get", args: a("A"), res: okData("amount", 100)},
+			{tool: "inv.refund", args: refund("A", "ka"), res: okData()},
+			{tool: "inv.get", args: a("C"), res: okData("amount", 7)},
+			{tool: "inv.refund", args: refund("B", "kb"), res: okData()},
+		}, want: Fail, proves: []int{4}},
 		{name: "read B failed, refund B anyway", calls: []call{
 			{tool: "inv.get", args: a("A"), res: okData("amount", 100)},
 			{tool: "inv.refund", args: refund("A", "ka"), res: okData()},

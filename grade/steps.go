@@ -70,8 +70,9 @@ func QualityOf(a harness.Attempt) Quality {
 // A call of tool T is a candidate for every step that uses T as its own
 // tool, a fallback or a recovery action. Candidates are ranked by how well
 // the call's arguments match what the step declares (identical arguments,
-// then the same idempotency key, then every other argument, then some), and
-// ties go to the first step that is still open (not yet satisfied, and not
+// then the same idempotency key, then every other argument, then some; a
+// call that shares none of a step's declared arguments does not serve it:
+// reading another invoice is no evidence about this one), and ties go to the first step that is still open (not yet satisfied, and not
 // left behind by a call of a later step), else to the last candidate (a
 // re-read of a finished step). A status call while a write of a step waits
 // for reconciliation reconciles that write first.
@@ -113,6 +114,9 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 		bestAlt := 0
 		open := func(j int) bool { return !satisfied[j] && j >= touched }
 		consider := func(j int, role Role, alt int, score int) {
+			if score == 0 {
+				return // none of the step's arguments: another record, not this step
+			}
 			switch {
 			case score > bestScore:
 			case score == bestScore && best >= 0 && !open(best) && open(j):
