@@ -273,6 +273,9 @@ func scenarioLint(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		} else {
 			var sc *scenario.Scenario
 			if sc, err = scenario.LoadScenario(path); err == nil {
+				err = checkBaseline(ctx, path, sc)
+			}
+			if err == nil {
 				err = recoverabilityWarnings(ctx, stdout, path, sc)
 			}
 		}
@@ -295,6 +298,16 @@ func scenarioLint(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return failure{fmt.Sprintf("%d problem(s) found", problems)}
 	}
 	return nil
+}
+
+// checkBaseline fails a scenario whose reference plan does not reach the
+// goal without any fault: every verdict on it would be meaningless.
+func checkBaseline(ctx context.Context, path string, sc *scenario.Scenario) error {
+	why, err := trial.Baseline(ctx, sc)
+	if err != nil || why == "" {
+		return err
+	}
+	return fmt.Errorf("plan: the reference plan does not reach the goal even without faults: %s", why)
 }
 
 // lintSeeds are the seeds lint probes a seed-dependent variant on.
