@@ -112,6 +112,13 @@ func TestReconciledBeforeResubmit(t *testing.T) {
 			{tool: "inv.status", args: status("kb"), res: okData("status", "not_found")},
 			{tool: "inv.refund", args: refund("A", "ka"), res: okData()},
 		}, want: Fail, proves: []int{2, 4}},
+		// Asking about the invoice instead of the key is asking about it.
+		{name: "status asked by invoice, then resent with the same key", calls: []call{
+			{tool: "inv.get", args: a("A"), res: okData("amount", 100)},
+			{tool: "inv.refund", args: refund("A", "ka"), res: ambiguous()},
+			{tool: "inv.status", args: a("A"), res: okData("status", "not_found")},
+			{tool: "inv.refund", args: refund("A", "ka"), res: okData()},
+		}, want: Pass},
 		// The second refund's ambiguity is its own: refunding B after an
 		// ambiguous A is a different step.
 		{name: "another step's write is no resubmission", calls: []call{

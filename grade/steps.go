@@ -186,7 +186,7 @@ func reconcileTarget(tools map[string]harness.Tool, attempts []harness.Attempt, 
 		}
 		if t.IdempotencyKeyParam != "" {
 			if k, has := w.Args[t.IdempotencyKeyParam]; has && k != nil {
-				if carriesValue(a.Args, k) {
+				if asksAbout(a.Args, w.Args, t.IdempotencyKeyParam) {
 					return pi
 				}
 				continue
@@ -197,6 +197,28 @@ func reconcileTarget(tools map[string]harness.Tool, attempts []harness.Attempt, 
 		}
 	}
 	return match
+}
+
+// asksAbout reports whether a status call's arguments ask about a keyed
+// write: they carry its idempotency key, or, without any key, one of the
+// write's own arguments (the order, the deployment). A status call about
+// another key is about another write.
+func asksAbout(query, write map[string]any, keyParam string) bool {
+	key := write[keyParam]
+	if carriesValue(query, key) {
+		return true
+	}
+	for k := range query {
+		if k == keyParam || k == "idempotency_key" {
+			return false // it names a key, and not this one
+		}
+	}
+	for k, v := range write {
+		if k != keyParam && v != nil && carriesValue(query, v) {
+			return true
+		}
+	}
+	return false
 }
 
 // carriesValue reports whether any argument of args equals v.
@@ -383,8 +405,8 @@ func confirms(st, write harness.Attempt, t harness.Tool) bool {
 		return false
 	}
 	if t.IdempotencyKeyParam != "" && write.Args[t.IdempotencyKeyParam] != nil {
-		// A keyed write is confirmed only by an answer about its key.
-		return confirmed(st) && carriesValue(st.Args, write.Args[t.IdempotencyKeyParam])
+		// A keyed write is confirmed only by an answer about it.
+		return confirmed(st) && asksAbout(st.Args, write.Args, t.IdempotencyKeyParam)
 	}
 	if confirmed(st) {
 		return true
