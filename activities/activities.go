@@ -183,18 +183,24 @@ func heartbeat(ctx context.Context, i int) (stop func()) {
 	if !activity.IsActivity(ctx) {
 		return func() {}
 	}
+	return every(heartbeatEvery, func() { activity.RecordHeartbeat(ctx, i) })
+}
+
+// every calls f every d until stop is called; stop returns once f will not
+// be called again.
+func every(d time.Duration, f func()) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(heartbeatEvery)
+		t := time.NewTicker(d)
 		defer t.Stop()
 		for {
 			select {
 			case <-done:
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx, i)
+				f()
 			}
 		}
 	}()

@@ -439,3 +439,45 @@ func httptestPost(h http.Handler, path, body string) recorded {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
 	return recorded{rec.Code, rec.Body.String()}
 }
+
+// haltingEnv panics on every call, the way a dispatcher halts a trial whose
+// agent will not stop calling.
+type haltingEnv struct{ agent.Env }
+
+func (haltingEnv) Call(context.Context, string, map[string]any) harness.Result {
+	panic("harness: trial halted: too many calls after the budget")
+}
+
+// A panic of the harness in a call is answered as a refusal, never crashes
+// the server, and is signalled on Halted so the caller can stop the agent.
+func TestHaltedTrialIsSignalled(t *testing.T) {
+	sc := load(t, "charge-502-twice")
+	spec := trial.Spec{SweepID: "s", Scenario: sc, Variant: sc.Variants[0], Arm: scenario.Arm{Name: "a", Agent: "x"}, Seed: 1}
+	ag := agentFunc(func(ctx context.Context, env agent.Env, task agent.Task) (agent.Outcome, error) {
+		s, err := toolserver.New(haltingEnv{env}, task)
+		if err != nil {
+			return agent.Outcome{}, err
+		}
+		select {
+		case <-s.Halted():
+			t.Fatal("halted before any call")
+		default:
+		}
+		rec := httptestPost(s.Handler(), "/tools/payments__charge", `{"order_id":"A-4417"}`)
+		if !strings.Contains(rec.body, harness.CodeBudgetExhausted) {
+			t.Errorf("halted call answered %d %s", rec.code, rec.body)
+		}
+		select {
+		case <-s.Halted():
+		default:
+			t.Error("Halted not closed after the harness stopped the trial")
+		}
+		if !strings.Contains(s.HaltCause(), "trial halted") {
+			t.Errorf("halt cause %q", s.HaltCause())
+		}
+		return agent.Outcome{}, nil
+	})
+	if _, err := trial.Run(context.Background(), spec, ag); err != nil {
+		t.Fatal(err)
+	}
+}
