@@ -27,6 +27,9 @@ type overMCP struct {
 	inner agent.Agent
 	// drive, when set, replaces inner: it gets the session directly.
 	drive func(ctx context.Context, sess *mcp.ClientSession, run *toolserver.Running) error
+	// bridged connects through toolserver.Bridge (what `rebound
+	// mcp-stdio` runs) over an in-memory transport instead of HTTP.
+	bridged bool
 }
 
 func (o overMCP) Name() string { return "mcp:" + o.inner.Name() }
@@ -42,7 +45,16 @@ func (o overMCP) Run(ctx context.Context, env agent.Env, task agent.Task) (agent
 	}
 	defer run.Close()
 	client := mcp.NewClient(&mcp.Implementation{Name: "rebound-test", Version: "1"}, nil)
-	sess, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: run.MCPURL, DisableStandaloneSSE: true}, nil)
+	var transport mcp.Transport = &mcp.StreamableClientTransport{Endpoint: run.MCPURL, DisableStandaloneSSE: true}
+	if o.bridged {
+		near, far := mcp.NewInMemoryTransports()
+		bctx, stop := context.WithCancel(ctx)
+		bridged := make(chan error, 1)
+		go func() { bridged <- toolserver.Bridge(bctx, run.MCPURL, far) }()
+		defer func() { stop(); <-bridged }()
+		transport = near
+	}
+	sess, err := client.Connect(ctx, transport, nil)
 	if err != nil {
 		return agent.Outcome{}, err
 	}
@@ -102,24 +114,34 @@ func mustJSON(t *testing.T, v any) string {
 // The careful agent's calls, made over MCP with the official Go SDK client,
 // give the same ledger, claim and verdicts as the built-in careful agent on
 // every variant of every example scenario.
-func TestCarefulOverMCPMatchesBuiltIn(t *testing.T) {
+func TestCarefulOverMCPMatchesBuiltIn(t *testing.T) { carefulMatches(t, false) }
+
+// The same through the stdio bridge: an agent that starts `rebound
+// mcp-stdio` as its MCP server meets the same trial.
+func TestCarefulThroughBridgeMatchesBuiltIn(t *testing.T) { carefulMatches(t, true) }
+
+func carefulMatches(t *testing.T, bridged bool) {
 	careful, err := agent.NewScripted("careful")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	n := 0
+	n, seen := 0, 0
 	for _, sc := range examples(t) {
 		for _, v := range sc.Variants {
 			if testing.Short() && n >= 20 {
 				return
+			}
+			seen++
+			if bridged && seen%4 != 1 {
+				continue // the bridge forwards; a quarter of the variants prove it
 			}
 			spec := trial.Spec{SweepID: "s", Scenario: sc, Variant: v, Arm: scenario.Arm{Name: "a", Agent: "careful"}, Seed: 3}
 			want, err := trial.Run(ctx, spec, careful)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := trial.Run(ctx, spec, overMCP{inner: careful})
+			got, err := trial.Run(ctx, spec, overMCP{inner: careful, bridged: bridged})
 			if err != nil {
 				t.Fatalf("%s/%s over MCP: %v", sc.Name, v.Name, err)
 			}
@@ -139,7 +161,7 @@ func TestCarefulOverMCPMatchesBuiltIn(t *testing.T) {
 			n++
 		}
 	}
-	if n < 30 {
+	if (!bridged && n < 30) || n < 8 {
 		t.Fatalf("compared only %d variants", n)
 	}
 }
