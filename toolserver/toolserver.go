@@ -288,14 +288,14 @@ func (s *Server) dispatch(ctx context.Context, name string, args map[string]any)
 	switch name {
 	case ToolWait:
 		ms, ok := args["ms"].(float64)
-		if !ok || ms < 0 || ms > math.MaxInt64/2 || ms != math.Trunc(ms) || len(args) != 1 {
+		if !ok || ms < 0 || ms > math.MaxInt64/2 || ms != math.Trunc(ms) {
 			return harness.Failed(harness.CodeInvalidInput, false, "wait needs ms, a non-negative integer")
 		}
 		s.env.Sleep(int64(ms))
 		return harness.Succeeded(map[string]any{"waited_ms": int64(ms), "now_ms": s.env.Now()})
 	case ToolPlan:
 		summary, ok := args["summary"].(string)
-		if !ok || strings.TrimSpace(summary) == "" || len(args) != 1 {
+		if !ok || strings.TrimSpace(summary) == "" {
 			return harness.Failed(harness.CodeInvalidInput, false, "update_plan needs summary, a non-empty string")
 		}
 		return s.guard(func() harness.Result {
