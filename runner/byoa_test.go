@@ -177,8 +177,8 @@ arms:
 		byKey[tr.Arm+"/"+tr.Scenario] = tr
 	}
 	type want struct {
-		claim string
-		codes []string
+		claim  string
+		codes  []string
 		commit int // the call that committed
 	}
 	for scen, w := range map[string]want{
