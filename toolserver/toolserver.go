@@ -17,6 +17,8 @@ package toolserver
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -248,15 +250,23 @@ type Running struct {
 	done     chan struct{}
 }
 
-// Start listens on a free loopback port and serves Handler.
+// Start listens on a free loopback port and serves Handler under a random
+// path prefix: the URLs are capabilities, so another process on the machine
+// (another trial's agent, say) cannot reach this trial's tools by guessing
+// a port.
 func (s *Server) Start() (*Running, error) {
+	secret := make([]byte, 16)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, fmt.Errorf("toolserver: %w", err)
+	}
+	prefix := "/" + hex.EncodeToString(secret)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("toolserver: listen on loopback: %w", err)
 	}
-	base := "http://" + ln.Addr().String()
+	base := "http://" + ln.Addr().String() + prefix
 	r := &Running{MCPURL: base + "/mcp", ToolsURL: base + "/tools", s: s, done: make(chan struct{}),
-		srv: &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}}
+		srv: &http.Server{Handler: http.StripPrefix(prefix, s.Handler()), ReadHeaderTimeout: 10 * time.Second}}
 	go func() {
 		defer close(r.done)
 		_ = r.srv.Serve(ln) // returns ErrServerClosed after Close

@@ -331,6 +331,14 @@ func TestPlainHTTP(t *testing.T) {
 	}
 	// Replay the built-in careful agent's calls over HTTP, in order.
 	drive := func(ctx context.Context, _ *mcp.ClientSession, run *toolserver.Running) error {
+		// The URLs are capabilities: the same port without the prefix
+		// reaches nothing.
+		guessed := run.ToolsURL[:strings.Index(run.ToolsURL[len("http://"):], "/")+len("http://")] + "/tools"
+		if resp, err := http.Get(guessed); err != nil || resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s without the trial's prefix: %v %v", guessed, resp, err)
+		} else {
+			resp.Body.Close()
+		}
 		resp, err := http.Get(run.ToolsURL)
 		if err != nil {
 			return err
