@@ -57,8 +57,11 @@ const MetaKey = "rebound/tool"
 // not recorded in the ledger.
 const CodeTrialOver = "TRIAL_OVER"
 
-// maxBody bounds one HTTP request body.
-const maxBody = 1 << 20
+// maxBody bounds one request (MCP or plain HTTP); maxClaim one claim.
+const (
+	maxBody  = 1 << 20
+	maxClaim = 64 << 10
+)
 
 // Server serves one trial's tools. It is safe for concurrent use: calls are
 // serialized in arrival order, as the dispatcher requires.
@@ -233,7 +236,8 @@ func (s *Server) Close() {
 // under /tools: GET /tools lists them, POST /tools/{name} calls one.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, nil))
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
+		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: maxBody}))
 	mux.HandleFunc("GET /tools", s.listHTTP)
 	mux.HandleFunc("POST /tools/{name}", s.callHTTP)
 	return mux
@@ -356,6 +360,9 @@ func (s *Server) submit(args map[string]any) harness.Result {
 	b, err := json.Marshal(claim)
 	if err != nil {
 		return harness.Failed(harness.CodeInvalidInput, false, "the claim is not JSON: %v", err)
+	}
+	if len(b) > maxClaim {
+		return harness.Failed(harness.CodeInvalidInput, false, "the claim is %d bytes; at most %d are accepted; nothing was recorded", len(b), maxClaim)
 	}
 	s.claim = string(b)
 	s.submitted++

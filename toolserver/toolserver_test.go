@@ -511,3 +511,35 @@ func TestHaltedTrialIsSignalled(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A claim is bounded: one that fits the schema but not the size limit is
+// refused and not recorded.
+func TestClaimSizeIsBounded(t *testing.T) {
+	sc := load(t, "customer-refund-ticket")
+	spec := trial.Spec{SweepID: "s", Scenario: sc, Variant: sc.Variants[0], Arm: scenario.Arm{Name: "a", Agent: "x"}, Seed: 1}
+	ag := agentFunc(func(ctx context.Context, env agent.Env, task agent.Task) (agent.Outcome, error) {
+		s, err := toolserver.New(env, task)
+		if err != nil {
+			return agent.Outcome{}, err
+		}
+		huge := httptestPost(s.Handler(), "/tools/submit_claim", `{"status":"completed","ticket_id":"`+strings.Repeat("x", 70<<10)+`"}`)
+		if huge.code != http.StatusBadRequest || !strings.Contains(huge.body, "at most 65536 are accepted") {
+			t.Errorf("huge claim: %d %.200s", huge.code, huge.body)
+		}
+		if _, ok := s.Claim(); ok {
+			t.Error("the huge claim was recorded")
+		}
+		if ok := httptestPost(s.Handler(), "/tools/submit_claim", `{"status":"completed","ticket_id":"T-1"}`); ok.code != http.StatusOK {
+			t.Errorf("claim: %d %s", ok.code, ok.body)
+		}
+		claim, _ := s.Claim()
+		return agent.Outcome{Claim: claim}, nil
+	})
+	res, err := trial.Run(context.Background(), spec, ag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome.Claim != `{"status":"completed","ticket_id":"T-1"}` {
+		t.Errorf("claim %s", res.Outcome.Claim)
+	}
+}
