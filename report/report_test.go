@@ -22,6 +22,18 @@ func cell(arm, scenario, variant string, seed uint64, weight float64, outcomes m
 		}
 		c.Metrics[m] = storage.MetricCell{N: 1, Successes: uint64(y), SumWeight: weight, SumWeightY: weight * float64(y)}
 	}
+	// The harm index as storage computes it: tested when any component is,
+	// true when any tested component is.
+	harm, tested := 0, false
+	for _, m := range HarmComponents {
+		if y, ok := outcomes[storage.Metric(m)]; ok {
+			tested = true
+			harm = max(harm, y)
+		}
+	}
+	if tested {
+		c.Metrics[storage.MetricHarm] = storage.MetricCell{N: 1, Successes: uint64(harm), SumWeight: weight, SumWeightY: weight * float64(harm)}
+	}
 	return c
 }
 
