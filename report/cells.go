@@ -178,6 +178,10 @@ type Cell struct {
 	SE                       float64
 	ClusteredLo, ClusteredHi float64
 	DesignEffect             float64
+	// NotEstimable says why SE is NaN in a clustered cell: one scenario, or
+	// every trial agreeing (the formula would give a zero SE, which reads
+	// as certainty). The Wilson interval still stands.
+	NotEstimable string
 	// Weighted is the consequence-weighted rate Σw·y/Σw, with its clustered
 	// linearization SE; WeightedLo/Hi is the linearization interval widened,
 	// when narrower, to the Wilson floor on Kish's effective sample size
@@ -312,6 +316,12 @@ func (r *rater) rate(idx []int32, j int, clustered bool) Cell {
 	rt := stats.RateFromOutcomes(name, r.outcomes, r.conf, stats.MillerSE)
 	out.Rate, out.Lo, out.Hi = rt.Estimate, rt.CI.Lo, rt.CI.Hi
 	out.Clusters, out.SE, out.DesignEffect = rt.Clusters, rt.SE, rt.DesignEffect
+	switch {
+	case rt.Clusters < 2:
+		out.SE, out.NotEstimable = math.NaN(), stats.OneCluster
+	case !(rt.SE > 0):
+		out.SE, out.NotEstimable = math.NaN(), stats.NoVariation
+	}
 	out.ClusteredLo, out.ClusteredHi = rt.ClusteredCI.Lo, rt.ClusteredCI.Hi
 	w := stats.WeightedRateInterval(r.weighted, r.conf, stats.MillerSE, rt.DesignEffect)
 	out.Weighted, out.WeightedSE, out.WeightedLo, out.WeightedHi = w.Value, w.SE, w.Shown.Lo, w.Shown.Hi

@@ -280,7 +280,7 @@ func (c *Comparison) forestSVG(b *strings.Builder) {
 	lx += 160
 	fmt.Fprintf(b, "<path class=\"wmark\" d=\"%s\" fill=\"%s\"/><text x=\"%.1f\" y=\"18\" font-size=\"12.5\" fill=\"#424242\">consequence-weighted Δw</text>\n", diamond(lx+5, 14, 5), colNeutral, lx+14)
 	if len(limits) > 0 {
-		lx += 170
+		lx += 190
 		fmt.Fprintf(b, "<line x1=\"%.1f\" y1=\"8\" x2=\"%.1f\" y2=\"20\" stroke=\"%s\" stroke-width=\"2\" stroke-dasharray=\"3 2\"/><text x=\"%.1f\" y=\"18\" font-size=\"12.5\" fill=\"#424242\">gate limit</text>\n", lx, lx, colLimit, lx+6)
 	}
 	fmt.Fprintf(b, "<text x=\"%.1f\" y=\"38\" font-size=\"12\" fill=\"#616161\" font-weight=\"600\">Δ, CI · Δw</text>\n", x1+14)

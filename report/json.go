@@ -31,10 +31,12 @@ type jsonCell struct {
 	ClusteredLo  jnum `json:"clustered_ci_lo"`
 	ClusteredHi  jnum `json:"clustered_ci_hi"`
 	DesignEffect jnum `json:"design_effect"`
-	Weighted     jnum `json:"weighted_rate"`
-	WeightedSE   jnum `json:"weighted_se"`
-	WeightedLo   jnum `json:"weighted_ci_lo"`
-	WeightedHi   jnum `json:"weighted_ci_hi"`
+	// NotEstimable: why se is null (one scenario, or all trials agree).
+	NotEstimable *string `json:"not_estimable"`
+	Weighted     jnum    `json:"weighted_rate"`
+	WeightedSE   jnum    `json:"weighted_se"`
+	WeightedLo   jnum    `json:"weighted_ci_lo"`
+	WeightedHi   jnum    `json:"weighted_ci_hi"`
 	// WeightedFloored: the interval was widened to the Wilson floor.
 	WeightedFloored      bool    `json:"weighted_ci_floored"`
 	WeightedNotEstimable *string `json:"weighted_not_estimable"`
@@ -45,7 +47,7 @@ func (c Cell) MarshalJSON() ([]byte, error) {
 	return json.Marshal(jsonCell{
 		Successes: c.Successes, N: c.N, Rate: jnum(c.Rate), Lo: jnum(c.Lo), Hi: jnum(c.Hi),
 		Clusters: c.Clusters, SE: jnum(c.SE), ClusteredLo: jnum(c.ClusteredLo), ClusteredHi: jnum(c.ClusteredHi),
-		DesignEffect: jnum(c.DesignEffect), Weighted: jnum(c.Weighted), WeightedSE: jnum(c.WeightedSE),
+		DesignEffect: jnum(c.DesignEffect), NotEstimable: optString(c.NotEstimable), Weighted: jnum(c.Weighted), WeightedSE: jnum(c.WeightedSE),
 		WeightedLo: jnum(c.WeightedLo), WeightedHi: jnum(c.WeightedHi),
 		WeightedFloored: c.WeightedFloored, WeightedNotEstimable: optString(c.WeightedNotEstimable),
 	})
