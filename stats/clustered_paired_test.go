@@ -101,6 +101,21 @@ func TestSignFlipTest(t *testing.T) {
 	if again := SignFlipTest(irr, 1); again != mc {
 		t.Error("the Monte Carlo p-value is not reproducible with the same seed")
 	}
+	// Many non-integer totals, none dominating: the normal limit, close to
+	// the exact answer of the integer version.
+	var manyInts, manyIrr []float64
+	for i := range 3000 {
+		v := float64(i%5 + 1)
+		if i%2 == 0 || i%7 == 0 {
+			v = -v
+		}
+		manyInts = append(manyInts, v)
+		manyIrr = append(manyIrr, v*math.Sqrt2)
+	}
+	ex, nm := SignFlipTest(manyInts, 1), SignFlipTest(manyIrr, 1)
+	if ex.Method != "exact" || nm.Method != "normal" || math.Abs(nm.P-ex.P) > 0.01 {
+		t.Errorf("normal limit p %g (%s) vs exact %g (%s)", nm.P, nm.Method, ex.P, ex.Method)
+	}
 	if r := SignFlipTest([]float64{1, math.NaN()}, 1); !math.IsNaN(r.P) {
 		t.Error("NaN total must give NaN")
 	}

@@ -12,9 +12,10 @@ type SignFlipResult struct {
 	// (randomization) test, MidP the mid-p P(|T*| > |T|) + P(|T*| = |T|)/2.
 	P, MidP float64
 	// Method says how the null distribution was obtained: "exact" (every
-	// one of the 2^G sign patterns, by convolution or enumeration) or
+	// one of the 2^G sign patterns, by convolution or enumeration),
 	// "monte-carlo" (MonteCarloFlips seeded draws; P is then the valid
-	// (1 + hits)/(1 + draws) estimate).
+	// (1 + hits)/(1 + draws) estimate) or "normal" (its normal limit, used
+	// only with many clusters none of which dominates).
 	Method string
 	// Nonzero is the number of clusters with a nonzero total: the only ones
 	// that carry evidence (a cluster whose arms agree flips to itself).
@@ -26,8 +27,19 @@ type SignFlipResult struct {
 const MonteCarloFlips = 20000
 
 // signFlipBudget bounds the work (clusters × range of the sum) of the exact
-// convolution.
+// convolution and of the Monte Carlo draws.
 const signFlipBudget = 4e7
+
+// normalMinClusters and normalMaxShare say when the normal limit of the
+// sign-flip distribution replaces the Monte Carlo draws: at least that many
+// nonzero clusters, none carrying more than that share of Σ t_c² (Lindeberg's
+// condition; the Berry-Esseen bound on the error of the tail is then below
+// 0.56·Σ|t|³/(Σt²)^{3/2} ≤ 0.56·√0.01 = 0.056 relative, and in practice far
+// less).
+const (
+	normalMinClusters = 500
+	normalMaxShare    = 0.01
+)
 
 // SignFlipTest tests whether cluster totals t_c are symmetric about zero:
 // under the null hypothesis that the two arms of a paired comparison are
@@ -42,8 +54,11 @@ const signFlipBudget = 4e7
 // The distribution is computed exactly when the totals are integers after
 // scaling by a small common factor (unweighted 0/1 outcomes always are; so
 // are whole-number weights, halves, thirds, ...) and the convolution fits in
-// a work budget, or by enumeration for at most 16 nonzero totals; otherwise
-// by [MonteCarloFlips] sign patterns drawn from a PCG stream seeded with seed.
+// a work budget, or by enumeration for at most 16 nonzero totals. Otherwise,
+// with at least 500 nonzero totals none of which dominates, its normal limit
+// N(0, Σ t_c²) is used (the randomization distribution is a sum of many
+// independent small terms); else [MonteCarloFlips] sign patterns drawn from a
+// PCG stream seeded with seed.
 // Zero totals are dropped (they do not change T). No nonzero total, or a
 // non-finite one, gives P = MidP = 1 or NaN respectively.
 func SignFlipTest(totals []float64, seed uint64) SignFlipResult {
@@ -73,6 +88,20 @@ func SignFlipTest(totals []float64, seed uint64) SignFlipResult {
 	if len(v) <= 16 {
 		res.P, res.MidP = signFlipEnumerate(v)
 		return res
+	}
+	if len(v) >= normalMinClusters || float64(len(v))*MonteCarloFlips > 10*signFlipBudget {
+		var obs, ss, mx float64
+		for _, x := range v {
+			obs += x
+			ss += x * x
+			mx = math.Max(mx, x*x)
+		}
+		if mx <= normalMaxShare*ss {
+			res.Method = "normal"
+			res.P = math.Min(1, 2*NormalCDF(-math.Abs(obs)/math.Sqrt(ss)))
+			res.MidP = res.P
+			return res
+		}
 	}
 	res.Method = "monte-carlo"
 	res.P, res.MidP = signFlipMonteCarlo(v, seed)
