@@ -243,7 +243,7 @@ func TestCompareOutputs(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^duplicate_side_effect ↓ +WORSE +0\.0% \(0\) +60\.0% \(6\) +\+60\.0 `).MatchString(text.String()) {
 		t.Errorf("text lacks the duplicate row:\n%s", text.String())
 	}
-	for _, want := range []string{"0.0% (0)", "60.0% (6)", "+60.0", "0.031", "0.016", "not tested", "10/10", "unit of evidence: case"} {
+	for _, want := range []string{"0.0% (0)", "60.0% (6)", "+60.0", "0.031", "0.016", "not tested", "10/10", "unit of evidence: case", "harm ↓"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}

@@ -23,12 +23,7 @@ func (c Cell) weightedString() string {
 	if !c.Tested() || isNaN(c.Weighted) {
 		return notTested
 	}
-	// Floored intervals (never narrower than the Wilson floor) are marked.
-	mark := ""
-	if c.WeightedFloored {
-		mark = "*"
-	}
-	return fmt.Sprintf("%s %s%s", pct(c.Weighted), pctRange(c.WeightedLo, c.WeightedHi), mark)
+	return fmt.Sprintf("%s %s", pct(c.Weighted), pctRange(c.WeightedLo, c.WeightedHi))
 }
 
 // weightsMatter reports whether some weighted rate differs from its rate
@@ -75,7 +70,7 @@ func (s Summary) WriteText(w io.Writer) error {
 	}
 
 	if s.weightsMatter() {
-		fmt.Fprintf(w, "\nconsequence-weighted rates Σw·y/Σw (weights from the scenarios) [%.0f%% interval, clustered; * = widened to the Wilson floor on the effective n]\n", s.Confidence*100)
+		fmt.Fprintf(w, "\nconsequence-weighted rates Σw·y/Σw (weights from the scenarios) [%.0f%% interval, clustered, never narrower than Wilson's on the effective n]\n", s.Confidence*100)
 		tw = tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
 		fmt.Fprintln(tw, strings.Join(header, "\t"))
 		for _, m := range metricNames() {
