@@ -285,7 +285,12 @@ func ungraded(c *storage.Cell) string {
 }
 
 // pair is one case present in both arms: indices into the two cell slices.
-type pair struct{ a, b int32 }
+// cl is the key of the decision's cluster (the case or the scenario), ck
+// the key of the case; both are set once by Compare.
+type pair struct {
+	a, b   int32
+	cl, ck string
+}
 
 // Compare pairs the candidate's cases with the baseline's on (scenario,
 // variant, seed) and compares every metric. It is a pure function of its
@@ -359,7 +364,7 @@ func Compare(in CompareInput) Comparison {
 				if ca.Trials > 1 || cb.Trials > 1 {
 					multi++
 				}
-				pairs = append(pairs, pair{ai[i], bi[j]})
+				pairs = append(pairs, pair{a: ai[i], b: bi[j]})
 			}
 			i++
 			j++
@@ -385,6 +390,14 @@ func Compare(in CompareInput) Comparison {
 	out.BaselineVariation, out.CandidateVariation = rowVariation(pairs, ac, ra, rb, &varA, &varB)
 
 	pc := &pairer{conf: conf, a: ac, ra: ra, rb: rb, unit: out.Unit}
+	for i := range pairs {
+		c := &ac[pairs[i].a]
+		pairs[i].ck = pc.caseKeyOf(c)
+		pairs[i].cl = pairs[i].ck
+		if out.Unit == UnitScenario {
+			pairs[i].cl = c.Scenario
+		}
+	}
 	for j := range metricNames() {
 		d := pc.diff(pairs, j)
 		if in.BootstrapReps > 0 && d.Pairs > 0 {
@@ -523,13 +536,12 @@ type pairer struct {
 	varA   []stats.CaseOutcome
 	varB   []stats.CaseOutcome
 	keys   map[caseKey]string
+	// inGroup: computing a breakdown group (see group).
+	inGroup bool
 }
 
-// cluster returns the decision's cluster key of a cell.
-func (p *pairer) cluster(c *storage.Cell) string {
-	if p.unit == UnitScenario {
-		return c.Scenario
-	}
+// caseKeyOf returns the (interned) key of a cell's case.
+func (p *pairer) caseKeyOf(c *storage.Cell) string {
 	if p.keys == nil {
 		p.keys = map[caseKey]string{}
 	}
@@ -542,11 +554,16 @@ func (p *pairer) cluster(c *storage.Cell) string {
 	return s
 }
 
+// group compares within one scenario or fault class. The by-scenario
+// interval is left out there (NaN): within a scenario it has one cluster,
+// and the breakdowns never show it.
 func (p *pairer) group(name string, pairs []pair) GroupDiff {
 	g := GroupDiff{Name: name, Cases: len(pairs)}
+	p.inGroup = true
 	for j := range metricNames() {
 		g.Metrics = append(g.Metrics, p.diff(pairs, j))
 	}
+	p.inGroup = false
 	return g
 }
 
@@ -568,7 +585,7 @@ func (p *pairer) diff(pairs []pair, j int) MetricDiff {
 		}
 		binary = binary && ma.n == 1 && mb.n == 1
 		c := &p.a[pr.a]
-		cl := p.cluster(c)
+		cl := pr.cl
 		ya, yb := float64(ma.k)/float64(ma.n), float64(mb.k)/float64(mb.n)
 		// The case's consequence weight: the mean weight of its trials,
 		// averaged over the two arms (the same scenario gives both the
@@ -578,12 +595,11 @@ func (p *pairer) diff(pairs []pair, j int) MetricDiff {
 		p.wobs = append(p.wobs, stats.WeightedPair{Cluster: cl, A: ya, B: yb, W: w})
 		p.uobs = append(p.uobs, stats.WeightedPair{Cluster: cl, A: ya, B: yb, W: 1})
 		p.sobs = append(p.sobs, stats.WeightedPair{Cluster: c.Scenario, A: ya, B: yb, W: 1})
-		ck := p.cluster(c)
-		if p.unit == UnitScenario {
-			ck = caseKey{c.Scenario, c.Variant}.String()
+		if len(p.varA) == 0 || p.varA[len(p.varA)-1].Case != pr.ck {
+			d.Cases++ // pairs of a case are contiguous (sorted by scenario, variant, seed)
 		}
-		p.varA = append(p.varA, stats.CaseOutcome{Case: ck, Y: ya})
-		p.varB = append(p.varB, stats.CaseOutcome{Case: ck, Y: yb})
+		p.varA = append(p.varA, stats.CaseOutcome{Case: pr.ck, Y: ya})
+		p.varB = append(p.varB, stats.CaseOutcome{Case: pr.ck, Y: yb})
 	}
 	nan := math.NaN()
 	d.Pairs = len(p.obs)
@@ -610,15 +626,12 @@ func (p *pairer) diff(pairs []pair, j int) MetricDiff {
 	d.P, d.MidP, d.TP, d.PMethod, d.NotEstimable = u.P, u.MidP, u.TP, u.PMethod, u.NotEstimable
 	d.DesignEffect, d.EffectiveN = u.DesignEffect, u.EffectiveN
 	d.Direction = direction(d.Delta, d.HigherIsBetter, u.Significant(alpha))
-	cases := map[string]bool{}
-	for _, o := range p.varA {
-		cases[o.Case] = true
-	}
-	d.Cases = len(cases)
 	d.BaselineVariation, d.CandidateVariation = stats.Variation(p.varA), stats.Variation(p.varB)
-	if p.unit == UnitScenario {
+	switch {
+	case p.unit == UnitScenario:
 		d.ScenarioLo, d.ScenarioHi = d.Lo, d.Hi
-	} else {
+	case p.inGroup:
+	default:
 		sc := stats.PairedClustered(p.sobs, p.conf, seed)
 		d.ScenarioLo, d.ScenarioHi = sc.CI.Lo, sc.CI.Hi
 	}

@@ -104,16 +104,16 @@ func TestSignFlipTest(t *testing.T) {
 	// Many non-integer totals, none dominating: the normal limit, close to
 	// the exact answer of the integer version.
 	var manyInts, manyIrr []float64
-	for i := range 3000 {
+	for i := range 2000 {
 		v := float64(i%5 + 1)
-		if i%2 == 0 || i%7 == 0 {
+		if i%2 == 0 || i%97 == 0 { // T = −60, Σt² = 22000: p ≈ 0.686
 			v = -v
 		}
 		manyInts = append(manyInts, v)
 		manyIrr = append(manyIrr, v*math.Sqrt2)
 	}
 	ex, nm := SignFlipTest(manyInts, 1), SignFlipTest(manyIrr, 1)
-	if ex.Method != "exact" || nm.Method != "normal" || math.Abs(nm.P-ex.P) > 0.01 {
+	if ex.Method != "exact" || nm.Method != "normal" || math.Abs(nm.P-ex.P) > 0.01 || math.Abs(nm.P-0.6858) > 1e-3 {
 		t.Errorf("normal limit p %g (%s) vs exact %g (%s)", nm.P, nm.Method, ex.P, ex.Method)
 	}
 	if r := SignFlipTest([]float64{1, math.NaN()}, 1); !math.IsNaN(r.P) {

@@ -28,7 +28,7 @@ const MonteCarloFlips = 20000
 
 // signFlipBudget bounds the work (clusters × range of the sum) of the exact
 // convolution and of the Monte Carlo draws.
-const signFlipBudget = 4e7
+const signFlipBudget = 2e7
 
 // normalMinClusters and normalMaxShare say when the normal limit of the
 // sign-flip distribution replaces the Monte Carlo draws: at least that many
