@@ -276,3 +276,50 @@ func TestDecisionPower(t *testing.T) {
 		}
 	}
 }
+
+// TestPairedSampleSizeByPower checks the power calculator against the
+// decision it plans for: deterministic arms (ICC = 1, five seeds per case
+// that repeat one outcome), independent within a case, baseline 0.5 and a
+// difference of −0.2. At the recommended number of cases the simulated power
+// of the clustered decision is near the 80% target (the exact test is a
+// little conservative), and half as many cases fall well short.
+func TestPairedSampleSizeByPower(t *testing.T) {
+	plan, err := PairedSampleSize(PairedDesign{Baseline: 0.5, Diff: -0.2, ICC: 1, Seeds: 5, Alpha: 0.05, Power: 0.8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reps := 300
+	if testing.Short() {
+		reps = 100
+	}
+	power := func(cases int, seed uint64) float64 {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		obs := make([]WeightedPair, 0, cases*5)
+		keys := make([]string, cases)
+		for c := range keys {
+			keys[c] = fmt.Sprintf("c%d", c)
+		}
+		hits := 0
+		for r := range reps {
+			obs = obs[:0]
+			for c := range cases {
+				a, b := bern(rng, 0.5), bern(rng, 0.3)
+				for range 5 {
+					obs = append(obs, WeightedPair{Cluster: keys[c], A: a, B: b, W: 1})
+				}
+			}
+			if PairedClustered(obs, 0.95, uint64(r)).Significant(0.05) {
+				hits++
+			}
+		}
+		return float64(hits) / float64(reps)
+	}
+	full, half := power(plan.Clusters, 1), power(plan.Clusters/2, 2)
+	t.Logf("plan %+v: simulated power %.3f at %d cases, %.3f at %d", plan, full, plan.Clusters, half, plan.Clusters/2)
+	if full < 0.7 || full > 0.92 {
+		t.Errorf("power at the recommended %d cases = %.3f, want about 0.8", plan.Clusters, full)
+	}
+	if half > full-0.15 {
+		t.Errorf("power at half the cases = %.3f, not clearly below %.3f", half, full)
+	}
+}
