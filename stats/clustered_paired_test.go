@@ -259,3 +259,27 @@ func TestVariation(t *testing.T) {
 		t.Errorf("%+v: one seed per case cannot show variation", v)
 	}
 }
+
+// TestWeightedPairedBootstrapCrossCheck: the seeded cluster bootstrap of
+// Δw agrees with the linearization interval on data with many clusters.
+func TestWeightedPairedBootstrapCrossCheck(t *testing.T) {
+	paired, weighted := synthetic(80, 5, 3)
+	obs := make([]WeightedPair, len(paired))
+	for i, p := range paired {
+		obs[i] = WeightedPair{Cluster: p.Cluster, A: p.A, B: p.B, W: weighted[i].W}
+	}
+	lin := PairedClustered(obs, 0.95, 1)
+	boot := BootstrapWeightedPairedDiff(obs, 4000, 0.95, 7)
+	if !near(boot.Estimate, lin.Diff, 1e-12) {
+		t.Errorf("bootstrap estimate %g vs %g", boot.Estimate, lin.Diff)
+	}
+	if r := boot.SE / lin.SE; r < 0.85 || r > 1.15 {
+		t.Errorf("bootstrap SE %g vs linearization %g (ratio %.3f)", boot.SE, lin.SE, r)
+	}
+	if math.Abs(boot.CI.Lo-lin.CI.Lo) > 0.3*lin.SE*2 || math.Abs(boot.CI.Hi-lin.CI.Hi) > 0.3*lin.SE*2 {
+		t.Errorf("bootstrap interval %+v vs linearization %+v", boot.CI, lin.CI)
+	}
+	if again := BootstrapWeightedPairedDiff(obs, 4000, 0.95, 7); again != boot {
+		t.Error("the bootstrap is not reproducible with the same seed")
+	}
+}
