@@ -229,3 +229,26 @@ func TestHarmFromTrials(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryVariation: the report says when an arm's outcomes never vary
+// across seeds.
+func TestSummaryVariation(t *testing.T) {
+	base, cand := deterministicCopies()
+	// One candidate seed differs: that case varies.
+	cand[3] = cell("cand", "s0", "v", 4, 1, map[storage.Metric]int{rec: 0, dup: 1})
+	s := Build(storage.Sweep{SweepID: "sw", Arms: []string{"base", "cand"}}, 1000, append(base, cand...))
+	if v := s.Arms[0].Variation; !v.Constant() || v.Cases != 10 {
+		t.Errorf("base variation %+v, want 10 of 10 constant", v)
+	}
+	if v := s.Arms[1].Variation; v.Constant() || v.ConstantCases != 9 || v.Cases != 10 {
+		t.Errorf("cand variation %+v, want 9 of 10 constant", v)
+	}
+	var buf bytes.Buffer
+	if err := s.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "base gave the same outcomes on every seed of every case") ||
+		!strings.Contains(buf.String(), "cases whose seeds all agreed: cand 9 of 10") {
+		t.Errorf("text lacks the variation note:\n%s", buf.String())
+	}
+}

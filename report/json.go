@@ -61,8 +61,9 @@ func (a ArmSummary) MarshalJSON() ([]byte, error) {
 		Attrition     int             `json:"attrition"`
 		AttritionRate jnum            `json:"attrition_rate"`
 		Scenarios     int             `json:"scenarios"`
+		Variation     jsonVariation   `json:"variation"`
 		Metrics       map[string]Cell `json:"metrics"`
-	}{a.Arm, a.Trials, a.Attrition, jnum(a.AttritionRate()), a.Scenarios, a.Metrics})
+	}{a.Arm, a.Trials, a.Attrition, jnum(a.AttritionRate()), a.Scenarios, jvar(a.Variation), a.Metrics})
 }
 
 type jsonGroupArm struct {

@@ -69,6 +69,10 @@ func (s Summary) WriteText(w io.Writer) error {
 		return err
 	}
 
+	if note := s.variationNote(); note != "" {
+		fmt.Fprintf(w, "%s\n", wrap(note, 110))
+	}
+
 	if s.weightsMatter() {
 		fmt.Fprintf(w, "\nconsequence-weighted rates Σw·y/Σw (weights from the scenarios) [%.0f%% interval, clustered, never narrower than Wilson's on the effective n]\n", s.Confidence*100)
 		tw = tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
@@ -90,6 +94,29 @@ func (s Summary) WriteText(w io.Writer) error {
 		return err
 	}
 	return writeGroups(w, "by fault class (a trial counts in each class it was injected with)", s.ByFaultClass, s.ArmNames(), "")
+}
+
+// variationNote names the arms whose outcomes never varied across the seeds
+// of a case (and how often the others did not).
+func (s Summary) variationNote() string {
+	var constant, partly []string
+	for _, a := range s.Arms {
+		switch v := a.Variation; {
+		case v.Cases == 0:
+		case v.Constant():
+			constant = append(constant, a.Arm)
+		case v.ConstantCases > 0:
+			partly = append(partly, fmt.Sprintf("%s %d of %d", a.Arm, v.ConstantCases, v.Cases))
+		}
+	}
+	var parts []string
+	if len(constant) > 0 {
+		parts = append(parts, fmt.Sprintf("%s gave the same outcomes on every seed of every case: their seeds are copies of one outcome, not more evidence", strings.Join(constant, ", ")))
+	}
+	if len(partly) > 0 {
+		parts = append(parts, "cases whose seeds all agreed: "+strings.Join(partly, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // HarmLine is the first line of the report: each arm's consequence-weighted
