@@ -104,14 +104,17 @@ func TestBuildRatesByHand(t *testing.T) {
 		t.Errorf("duplicate = %+v", d)
 	}
 	// One scenario, every trial agreeing: no SE (not estimable, never 0);
-	// the weighted interval is the Wilson floor on Kish's n = 10²/20 = 5,
-	// 0 of 5: [0, z²/(5 + z²)] = [0, 0.434481].
+	// the design effect is unknown, so the weighted interval is the Wilson
+	// floor on the worst case, one effective cluster (not Kish's n = 5):
+	// 0 of 1, [0, z²/(1 + z²)] = [0, 0.793451]; the unweighted clustered
+	// interval is the same Wilson 0 of 1.
 	if d.NotEstimable != "one cluster: no between-cluster variation to estimate" || !math.IsNaN(d.SE) ||
 		d.WeightedNotEstimable == "" || !math.IsNaN(d.WeightedSE) || !d.WeightedFloored {
 		t.Errorf("duplicate: not estimable %q SE %g, weighted %q SE %g floored %v", d.NotEstimable, d.SE, d.WeightedNotEstimable, d.WeightedSE, d.WeightedFloored)
 	}
 	near(t, "duplicate weighted lo", d.WeightedLo, 0, 1e-12)
-	near(t, "duplicate weighted hi", d.WeightedHi, 3.841458820694124/(5+3.841458820694124), 1e-12)
+	near(t, "duplicate weighted hi", d.WeightedHi, 3.841458820694124/(1+3.841458820694124), 1e-12)
+	near(t, "duplicate clustered hi", d.ClusteredHi, 3.841458820694124/(1+3.841458820694124), 1e-12)
 	// recovered: the linearization interval 2/3 ± 1.96·√(2·(10/3)²)/15 =
 	// [0.0507, 1] is wider than the Wilson floor (Kish n 225/25 = 9 over
 	// design effect 5: 1.2 of 1.8, [0.148, 0.958]): shown as is.

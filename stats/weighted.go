@@ -75,7 +75,10 @@ type WeightedInterval struct {
 	// Floor is the Wilson interval of the weighted rate on KishN divided by
 	// the unweighted clustered design effect (floored at 1): the narrowest
 	// interval the weighted rate may claim, since weighting never adds
-	// information.
+	// information. When that design effect is unknown (NaN: the rate is 0 or
+	// 1, so the data say nothing about how correlated a cluster's trials
+	// are) the worst case is assumed: Kish's effective number of clusters
+	// (Σ_c W_c)²/Σ_c W_c², W_c a cluster's total weight, if smaller.
 	Floor Interval
 	// Shown is the union of CI and Floor; Floored says the floor widened it.
 	Shown   Interval
@@ -88,23 +91,33 @@ type WeightedInterval struct {
 
 // WeightedRateInterval is [WeightedRate] for 0/1 outcomes with the Wilson
 // floor of [WeightedInterval]. designEffect is the unweighted rate's
-// clustered design effect (NaN or below 1 counts as 1).
+// clustered design effect (below 1 counts as 1; NaN: unknown, the worst case).
 func WeightedRateInterval(obs []WeightedObs, conf float64, opt SEOption, designEffect float64) WeightedInterval {
 	w := WeightedInterval{Estimate: WeightedRate(obs, conf, opt), Floor: nanInterval(), Shown: nanInterval()}
 	if math.IsNaN(w.Value) {
 		return w
 	}
 	var sw, sww float64
+	idx := newClusterIndexer()
+	var wc []float64
 	for _, o := range obs {
 		sw += o.W
 		sww += o.W * o.W
+		c := idx.of(o.Cluster)
+		if c == len(wc) {
+			wc = append(wc, 0)
+		}
+		wc[c] += o.W
 	}
 	w.KishN = sw * sw / sww
-	de := designEffect
-	if !(de >= 1) {
-		de = 1
+	n := w.KishN / math.Max(1, designEffect)
+	if math.IsNaN(designEffect) {
+		var scc float64
+		for _, x := range wc {
+			scc += x * x
+		}
+		n = math.Min(w.KishN, sw*sw/scc)
 	}
-	n := w.KishN / de
 	w.Floor = wilson(w.Value*n, n, zCrit(conf))
 	switch {
 	case w.Clusters < 2:

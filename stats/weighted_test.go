@@ -107,3 +107,20 @@ func TestWeightedRateInterval(t *testing.T) {
 		t.Errorf("one cluster: %+v", one)
 	}
 }
+
+// TestWeightedRateIntervalUnknownDesignEffect: at a rate of 0 or 1 the
+// design effect is unknown (NaN) and the floor assumes the worst, Kish's
+// effective number of clusters: cluster weights 10, 5, 5 (two trials each)
+// give 20²/150 = 8/3 clusters, where Kish's n of the six trials is 16/3.
+func TestWeightedRateIntervalUnknownDesignEffect(t *testing.T) {
+	obs := []WeightedObs{{"a", 1, 5}, {"a", 1, 5}, {"b", 1, 2.5}, {"b", 1, 2.5}, {"c", 1, 2.5}, {"c", 1, 2.5}}
+	w := WeightedRateInterval(obs, 0.95, MillerSE, math.NaN())
+	want := wilson(8.0/3, 8.0/3, 1.959963984540054)
+	if !near(w.Floor.Lo, want.Lo, 1e-12) || w.Floor.Hi != 1 || w.Shown != w.Floor || w.NotEstimable != NoVariation {
+		t.Errorf("floor %+v, want Wilson 8/3 of 8/3 %+v (%+v)", w.Floor, want, w)
+	}
+	// Kish's n of the trials, 400/75 = 16/3, would claim twice the evidence.
+	if kish := wilson(16.0/3, 16.0/3, 1.959963984540054); !(kish.Lo > w.Floor.Lo) {
+		t.Errorf("the worst-case floor %+v is not wider than Kish's %+v", w.Floor, kish)
+	}
+}
