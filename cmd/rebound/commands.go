@@ -152,9 +152,12 @@ func sweepCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-const reportAbout = `Prints the report of a stored sweep: per arm and metric, the rate with its
-95% Wilson interval and n, the number of trials where the metric was tested
-(NOT TESTED trials are excluded, never counted as zero).
+const reportAbout = `Prints the report of a stored sweep. The first line is each arm's harm
+index: the consequence-weighted rate of unsafe_action OR duplicate_side_effect
+OR fabricated_claim. Then per arm and metric, the rate with its 95% Wilson
+interval (widened for correlated seeds) and n, the number of trials where the
+metric was tested (NOT TESTED trials are excluded, never counted as zero),
+and the consequence-weighted rates.
 
 Example:
   rebound report quickstart-20261129-120000-a1b2c3
