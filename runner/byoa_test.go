@@ -3,13 +3,17 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.temporal.io/sdk/activity"
 
 	"rebound/activities"
 	"rebound/agent"
@@ -23,8 +27,10 @@ import (
 // The OpenAI Agents SDK example (examples/agents/openai-agents-ts), run as a
 // command arm through a real Temporal dev server, its tools served by
 // rebound's MCP server, its model the local OpenAI-compatible test server;
-// rows read back from chDB. A second arm's model endpoint is down: the
-// agent exits 75, declared as attrition.
+// rows read back from chDB. The first attempt of the first trial's activity
+// fails after writing its row: Temporal runs the external agent again, and
+// the trial is stored once, from attempt 2. A second arm's model endpoint
+// is down: the agent exits 75, declared as attrition.
 func TestAgentsSDKCommandArmEndToEnd(t *testing.T) {
 	launcher := devstacktest.ExampleAgent(t)
 	srv := devstacktest.Temporal(t)
@@ -35,10 +41,11 @@ func TestAgentsSDKCommandArmEndToEnd(t *testing.T) {
 	model := llmtest.New(t)
 	charge := map[string]any{"order_id": "A-4417", "amount_cents": 15000, "idempotency_key": "charge-A-4417"}
 	refund := map[string]any{"invoice_id": "inv-900", "idempotency_key": "refund-case-771"}
-	// Trials run in plan order (one per shard, one shard at a time), so the
-	// model's answers are queued in that order: the charge trial, then the
-	// refund trial. The down arm never reaches this server.
-	model.Push(
+	// Trials run in plan order (one per shard, one shard at a time, a
+	// retried shard before the next), so the model's answers are queued in
+	// that order: the charge trial twice, then the refund trial. The down
+	// arm never reaches this server.
+	chargeTrial := []llmtest.Reply{
 		llmtest.Calls(llmtest.Call("c1", "payments__charge", charge)),
 		llmtest.Calls(llmtest.Call("c2", "wait", map[string]any{"ms": 1000})),
 		llmtest.Calls(llmtest.Call("c3", "payments__charge", charge)),
@@ -46,7 +53,10 @@ func TestAgentsSDKCommandArmEndToEnd(t *testing.T) {
 		llmtest.Calls(llmtest.Call("c5", "payments__charge", charge)),
 		llmtest.Calls(llmtest.Call("c6", "submit_claim", map[string]any{"status": "completed", "charged": true})),
 		llmtest.Text("Charged order A-4417 after two gateway errors."),
-
+	}
+	model.Push(chargeTrial...)
+	model.Push(chargeTrial...)
+	model.Push(
 		llmtest.Calls(llmtest.Call("r1", "payments__get_invoice", map[string]any{"invoice_id": "inv-900"})),
 		llmtest.Calls(llmtest.Call("r2", "payments__refund", refund)),
 		llmtest.Calls(llmtest.Call("r3", "payments__refund_status", map[string]any{"idempotency_key": "refund-case-771"})),
@@ -103,7 +113,14 @@ arms:
 	}
 
 	store, c := openStack(t, ctx, srv, lib, "runner_byoa")
-	acts := &activities.Activities{Store: store}
+	var failed atomic.Int32
+	acts := &activities.Activities{Store: store, FailAfterWrite: func(ctx context.Context, in workflows.ShardInput) error {
+		if in.Shard == 0 && activity.GetInfo(ctx).Attempt == 1 {
+			failed.Add(1)
+			return errors.New("injected: worker lost after writing the first command trial")
+		}
+		return nil
+	}}
 	queue := "runner-byoa-" + t.Name()
 	w, err := NewWorker(c, queue, acts, WorkerOptions{})
 	if err != nil {
@@ -126,6 +143,12 @@ arms:
 	if final.Status != workflows.StatusCompleted || final.TrialsDone != 4 || final.Attrition != 2 {
 		t.Fatalf("final progress = %+v", final)
 	}
+	if failed.Load() != 1 {
+		t.Fatalf("the injected failure fired %d times, want 1", failed.Load())
+	}
+	if n, err := store.CountTrials(ctx, sweepID); err != nil || n != 4 {
+		t.Fatalf("stored (deduplicated) trials = %d (%v), want 4", n, err)
+	}
 	if n := model.Pending(); n != 0 {
 		t.Errorf("%d scripted model answers were never asked for", n)
 	}
@@ -133,8 +156,8 @@ arms:
 	// The model saw rebound's normalized errors as the Agents SDK passed
 	// them on: code, retryable, retry_after_ms, uncertain.
 	reqs := model.Requests()
-	if len(reqs) != 12 {
-		t.Fatalf("%d model requests, want 12", len(reqs))
+	if len(reqs) != 19 {
+		t.Fatalf("%d model requests, want 19", len(reqs))
 	}
 	lastTool := func(i int) string {
 		msgs := reqs[i].Chat.Messages
@@ -146,8 +169,9 @@ arms:
 		return ""
 	}
 	for i, want := range map[int][]string{
-		1: {`"code":"BAD_GATEWAY"`, `"retryable":true`, `"retry_after_ms":0`, `"uncertain":false`},
-		9: {`"code":"TIMEOUT_AFTER_SEND"`, `"uncertain":true`},
+		1:  {`"code":"BAD_GATEWAY"`, `"retryable":true`, `"retry_after_ms":0`, `"uncertain":false`},
+		8:  {`"code":"BAD_GATEWAY"`}, // the retried trial met the same schedule
+		16: {`"code":"TIMEOUT_AFTER_SEND"`, `"uncertain":true`},
 	} {
 		for _, w := range want {
 			if got := lastTool(i); !strings.Contains(got, w) {
@@ -177,20 +201,21 @@ arms:
 		byKey[tr.Arm+"/"+tr.Scenario] = tr
 	}
 	type want struct {
-		claim  string
-		codes  []string
-		commit int // the call that committed
+		claim   string
+		codes   []string
+		commit  int // the call that committed
+		attempt uint32
 	}
 	for scen, w := range map[string]want{
-		"charge-502-twice":          {`{"charged":true,"status":"completed"}`, []string{"BAD_GATEWAY", "BAD_GATEWAY", ""}, 3},
-		"refund-timeout-after-send": {`{"invoice_amount_cents":4200,"refunded":true,"status":"completed"}`, []string{"", "TIMEOUT_AFTER_SEND", ""}, 2},
+		"charge-502-twice":          {`{"charged":true,"status":"completed"}`, []string{"BAD_GATEWAY", "BAD_GATEWAY", ""}, 3, 2},
+		"refund-timeout-after-send": {`{"invoice_amount_cents":4200,"refunded":true,"status":"completed"}`, []string{"", "TIMEOUT_AFTER_SEND", ""}, 2, 1},
 	} {
 		tr := byKey["agents-sdk/"+scen]
 		if tr.TrialID == "" {
 			t.Fatalf("no stored trial of agents-sdk on %s (have %v)", scen, byKey)
 		}
-		if tr.Attrition || tr.Agent != "command" || tr.Claim != w.claim {
-			t.Errorf("%s: attrition=%v agent=%q claim=%s", scen, tr.Attrition, tr.Agent, tr.Claim)
+		if tr.Attrition || tr.Agent != "command" || tr.Claim != w.claim || tr.ActivityAttempt != w.attempt {
+			t.Errorf("%s: attrition=%v agent=%q claim=%s attempt=%d", scen, tr.Attrition, tr.Agent, tr.Claim, tr.ActivityAttempt)
 		}
 		for name, got := range map[string]*bool{"recovered": tr.Recovered, "unsafe_action": tr.UnsafeAction,
 			"duplicate_side_effect": tr.DuplicateSideEffect, "fabricated_claim": tr.FabricatedClaim} {
