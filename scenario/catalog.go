@@ -42,6 +42,17 @@ type LoadOptions struct {
 	// NoCatalog loads without any catalog, even DefaultCatalog: tool names
 	// are not checked and generate is an error.
 	NoCatalog bool
+	// Note, when set, receives remarks that are not problems (a default
+	// that applies), located like errors; lint prints them.
+	Note func(FieldError)
+}
+
+func (o LoadOptions) note(notes ...FieldError) {
+	if o.Note != nil {
+		for _, n := range notes {
+			o.Note(n)
+		}
+	}
 }
 
 func (o LoadOptions) catalog() Catalog {

@@ -62,7 +62,17 @@ func ParseScenarioWith(file string, data []byte, opts LoadOptions) (*Scenario, e
 	if err != nil {
 		return nil, err
 	}
-	errs := s.validate()
+	var errs []pathError
+	switch {
+	case s.Budget.ToolCalls == 0:
+		// Every trial has a finite call budget: a scenario that sets none
+		// gets the harness's default, and lint says so.
+		s.Budget.ToolCalls = harness.DefaultToolCalls
+		opts.note(locate(file, root, []pathError{{path: "budget.tool_calls", msg: fmt.Sprintf("not set: the default budget of %d tool calls applies", harness.DefaultToolCalls)}})...)
+	case s.Budget.ToolCalls > harness.MaxToolCalls:
+		errs = append(errs, pathError{path: "budget.tool_calls", msg: fmt.Sprintf("%d is above the harness's cap of %d calls per trial", s.Budget.ToolCalls, harness.MaxToolCalls)})
+	}
+	errs = append(errs, s.validate()...)
 	var catalog map[string]harness.Tool
 	pending := false // generation could not run
 	if cat := opts.catalog(); cat != nil && s.World != "" {
