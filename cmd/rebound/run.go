@@ -182,7 +182,11 @@ type status struct {
 
 func newStatus(w io.Writer) *status {
 	s := &status{w: w, lastDone: -1}
-	if f, ok := w.(*os.File); ok {
+	inner := w
+	if t, ok := w.(termWriter); ok {
+		inner = t.w
+	}
+	if f, ok := inner.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 			s.tty = true
 		}
