@@ -68,6 +68,16 @@ func (c *connection) openStore(ctx context.Context) (storage.Store, error) {
 	return st, nil
 }
 
+// openReadOnlyStore opens the store in the engine's readonly=1 mode (no
+// migration: nothing may be written).
+func (c *connection) openReadOnlyStore(ctx context.Context) (storage.Store, error) {
+	cfg := storage.Config{DSN: c.clickhouseDSN, LibPath: c.chdbLib, ReadOnly: true}
+	if c.clickhouseDSN == "" {
+		cfg.DataDir = filepath.Join(c.dataDir, "chdb")
+	}
+	return storage.Open(ctx, cfg)
+}
+
 func (c *connection) dialTemporal(ctx context.Context, address string) (client.Client, error) {
 	cl, err := client.Dial(client.Options{HostPort: address, Namespace: c.namespace, Logger: quietLogger{ctx}})
 	if err != nil {
