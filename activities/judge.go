@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -9,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"rebound/judge"
+	"rebound/redact"
 	"rebound/scenario"
 	"rebound/trial"
 	"rebound/workflows"
@@ -32,6 +34,10 @@ func (a *Activities) JudgeShard(ctx context.Context, in workflows.ShardInput) (w
 	if err != nil {
 		return workflows.ShardResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrAgentConfig, nil)
 	}
+	red, err := a.redactor(plan)
+	if err != nil {
+		return workflows.ShardResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
+	}
 	var out workflows.ShardResult
 	for i := in.From; i < in.To; i++ {
 		key, err := plan.Trial(i)
@@ -50,7 +56,13 @@ func (a *Activities) JudgeShard(ctx context.Context, in workflows.ShardInput) (w
 		if err != nil {
 			return out, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
 		}
-		res, err := j.Score(ctx, judge.NewInput(key.Scenario, key.Variant, catalog, judge.TraceFromStored(key.Scenario.Goal, t, calls)))
+		// The judge sees what storage holds: the redacted scenario and
+		// variant beside the redacted rows, never a secret of the plan.
+		sc, variant, err := redactedCase(red, key.Scenario, key.Variant)
+		if err != nil {
+			return out, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
+		}
+		res, err := j.Score(ctx, judge.NewInput(sc, variant, catalog, judge.TraceFromStored(sc.Goal, t, calls)))
 		switch {
 		case errors.Is(err, judge.ErrNothingToJudge):
 			continue
@@ -74,4 +86,19 @@ func (a *Activities) newJudge(spec *scenario.JudgeSpec) (*judge.Judge, error) {
 	cfg := judge.Config{BaseURL: spec.BaseURL, APIKeyEnv: spec.APIKeyEnv, Model: spec.Model, Prompt: spec.PromptText}
 	opts := append([]judge.Option{judge.WithCache(judge.StoreCache{Store: a.Store})}, a.JudgeOptions...)
 	return judge.New(cfg, opts...)
+}
+
+// redactedCase returns copies of a scenario and variant with every string
+// redacted (red.JSON), for what leaves the process about them.
+func redactedCase(red *redact.Redactor, sc *scenario.Scenario, v scenario.Variant) (*scenario.Scenario, scenario.Variant, error) {
+	var rs scenario.Scenario
+	if err := json.Unmarshal([]byte(red.JSON(sc)), &rs); err != nil {
+		return nil, v, fmt.Errorf("redact scenario %s: %w", sc.Name, err)
+	}
+	var rv scenario.Variant
+	if err := json.Unmarshal([]byte(red.JSON(v)), &rv); err != nil {
+		return nil, v, fmt.Errorf("redact variant %s: %w", v.Name, err)
+	}
+	rs.Name, rv.Name = sc.Name, v.Name
+	return &rs, rv, nil
 }

@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"rebound/activities"
+	"rebound/redact"
 	"rebound/scenario"
 	"rebound/workflows"
 )
@@ -44,6 +45,9 @@ type WorkerOptions struct {
 // process installs an exporter), so a sweep shows up as one trace with a
 // span per shard and per trial.
 func NewWorker(c client.Client, queue string, acts *activities.Activities, opts WorkerOptions) (worker.Worker, error) {
+	if err := redact.CheckKey(acts.RedactionKey); err != nil {
+		return nil, fmt.Errorf("worker refuses to start: %w", err)
+	}
 	tracing, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("tracing interceptor: %w", err)

@@ -36,17 +36,21 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if conn.temporalAddress == "" {
 		return usagef("worker needs --temporal-address (or REBOUND_TEMPORAL_ADDRESS); for a self-contained run use 'rebound run'")
 	}
+	key, err := envRedactionKey()
+	if err != nil {
+		return err
+	}
 	store, err := conn.openStore(ctx)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	c, err := conn.dialTemporal(ctx, conn.temporalAddress)
+	c, err := conn.dialTemporal(ctx, conn.temporalAddress, key)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	acts, err := newActivities(store)
+	acts, err := newActivities(store, key)
 	if err != nil {
 		return err
 	}
@@ -105,7 +109,11 @@ func sweepCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() != 1 {
 		return usagef("sweep %s takes exactly one argument", args[0])
 	}
-	c, err := conn.dialTemporal(ctx, conn.temporalAddress)
+	key, err := envRedactionKey()
+	if err != nil {
+		return err
+	}
+	c, err := conn.dialTemporal(ctx, conn.temporalAddress, key)
 	if err != nil {
 		return err
 	}

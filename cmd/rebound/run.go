@@ -49,6 +49,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return usageError{err}
 	}
+	key, err := localRedactionKey(conn.dataDir)
+	if err != nil {
+		return err
+	}
 	status := newStatus(stderr)
 	status.linef("plan %s: %d scenarios, %d arms, %d seeds = %d trials", plan.Name, len(plan.Scenarios), len(plan.Arms), len(plan.Seeds), plan.TrialCount())
 
@@ -81,12 +85,12 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer store.Close()
 
-	c, err := conn.dialTemporal(ctx, address)
+	c, err := conn.dialTemporal(ctx, address, key)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	acts, err := newActivities(store)
+	acts, err := newActivities(store, key)
 	if err != nil {
 		return err
 	}
