@@ -105,4 +105,3 @@ func SecureClientOptions(opts client.Options, redactionKey []byte) (client.Optio
 }
 
 var _ converter.PayloadCodec = (*Codec)(nil)
-

@@ -67,8 +67,8 @@ func TestPlantedSecretsNeverStored(t *testing.T) {
 	}
 	sc := map[string]any{
 		"name": "planted-secrets", "description": "secrets everywhere", "world": "inventory",
-		"goal":   "Look up every SKU. Credentials: " + strings.Join(secrets[0], " | "),
-		"tools":  []string{"inventory.lookup"}, "permissions": []string{"inventory.read"},
+		"goal":  "Look up every SKU. Credentials: " + strings.Join(secrets[0], " | "),
+		"tools": []string{"inventory.lookup"}, "permissions": []string{"inventory.read"},
 		"budget": map[string]any{"tool_calls": 200}, "initial": map[string]any{"skus": initial},
 		"plan": plan, "claim": map[string]any{"fields": fields},
 		"variants": []any{map[string]any{"name": "timeouts", "recoverable": true, "faults": faults}},
