@@ -1,11 +1,9 @@
 package scenario
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"rebound/fileerr"
@@ -58,9 +56,9 @@ func ParseScenario(file string, data []byte) (*Scenario, error) {
 // the metamorphic pairs are checked against the complete list.
 func ParseScenarioWith(file string, data []byte, opts LoadOptions) (*Scenario, error) {
 	var s Scenario
-	root, err := decodeStrict(file, data, &s)
-	if err != nil {
-		return nil, err
+	root, decodeErrs := decodeStrict(file, data, &s)
+	if root == nil {
+		return nil, decodeErrs
 	}
 	var errs []pathError
 	switch {
@@ -109,7 +107,7 @@ func ParseScenarioWith(file string, data []byte, opts LoadOptions) (*Scenario, e
 		s.Variants = append(s.Variants, generated...)
 	}
 	errs = append(errs, s.validateMetamorphic(catalog, pending)...)
-	if errs := locate(file, root, errs); len(errs) > 0 {
+	if errs := append(decodeErrs, locate(file, root, errs)...); len(errs) > 0 {
 		return nil, errs
 	}
 	s.File = file
@@ -124,9 +122,13 @@ func ParseScenarioWith(file string, data []byte, opts LoadOptions) (*Scenario, e
 	return &s, nil
 }
 
-// decodeStrict decodes one YAML document into v, rejecting unknown fields,
-// and returns the node tree for locating later validation errors.
-func decodeStrict(file string, data []byte, v any) (*yaml.Node, error) {
+// decodeStrict decodes one YAML document into v, rejecting unknown fields
+// and duplicate keys, in time linear in the document (decode.go). It
+// returns the node tree for locating later validation errors and the decode
+// problems; v holds everything that decoded, so validation can still run
+// and every problem of a file is reported in one pass. A nil tree means the
+// document could not be parsed at all (the problems say why).
+func decodeStrict(file string, data []byte, v any) (*yaml.Node, Errors) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, Errors{fileerr.YAMLSyntax(file, err)}
@@ -134,20 +136,21 @@ func decodeStrict(file string, data []byte, v any) (*yaml.Node, error) {
 	if len(root.Content) == 0 {
 		return nil, Errors{{File: file, Line: 1, Col: 1, Msg: "empty document"}}
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(v); err != nil {
-		var te *yaml.TypeError
-		if errors.As(err, &te) {
-			out := make(Errors, 0, len(te.Errors))
-			for _, msg := range te.Errors {
-				out = append(out, typeError(file, &root, msg))
-			}
-			return nil, out
+	// Keep a pristine copy for locating errors: decoding prunes the tree.
+	located := cloneNode(&root)
+	return located, decodeTyped(file, &root, v)
+}
+
+// cloneNode deep-copies a node tree.
+func cloneNode(n *yaml.Node) *yaml.Node {
+	c := *n
+	if len(n.Content) > 0 {
+		c.Content = make([]*yaml.Node, len(n.Content))
+		for i, x := range n.Content {
+			c.Content[i] = cloneNode(x)
 		}
-		return nil, Errors{fileerr.YAMLSyntax(file, err)}
 	}
-	return &root, nil
+	return &c
 }
 
 var (

@@ -105,11 +105,10 @@ func LoadPlanWith(path string, opts LoadOptions) (*Resolved, error) {
 		return nil, err
 	}
 	var p Plan
-	root, err := decodeStrict(path, data, &p)
-	if err != nil {
-		return nil, err
+	root, errs := decodeStrict(path, data, &p)
+	if root == nil {
+		return nil, errs
 	}
-	var errs Errors
 	if pe := p.validate(); len(pe) > 0 {
 		errs = append(errs, locate(path, root, pe)...)
 	}
@@ -165,11 +164,11 @@ func LoadPlanWith(path string, opts LoadOptions) (*Resolved, error) {
 // it names; file names the source in errors.
 func ParsePlan(file string, data []byte) (*Plan, error) {
 	var p Plan
-	root, err := decodeStrict(file, data, &p)
-	if err != nil {
-		return nil, err
+	root, errs := decodeStrict(file, data, &p)
+	if root == nil {
+		return nil, errs
 	}
-	if errs := locate(file, root, p.validate()); len(errs) > 0 {
+	if errs := append(errs, locate(file, root, p.validate())...); len(errs) > 0 {
 		return nil, errs
 	}
 	return &p, nil
@@ -275,10 +274,20 @@ func (r *Resolved) Scenario(name string) (*Scenario, bool) {
 // LooksLikePlan reports whether YAML data is a plan (it has a top-level
 // "arms" key) rather than a scenario.
 func LooksLikePlan(data []byte) bool {
-	var top map[string]any
-	if err := yaml.Unmarshal(data, &top); err != nil {
+	// The node tree, not a map: decoding a map checks duplicate keys in
+	// quadratic time.
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil || len(root.Content) == 0 {
 		return false
 	}
-	_, ok := top["arms"]
-	return ok
+	top := root.Content[0]
+	if top.Kind != yaml.MappingNode {
+		return false
+	}
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		if top.Content[i].Value == "arms" {
+			return true
+		}
+	}
+	return false
 }

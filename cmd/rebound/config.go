@@ -198,10 +198,13 @@ func newActivities(store storage.Store, redactionKey []byte) (*activities.Activi
 	return &activities.Activities{Store: store, RedactionKey: redactionKey, RedactPatterns: patterns}, nil
 }
 
+// redactionKeyEnv names the deployment's redaction key (redact.EnvKey).
+const redactionKeyEnv = "REBOUND_REDACTION_KEY"
+
 // envRedactionKey is $REBOUND_REDACTION_KEY, which workers and clients of a
 // deployment share; without it they refuse to start (exit 2).
 func envRedactionKey() ([]byte, error) {
-	key := []byte(os.Getenv(redact.EnvKey))
+	key := []byte(os.Getenv(redactionKeyEnv))
 	if err := redact.CheckKey(key); err != nil {
 		return nil, usageError{err}
 	}
@@ -213,7 +216,7 @@ func envRedactionKey() ([]byte, error) {
 // first time. The embedded stack's processes are this one, so the key only
 // has to outlive it for replays and later runs on the same data.
 func localRedactionKey(dataDir string) ([]byte, error) {
-	if os.Getenv(redact.EnvKey) != "" {
+	if os.Getenv(redactionKeyEnv) != "" {
 		return envRedactionKey()
 	}
 	path := filepath.Join(dataDir, "redaction.key")

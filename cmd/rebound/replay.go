@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"rebound/redact"
 	"rebound/replay"
 	"rebound/storage"
 )
@@ -76,7 +75,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // replayKey is the key that sealed the stored plan: $REBOUND_REDACTION_KEY,
 // or the embedded stack's key in the data dir.
 func replayKey(conn connection) []byte {
-	if k := os.Getenv(redact.EnvKey); k != "" || conn.clickhouseDSN != "" {
+	if k := os.Getenv(redactionKeyEnv); k != "" || conn.clickhouseDSN != "" {
 		return []byte(k)
 	}
 	b, _ := os.ReadFile(filepath.Join(conn.dataDir, "redaction.key"))

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"rebound/redact"
 )
 
 func TestTermSafe(t *testing.T) {
@@ -47,5 +49,11 @@ func TestCommandsPrintNoEscapes(t *testing.T) {
 	}
 	if strings.ContainsAny(out+errOut, "\x1b\x07") {
 		t.Fatalf("escape printed: %q %q", out, errOut)
+	}
+}
+
+func TestRedactionKeyEnvName(t *testing.T) {
+	if redactionKeyEnv != redact.EnvKey {
+		t.Fatalf("%s != %s", redactionKeyEnv, redact.EnvKey)
 	}
 }
