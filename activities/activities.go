@@ -53,8 +53,27 @@ type Activities struct {
 	// replace its sleep).
 	JudgeOptions []judge.Option
 
-	mu    sync.Mutex
-	plans map[string]*scenario.Resolved
+	mu      sync.Mutex
+	plans   map[string]*scenario.Resolved
+	checked map[string]error // CheckPlan's verdict per sweep on this worker
+}
+
+// checkOnce runs CheckPlan once per sweep on this worker.
+func (a *Activities) checkOnce(sweepID string, plan *scenario.Resolved) error {
+	a.mu.Lock()
+	err, ok := a.checked[sweepID]
+	a.mu.Unlock()
+	if ok {
+		return err
+	}
+	err = CheckPlan(plan)
+	a.mu.Lock()
+	if a.checked == nil {
+		a.checked = map[string]error{}
+	}
+	a.checked[sweepID] = err
+	a.mu.Unlock()
+	return err
 }
 
 // RegisterSweep stores the sweep's resolved plan and planned size.
@@ -73,6 +92,9 @@ func (a *Activities) RegisterSweep(ctx context.Context, in workflows.RegisterSwe
 	red, err := a.redactor(&plan)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
+	}
+	if err := CheckPlan(&plan); err != nil {
+		return temporal.NewNonRetryableApplicationError(red.String(err.Error()), workflows.ErrInvalidPlan, nil)
 	}
 	sealer, err := redact.NewSealer(a.RedactionKey, planSealPurpose)
 	if err != nil {
@@ -116,6 +138,11 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 	red, err := a.redactor(plan)
 	if err != nil {
 		return workflows.ShardResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
+	}
+	if err := a.checkOnce(in.SweepID, plan); err != nil {
+		// This worker cannot run the plan (an agent it does not know, a
+		// world that refuses the initial state): retrying will not help.
+		return workflows.ShardResult{}, temporal.NewNonRetryableApplicationError(red.String(err.Error()), workflows.ErrInvalidPlan, nil)
 	}
 	var (
 		trials []storage.Trial

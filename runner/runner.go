@@ -91,8 +91,8 @@ func StartSweep(ctx context.Context, c client.Client, queue, sweepID string, pla
 	if err != nil {
 		return nil, fmt.Errorf("encode plan: %w", err)
 	}
-	if len(planJSON) > 1<<20 {
-		return nil, fmt.Errorf("plan %s is %d bytes resolved; Temporal payloads are limited to 2 MB: split it into several plans", plan.Name, len(planJSON))
+	if len(planJSON) > activities.MaxPlanPayload {
+		return nil, fmt.Errorf("plan %s is %d bytes resolved, over the limit of %d (Temporal payloads are limited to 2 MB): split it into several plans", plan.Name, len(planJSON), activities.MaxPlanPayload)
 	}
 	in := workflows.SweepInput{
 		SweepID: sweepID, PlanJSON: string(planJSON), Trials: plan.TrialCount(),

@@ -2,6 +2,8 @@ package scenario
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -121,5 +123,18 @@ func TestLoadTimeIsLinear(t *testing.T) {
 	}
 	if float64(large) > 24*float64(small) {
 		t.Errorf("8x the keys took %.1fx the time: not linear", float64(large)/float64(small))
+	}
+}
+
+// Ctrl-C while loading: a cancelled context stops the loader before the
+// next file.
+func TestLoadHonoursCancellation(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := LoadPlanWith("../examples/plans/library.yaml", LoadOptions{Context: ctx}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if _, err := LoadScenarioWith("../examples/scenarios/charge-502-twice.yaml", LoadOptions{Context: ctx}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }

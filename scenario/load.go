@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 	"rebound/fileerr"
 	"regexp"
 	"strconv"
@@ -30,6 +29,19 @@ type pathError struct {
 	msg  string
 }
 
+// Input limits. Files are read only when they are regular files (not a
+// directory, device, pipe or socket) no larger than these.
+const (
+	// MaxScenarioBytes bounds a scenario file.
+	MaxScenarioBytes = 4 << 20
+	// MaxPlanBytes bounds a plan file.
+	MaxPlanBytes = 1 << 20
+	// MaxPromptBytes bounds a prompt file of an LLM arm or judge.
+	MaxPromptBytes = 256 << 10
+	// MaxPlanScenarios bounds the scenario files one plan loads.
+	MaxPlanScenarios = 10_000
+)
+
 // LoadScenario reads and validates a scenario file, expanding generated
 // variants with DefaultCatalog.
 func LoadScenario(path string) (*Scenario, error) {
@@ -38,7 +50,10 @@ func LoadScenario(path string) (*Scenario, error) {
 
 // LoadScenarioWith is LoadScenario with options.
 func LoadScenarioWith(path string, opts LoadOptions) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	if err := opts.interrupted(); err != nil {
+		return nil, err
+	}
+	data, err := fileerr.ReadRegular(path, MaxScenarioBytes, "scenario file")
 	if err != nil {
 		return nil, err
 	}

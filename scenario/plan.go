@@ -1,15 +1,18 @@
 package scenario
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 
 	"gopkg.in/yaml.v3"
+
+	"rebound/fileerr"
 )
 
 // Plan crosses scenarios with arms and seeds: the matrix of a sweep.
@@ -100,7 +103,7 @@ func LoadPlan(path string) (*Resolved, error) {
 
 // LoadPlanWith is LoadPlan with options.
 func LoadPlanWith(path string, opts LoadOptions) (*Resolved, error) {
-	data, err := os.ReadFile(path)
+	data, err := fileerr.ReadRegular(path, MaxPlanBytes, "plan file")
 	if err != nil {
 		return nil, err
 	}
@@ -124,6 +127,7 @@ func LoadPlanWith(path string, opts LoadOptions) (*Resolved, error) {
 		errs = append(errs, locate(path, root, pe)...)
 	}
 	seen := map[string]string{}
+	loaded := 0
 	for i, pattern := range p.Scenarios {
 		full := pattern
 		if !filepath.IsAbs(full) {
@@ -135,9 +139,20 @@ func LoadPlanWith(path string, opts LoadOptions) (*Resolved, error) {
 			continue
 		}
 		sort.Strings(matches)
+		if loaded+len(matches) > MaxPlanScenarios {
+			errs = append(errs, locate(path, root, []pathError{{path: fmt.Sprintf("scenarios[%d]", i), msg: fmt.Sprintf("a plan loads at most %d scenario files", MaxPlanScenarios)}})...)
+			break
+		}
+		loaded += len(matches)
 		for _, m := range matches {
+			if err := opts.interrupted(); err != nil {
+				return nil, err
+			}
 			s, err := LoadScenarioWith(m, opts)
 			if err != nil {
+				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+					return nil, err
+				}
 				if es, ok := err.(Errors); ok {
 					errs = append(errs, es...)
 				} else {

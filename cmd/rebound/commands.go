@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 	"time"
 
+	"rebound/fileerr"
 	"rebound/runner"
 	"rebound/scenario"
 	"rebound/storage"
@@ -129,9 +129,9 @@ func sweepCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "sweep %s: %s, %d/%d trials, %d/%d shards, attrition %d\n", fs.Arg(0), p.Status, p.TrialsDone, p.TrialsPlanned, p.ShardsDone, p.ShardsTotal, p.Attrition)
 		return nil
 	}
-	plan, err := scenario.LoadPlan(fs.Arg(0))
+	plan, err := preparePlan(ctx, fs.Arg(0))
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	sweepID := runner.NewSweepID(plan.Name, time.Now())
 	run, err := runner.StartSweep(ctx, c, conn.taskQueue, sweepID, plan)
@@ -224,14 +224,19 @@ func sweepsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return tw.Flush()
 }
 
-const lintAbout = `Checks scenario and plan files: YAML syntax, unknown fields, types, and
-meaning (tools offered and in the world's catalog, claim fields declared,
-fault triggers, generated variants, metamorphic pairs). Every problem is
-reported with file:line:column and the field. A file with a top-level 'arms'
-key is checked as a plan (with every scenario it names).
+const lintAbout = `Checks scenario and plan files: YAML syntax, unknown fields, duplicate keys,
+types, and meaning (tools offered and in the world's catalog, claim fields
+declared, fault triggers, generated variants, metamorphic pairs). Every
+problem of a file is reported in one pass, with file:line:column and the
+field; notes (a default that applies) are printed but are not problems. A
+file with a top-level 'arms' key is checked as a plan (with every scenario
+it names). Only regular files are read, scenario files up to 4 MiB and plan
+files up to 1 MiB. --output json prints one object with every file's
+problems and notes.
 
 Example:
-  rebound scenario lint examples/scenarios/*.yaml examples/plans/quickstart.yaml`
+  rebound scenario lint examples/scenarios/*.yaml examples/plans/quickstart.yaml
+  rebound scenario lint --output json my-scenario.yaml`
 
 const scenarioAbout = `Works with scenario and plan files.
 
@@ -247,7 +252,7 @@ func scenarioCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if len(args) > 0 {
 		switch args[0] {
 		case "lint":
-			return scenarioLint(args[1:], stdout, stderr)
+			return scenarioLint(ctx, args[1:], stdout, stderr)
 		case "variants":
 			return scenarioVariants(args[1:], stdout, stderr)
 		case "import":
@@ -264,36 +269,90 @@ func scenarioCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return usagef("scenario needs a subcommand: lint, variants or import")
 }
 
-func scenarioLint(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("scenario lint", "rebound scenario lint PATH...", lintAbout, stderr)
+func scenarioLint(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("scenario lint", "rebound scenario lint [--output json] PATH...", lintAbout, stderr)
+	output := outputFlag(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkOutput(*output); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
 		return usagef("scenario lint needs at least one file")
 	}
+	type problem struct {
+		File    string `json:"file"`
+		Line    int    `json:"line,omitempty"`
+		Column  int    `json:"column,omitempty"`
+		Field   string `json:"field,omitempty"`
+		Message string `json:"message"`
+	}
+	type fileResult struct {
+		Path     string    `json:"path"`
+		Kind     string    `json:"kind"` // scenario or plan
+		OK       bool      `json:"ok"`
+		Problems []problem `json:"problems"`
+		Notes    []problem `json:"notes"`
+	}
+	toProblem := func(e scenario.FieldError) problem {
+		return problem{File: e.File, Line: e.Line, Column: e.Col, Field: e.Field, Message: e.Msg}
+	}
+	var results []fileResult
 	problems := 0
 	for _, path := range fs.Args() {
+		res := fileResult{Path: path, Kind: "scenario", Problems: []problem{}, Notes: []problem{}}
+		var notes []scenario.FieldError
+		opts := scenario.LoadOptions{Context: ctx, Note: func(e scenario.FieldError) { notes = append(notes, e) }}
 		var err error
 		if isPlan(path) {
-			_, err = scenario.LoadPlan(path)
+			res.Kind = "plan"
+			_, err = loadPlan(ctx, path, opts)
 		} else {
-			_, err = scenario.LoadScenario(path)
+			_, err = scenario.LoadScenarioWith(path, opts)
+		}
+		if errors.Is(err, context.Canceled) {
+			return err
+		}
+		var list scenario.Errors
+		switch {
+		case err == nil:
+		case errors.As(err, &list):
+			for _, e := range list {
+				res.Problems = append(res.Problems, toProblem(e))
+			}
+		default:
+			res.Problems = append(res.Problems, problem{File: path, Message: err.Error()})
+		}
+		for _, n := range notes {
+			res.Notes = append(res.Notes, toProblem(n))
+		}
+		res.OK = len(res.Problems) == 0
+		problems += len(res.Problems)
+		results = append(results, res)
+		if *output == "json" {
+			continue
 		}
 		if err == nil {
 			fmt.Fprintf(stdout, "ok    %s\n", path)
-			continue
-		}
-		var list scenario.Errors
-		if errors.As(err, &list) {
+		} else if len(list) > 0 {
 			for _, e := range list {
 				fmt.Fprintln(stdout, e.Error())
 			}
-			problems += len(list)
-			continue
+		} else {
+			fmt.Fprintf(stdout, "%s: %v\n", path, err)
 		}
-		fmt.Fprintf(stdout, "%s: %v\n", path, err)
-		problems++
+		for _, n := range notes {
+			fmt.Fprintf(stdout, "note: %s\n", n.Error())
+		}
+	}
+	if *output == "json" {
+		if err := json.NewEncoder(stdout).Encode(struct {
+			Files    []fileResult `json:"files"`
+			Problems int          `json:"problems"`
+		}{results, problems}); err != nil {
+			return err
+		}
 	}
 	if problems > 0 {
 		return failure{fmt.Sprintf("%d problem(s) found", problems)}
@@ -303,9 +362,9 @@ func scenarioLint(args []string, stdout, stderr io.Writer) error {
 
 // isPlan tells plans from scenarios by their top-level keys.
 func isPlan(path string) bool {
-	data, err := os.ReadFile(path)
+	data, err := fileerr.ReadRegular(path, scenario.MaxScenarioBytes, "scenario or plan file")
 	if err != nil {
-		return false
+		return false // loading it as a scenario reports why
 	}
 	return scenario.LooksLikePlan(data)
 }

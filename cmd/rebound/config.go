@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"rebound/activities"
+	"rebound/fileerr"
 	"rebound/redact"
 	"rebound/runner"
 	"rebound/storage"
@@ -162,6 +163,9 @@ func (l quietLogger) Error(msg string, kv ...any) {
 
 var _ log.Logger = quietLogger{}
 
+// maxRedactFileBytes bounds REBOUND_REDACT_FILE.
+const maxRedactFileBytes = 64 << 10
+
 // redactPatterns reads extra secret patterns for redaction from the file
 // named by REBOUND_REDACT_FILE: one regular expression per line, blank
 // lines and lines starting with # ignored. Each is checked up front, so a
@@ -171,7 +175,7 @@ func redactPatterns() ([]string, error) {
 	if path == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := fileerr.ReadRegular(path, maxRedactFileBytes, "redact file")
 	if err != nil {
 		return nil, usagef("REBOUND_REDACT_FILE: %v", err)
 	}

@@ -15,7 +15,6 @@ import (
 	"rebound/devstack"
 	"rebound/report"
 	"rebound/runner"
-	"rebound/scenario"
 	"rebound/storage"
 	"rebound/workflows"
 )
@@ -45,9 +44,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := parseOneArg(fs, args, output, "run takes exactly one PLAN file (got %d arguments); see 'rebound run -h'", fs.NArg()); err != nil {
 		return err
 	}
-	plan, err := scenario.LoadPlan(fs.Arg(0))
+	plan, err := preparePlan(ctx, fs.Arg(0))
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	key, err := localRedactionKey(conn.dataDir)
 	if err != nil {
