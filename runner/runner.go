@@ -75,6 +75,11 @@ var unsafeID = regexp.MustCompile(`[^a-z0-9-]+`)
 func NewSweepID(planName string, now time.Time) string {
 	var b [3]byte
 	_, _ = rand.Read(b[:])
+	// The sweep id is Temporal's workflow id, which no codec encrypts: a
+	// secret-shaped plan name must not end up in it.
+	if red, err := redact.New(nil, nil); err == nil {
+		planName = strings.ReplaceAll(red.String(planName), redact.Mask, "redacted")
+	}
 	name := strings.Trim(unsafeID.ReplaceAllString(strings.ToLower(planName), "-"), "-")
 	if name == "" {
 		name = "sweep"
