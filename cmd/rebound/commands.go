@@ -219,7 +219,8 @@ func sweepsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SWEEP\tPLAN\tSTATUS\tTRIALS\tSTARTED")
 	for _, s := range sweeps {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", s.SweepID, s.Name, s.Status, s.TrialsPlanned, s.CreatedAt.Local().Format("2006-01-02 15:04"))
+		// Cells are made safe before tabwriter measures them.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", termSafe(s.SweepID, false), termSafe(s.Name, false), termSafe(s.Status, false), s.TrialsPlanned, s.CreatedAt.Local().Format("2006-01-02 15:04"))
 	}
 	return tw.Flush()
 }
