@@ -115,3 +115,44 @@ func TestLintJSON(t *testing.T) {
 		t.Errorf("notes %+v", res.Files[0].Notes)
 	}
 }
+
+// A worker (and a sweep client) without REBOUND_REDACTION_KEY refuses to
+// start; run generates a key once and keeps it in its data dir.
+func TestRedactionKeyRequiredOrGenerated(t *testing.T) {
+	t.Setenv("REBOUND_REDACTION_KEY", "")
+	for _, args := range [][]string{
+		{"worker", "--temporal-address", "127.0.0.1:1"},
+		{"sweep", "status", "--temporal-address", "127.0.0.1:1", "some-sweep"},
+	} {
+		code, _, errOut := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(errOut, "REBOUND_REDACTION_KEY is not set") {
+			t.Fatalf("%v: exit %d\n%s", args, code, errOut)
+		}
+	}
+	t.Setenv("REBOUND_REDACTION_KEY", "too-short")
+	if code, _, errOut := runCLI(t, "worker", "--temporal-address", "127.0.0.1:1"); code != exitUsage {
+		t.Fatalf("short key: exit %d\n%s", code, errOut)
+	}
+	t.Setenv("REBOUND_REDACTION_KEY", "")
+	dir := filepath.Join(t.TempDir(), "data")
+	k1, err := localRedactionKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := localRedactionKey(dir)
+	if err != nil || string(k1) != string(k2) || len(k1) != 64 {
+		t.Fatalf("keys %q %q, %v", k1, k2, err)
+	}
+	st, err := os.Stat(filepath.Join(dir, "redaction.key"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v %v", st, err)
+	}
+	other, _ := localRedactionKey(filepath.Join(t.TempDir(), "data"))
+	if string(other) == string(k1) {
+		t.Fatal("two data dirs got the same key")
+	}
+	t.Setenv("REBOUND_REDACTION_KEY", "an-explicit-key-that-is-long-enough-0123456789")
+	if k, _ := localRedactionKey(dir); string(k) != "an-explicit-key-that-is-long-enough-0123456789" {
+		t.Fatalf("the environment's key did not win: %q", k)
+	}
+}
