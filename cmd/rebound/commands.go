@@ -310,7 +310,7 @@ func scenarioLint(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			res.Kind = "plan"
 			_, err = loadPlan(ctx, path, opts)
 		} else {
-			_, err = scenario.LoadScenarioWith(path, opts)
+			_, err = loadScenario(ctx, path, opts)
 		}
 		if errors.Is(err, context.Canceled) {
 			return err

@@ -12,20 +12,33 @@ import (
 // (the loader also stops at the next file).
 func loadPlan(ctx context.Context, path string, opts scenario.LoadOptions) (*scenario.Resolved, error) {
 	opts.Context = ctx
+	return interruptible(ctx, func() (*scenario.Resolved, error) { return scenario.LoadPlanWith(path, opts) })
+}
+
+// loadScenario is loadPlan for one scenario file.
+func loadScenario(ctx context.Context, path string, opts scenario.LoadOptions) (*scenario.Scenario, error) {
+	opts.Context = ctx
+	return interruptible(ctx, func() (*scenario.Scenario, error) { return scenario.LoadScenarioWith(path, opts) })
+}
+
+// interruptible runs load, but returns as soon as ctx is cancelled: the
+// command then exits (130) without waiting for a file to finish loading.
+func interruptible[T any](ctx context.Context, load func() (T, error)) (T, error) {
 	type result struct {
-		plan *scenario.Resolved
-		err  error
+		v   T
+		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		p, err := scenario.LoadPlanWith(path, opts)
-		done <- result{p, err}
+		v, err := load()
+		done <- result{v, err}
 	}()
 	select {
 	case r := <-done:
-		return r.plan, r.err
+		return r.v, r.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		var zero T
+		return zero, ctx.Err()
 	}
 }
 

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Everything that can be checked before a sweep is checked before the dev
@@ -154,5 +157,18 @@ func TestRedactionKeyRequiredOrGenerated(t *testing.T) {
 	t.Setenv("REBOUND_REDACTION_KEY", "an-explicit-key-that-is-long-enough-0123456789")
 	if k, _ := localRedactionKey(dir); string(k) != "an-explicit-key-that-is-long-enough-0123456789" {
 		t.Fatalf("the environment's key did not win: %q", k)
+	}
+}
+
+// Ctrl-C while a file loads: the command stops waiting at once.
+func TestInterruptibleLoad(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	release := make(chan struct{})
+	defer close(release)
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	start := time.Now()
+	_, err := interruptible(ctx, func() (int, error) { <-release; return 1, nil })
+	if !errors.Is(err, context.Canceled) || time.Since(start) > 2*time.Second {
+		t.Fatalf("err %v after %v", err, time.Since(start))
 	}
 }
