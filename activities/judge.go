@@ -12,6 +12,7 @@ import (
 	"rebound/judge"
 	"rebound/redact"
 	"rebound/scenario"
+	"rebound/storage"
 	"rebound/trial"
 	"rebound/workflows"
 	"rebound/world"
@@ -30,13 +31,14 @@ func (a *Activities) JudgeShard(ctx context.Context, in workflows.ShardInput) (w
 	if plan.Judge == nil {
 		return workflows.ShardResult{}, nil
 	}
-	j, err := a.newJudge(plan.Judge)
-	if err != nil {
-		return workflows.ShardResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrAgentConfig, nil)
-	}
 	red, err := a.redactor(plan)
 	if err != nil {
 		return workflows.ShardResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
+	}
+	store := redactingStore{Store: a.Store, red: red}
+	j, err := a.newJudge(plan.Judge, store)
+	if err != nil {
+		return workflows.ShardResult{}, temporal.NewNonRetryableApplicationError(red.String(err.Error()), workflows.ErrAgentConfig, nil)
 	}
 	var out workflows.ShardResult
 	for i := in.From; i < in.To; i++ {
@@ -71,7 +73,7 @@ func (a *Activities) JudgeShard(ctx context.Context, in workflows.ShardInput) (w
 		case err != nil && !(errors.Is(err, judge.ErrCache) && res.Status != ""):
 			return out, err
 		}
-		if err := judge.Record(ctx, a.Store, in.SweepID, id, res); err != nil {
+		if err := judge.Record(ctx, store, in.SweepID, id, res); err != nil {
 			return out, err
 		}
 		out.Trials++
@@ -82,9 +84,9 @@ func (a *Activities) JudgeShard(ctx context.Context, in workflows.ShardInput) (w
 	return out, nil
 }
 
-func (a *Activities) newJudge(spec *scenario.JudgeSpec) (*judge.Judge, error) {
+func (a *Activities) newJudge(spec *scenario.JudgeSpec, store storage.Store) (*judge.Judge, error) {
 	cfg := judge.Config{BaseURL: spec.BaseURL, APIKeyEnv: spec.APIKeyEnv, Model: spec.Model, Prompt: spec.PromptText}
-	opts := append([]judge.Option{judge.WithCache(judge.StoreCache{Store: a.Store})}, a.JudgeOptions...)
+	opts := append([]judge.Option{judge.WithCache(judge.StoreCache{Store: store})}, a.JudgeOptions...)
 	return judge.New(cfg, opts...)
 }
 

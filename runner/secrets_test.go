@@ -97,7 +97,7 @@ func TestPlantedSecretsNeverStored(t *testing.T) {
 	)
 	model.Always(llmtest.Text(`{"status":"blocked","blocked_on":"inventory.lookup"}`))
 	judgeModel := llmtest.New(t)
-	judgeModel.Always(llmtest.Text("not a score"))
+	judgeModel.Always(llmtest.Text("not a score, but here is a key: " + apiKey + " and " + secrets[0][0]))
 	write("plan.yaml", fmt.Appendf(nil, `name: planted
 scenarios: [planted.yaml]
 seeds: [1]
@@ -184,10 +184,15 @@ judge: {base_url: %q, api_key_env: %s, model: judge-model}
 			db = append(db, b...)
 		}
 	}
-	// The judge's requests: what the judge was sent.
+	// The judge's requests: what the judge was sent (its own answers,
+	// which echo secrets, are in the tables dump: the review queue).
 	var judged bytes.Buffer
 	for _, r := range judgeModel.Requests() {
-		judged.Write(r.Body)
+		// What rebound sent: the rubric and the judged document. (A retry
+		// also quotes the judge's own rejected answer back to it.)
+		for _, m := range r.Chat.Messages[:min(2, len(r.Chat.Messages))] {
+			judged.WriteString(m.Content)
+		}
 	}
 
 	// Controls: the search would find what is there.
