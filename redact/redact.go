@@ -219,11 +219,13 @@ func (r *Redactor) JSONText(s string) string {
 	if err := dec.Decode(&v); err != nil || dec.More() {
 		return r.String(s)
 	}
-	b, err := json.Marshal(r.Value(v))
-	if err != nil {
+	var out strings.Builder
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false) // stored for people: keep <, > and & readable
+	if err := enc.Encode(r.Value(v)); err != nil {
 		return r.String(s)
 	}
-	return string(b)
+	return strings.TrimSuffix(out.String(), "\n")
 }
 
 // isText reports whether a secret-named key's value is text (or made of
