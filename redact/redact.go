@@ -182,7 +182,7 @@ func (r *Redactor) Value(v any) any {
 			switch {
 			case r.hashedKeys[lk]:
 				out[rk] = r.Hash(fmt.Sprint(val))
-			case isSensitive(lk) && isText(val):
+			case isSensitive(lk) && !harmless(lk, val):
 				out[rk] = Mask
 			default:
 				out[rk] = r.Value(val)
@@ -228,14 +228,17 @@ func (r *Redactor) JSONText(s string) string {
 	return strings.TrimSuffix(out.String(), "\n")
 }
 
-// isText reports whether a secret-named key's value is text (or made of
-// text) rather than a count or a flag: "tokens": 120 is not a secret.
-func isText(v any) bool {
+// harmless reports a secret-named key's value that cannot be a secret: a
+// flag, nothing, or a token count ("tokens": 120, "max_tokens": 1024).
+// A numeric password or API key is still masked.
+func harmless(key string, v any) bool {
 	switch v.(type) {
-	case bool, float64, float32, int, int64, int32, uint64, uint32, json.Number, nil:
-		return false
+	case bool, nil:
+		return true
+	case float64, float32, int, int64, int32, uint64, uint32, json.Number:
+		return strings.Contains(key, "token")
 	}
-	return true
+	return false
 }
 
 func isSensitive(key string) bool {

@@ -50,9 +50,10 @@ func TestKnownValuesAndCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := map[string]any{"args": "echo " + key, "tokens": 120, "total_tokens": json.Number("9"), "token": "abc", "short": "short"}
+	in := map[string]any{"args": "echo " + key, "tokens": 120, "total_tokens": json.Number("9"), "token": "abc", "short": "short", "password": 123456, "api_key": json.Number("42424242")}
 	out := r.JSON(in)
-	if strings.Contains(out, key) || strings.Contains(out, jsonEscaped(key)) || !strings.Contains(out, `"tokens":120`) || !strings.Contains(out, `"total_tokens":9`) || !strings.Contains(out, `"token":"[REDACTED]"`) || !strings.Contains(out, `"short":"short"`) {
+	if strings.Contains(out, key) || strings.Contains(out, jsonEscaped(key)) || !strings.Contains(out, `"tokens":120`) || !strings.Contains(out, `"total_tokens":9`) || !strings.Contains(out, `"token":"[REDACTED]"`) || !strings.Contains(out, `"short":"short"`) ||
+		!strings.Contains(out, `"password":"[REDACTED]"`) || !strings.Contains(out, `"api_key":"[REDACTED]"`) {
 		t.Fatalf("got %s", out)
 	}
 	if got := r.String("prefix " + jsonEscaped(key)); strings.Contains(got, jsonEscaped(key)) {
