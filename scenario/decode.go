@@ -137,9 +137,11 @@ func (w *walker) prune(n *yaml.Node, t reflect.Type, path []any) {
 			return
 		}
 		if t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.Interface && t.Elem().NumMethod() == 0 {
-			if v, ok := w.convert(n); ok {
+			if v, ok := w.convertMap(n, true); ok {
 				w.grafts = append(w.grafts, graft{path: path, value: v})
 				n.Content = nil
+			} else {
+				w.declined(n)
 			}
 			return
 		}
@@ -163,7 +165,19 @@ func (w *walker) prune(n *yaml.Node, t reflect.Type, path []any) {
 		if v, ok := w.convert(n); ok {
 			w.grafts = append(w.grafts, graft{path: path, value: v})
 			*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null", Line: n.Line, Column: n.Column}
+		} else {
+			w.declined(n)
 		}
+	}
+}
+
+// declined handles a free-form value left to yaml.v3 (it holds a merge key
+// or a complex key): yaml.v3 decodes its mappings in quadratic time, so
+// large ones are refused (and dropped) instead.
+func (w *walker) declined(n *yaml.Node) {
+	if size := largestMapping(n); size > maxAliasedMapping {
+		w.errorf(n, "", "a value with a merge key (<<) or a complex key may not hold mappings of more than %d keys (found %d)", maxAliasedMapping, size)
+		n.Content = nil
 	}
 }
 
@@ -194,27 +208,40 @@ func (w *walker) convert(n *yaml.Node) (any, bool) {
 		}
 		return out, true
 	case yaml.MappingNode:
-		out := make(map[string]any, len(n.Content)/2)
-		lines := make(map[string]int, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i]
-			if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
-				return nil, false
-			}
-			if line, dup := lines[k.Value]; dup {
-				w.errorf(k, k.Value, "mapping key %q already defined at line %d", k.Value, line)
-				continue
-			}
-			lines[k.Value] = k.Line
-			v, ok := w.convert(n.Content[i+1])
-			if !ok {
-				return nil, false
-			}
-			out[k.Value] = v
-		}
-		return out, true
+		return w.convertMap(n, false)
 	}
 	return nil, false
+}
+
+// convertMap converts a mapping. Keys of a typed map[string]any (typed) are
+// strings whatever they look like, as yaml.v3 decodes them; inside an any,
+// yaml.v3 would build a map[any]any for a non-string key, which no JSON
+// encoder (nor a stored plan) accepts, so that is reported here. A merge key
+// is left to yaml.v3.
+func (w *walker) convertMap(n *yaml.Node, typed bool) (any, bool) {
+	out := make(map[string]any, len(n.Content)/2)
+	lines := make(map[string]int, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!merge" {
+			return nil, false
+		}
+		if !typed && k.ShortTag() != "!!str" {
+			w.errorf(k, k.Value, "mapping key %s is not a string (%s); quote it", k.Value, strings.TrimPrefix(k.ShortTag(), "!!"))
+			continue
+		}
+		if line, dup := lines[k.Value]; dup {
+			w.errorf(k, k.Value, "mapping key %q already defined at line %d", k.Value, line)
+			continue
+		}
+		lines[k.Value] = k.Line
+		v, ok := w.convert(n.Content[i+1])
+		if !ok {
+			return nil, false
+		}
+		out[k.Value] = v
+	}
+	return out, true
 }
 
 // yamlFields maps a struct's YAML keys to its fields.

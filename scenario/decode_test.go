@@ -138,3 +138,30 @@ func TestLoadHonoursCancellation(t *testing.T) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }
+
+// What yaml.v3 alone would decode (aliases, merge keys) stays fast too:
+// large mappings are refused there instead of taking quadratic time.
+func TestQuadraticPathsAreBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: x\ninitial:\n  base: &b {a: 1}\n  orders:\n")
+	for i := range 20_000 {
+		fmt.Fprintf(&b, "    K%d: 1\n", i)
+	}
+	b.WriteString("  copy: *b\n")
+	merge := strings.Replace(b.String(), "  copy: *b\n", "  m: {<<: {a: 1}, b: 2}\n", 1)
+	merge = strings.Replace(merge, "  base: &b {a: 1}\n", "", 1)
+	for name, src := range map[string]string{"alias": b.String(), "merge key": merge} {
+		start := time.Now()
+		var s Scenario
+		_, errs := decodeStrict("f.yaml", []byte(src), &s)
+		if len(errs) == 0 || !strings.Contains(errs.Error(), "more than 2000 keys") || time.Since(start) > 5*time.Second {
+			t.Errorf("%s: %v after %v", name, errs, time.Since(start))
+		}
+	}
+	// A non-string key inside a free-form value would make the plan
+	// unstorable as JSON: reported.
+	var s Scenario
+	if _, errs := decodeStrict("f.yaml", []byte("initial:\n  orders:\n    1: {amount_cents: 5}\n"), &s); len(errs) != 1 || !strings.Contains(errs.Error(), "f.yaml:3:5: 1: mapping key 1 is not a string (int); quote it") {
+		t.Errorf("int key: %v", errs)
+	}
+}
