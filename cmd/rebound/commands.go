@@ -19,9 +19,15 @@ const workerAbout = `Runs a worker: it polls the task queue of an existing Tempo
 sweep workflows and trial activities, and writes trials to an existing
 ClickHouse server. Start as many as you like; they share the work.
 
+REBOUND_REDACTION_KEY is required (at least 32 characters, the same for every
+worker and for 'rebound sweep'): it keys the hashes of idempotency keys and
+encrypts the stored plan and every Temporal payload. Without it the worker
+refuses to start.
+
 Example:
   REBOUND_TEMPORAL_ADDRESS=temporal:7233 \
   REBOUND_CLICKHOUSE_DSN=clickhouse://rebound:secret@clickhouse:9000/rebound \
+  REBOUND_REDACTION_KEY=$(cat /run/secrets/rebound-redaction-key) \
   rebound worker`
 
 func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -80,6 +86,10 @@ const sweepAbout = `Starts a sweep on an existing Temporal cluster (workers must
 
   rebound sweep start [flags] PLAN     start it; --wait follows it to the end
   rebound sweep status [flags] ID      progress of a running sweep
+
+Both need the workers' REBOUND_REDACTION_KEY: the plan and the progress
+travel through Temporal encrypted with it. The plan is checked (files,
+agents, worlds' initial state, size) before anything is sent.
 
 Example:
   rebound sweep start --temporal-address temporal:7233 examples/plans/quickstart.yaml`
