@@ -58,6 +58,10 @@ func TestReadOnlyAttacks(t *testing.T) {
 	if err := w.PutSweep(ctx, Sweep{SweepID: "keep", Name: "keep", PlanJSON: "{}", Arms: []string{"a"}, Status: SweepCompleted}); err != nil {
 		t.Fatal(err)
 	}
+	// A writer still holds the session: it is not turned read-only under it.
+	if _, err := Open(ctx, Config{DataDir: dir, LibPath: integ.lib, ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "other handles") {
+		t.Fatalf("read-only open beside a writer: %v", err)
+	}
 	_ = w.Close()
 	ro, err := Open(ctx, Config{DataDir: dir, LibPath: integ.lib, ReadOnly: true})
 	if err != nil {

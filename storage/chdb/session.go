@@ -151,6 +151,12 @@ func Open(libPath, dataDir string) (*Conn, error) {
 // stays read-only until its last handle closes, and Open refuses new
 // handles on it. Use it in a process that only reads (rebound sql).
 func (c *Conn) MakeReadOnly(ctx context.Context) error {
+	sessMu.Lock()
+	refs := c.s.refs
+	sessMu.Unlock()
+	if refs > 1 {
+		return fmt.Errorf("chdb: cannot make the session on %s read-only: %d other handles in this process use it for writing", c.s.dataDir, refs-1)
+	}
 	if _, err := c.Query(ctx, "SET readonly = 1", "TabSeparated"); err != nil {
 		return fmt.Errorf("chdb: set readonly: %w", err)
 	}
