@@ -102,3 +102,15 @@ func TestRowsKeepTheProcessRecord(t *testing.T) {
 		t.Errorf("an arm without a process stores %q", tr.Process)
 	}
 }
+
+// A command arm's env_from values are secrets the worker knows: redacted by
+// value from every column.
+func TestKnownSecretsIncludeCommandArmEnvFrom(t *testing.T) {
+	t.Setenv("ROWS_TEST_AGENT_KEY", "plainvalue-without-a-shape-42")
+	plan := &scenario.Resolved{Arms: []scenario.Arm{{Name: "ext", Agent: scenario.AgentCommand, Command: []string{"x"},
+		EnvFrom: map[string]string{"OPENAI_API_KEY": "ROWS_TEST_AGENT_KEY"}}}}
+	got := KnownSecrets(plan)
+	if len(got) != 1 || got[0] != "plainvalue-without-a-shape-42" {
+		t.Fatalf("known secrets %v", got)
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"rebound/agent"
+	"rebound/harness"
 	"rebound/scenario"
 	"rebound/toolserver"
 )
@@ -209,6 +210,12 @@ func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.
 		proc.Signal = ws.Signal().String()
 	}
 	if cancelled {
+		if errors.Is(context.Cause(ctx), harness.ErrHalted) {
+			// The harness stopped the trial (the agent kept calling after
+			// its budget): it ends without a claim, like any agent's, and
+			// keeps the process record.
+			return agent.Outcome{Answer: harness.ErrHalted.Error(), Process: &proc}, nil
+		}
 		return agent.Outcome{}, context.Cause(ctx)
 	}
 	if !timedOut && !halted && slices.Contains(a.cfg.AttritionExitCodes, proc.ExitCode) {
@@ -217,7 +224,7 @@ func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.
 	out := agent.Outcome{Process: &proc}
 	out.Claim, _ = srv.Claim()
 	if halted {
-		out.Answer = srv.HaltCause()
+		out.Claim, out.Answer = "", srv.HaltCause()
 	}
 	return out, nil
 }

@@ -67,6 +67,11 @@ func helper(mode string) int {
 		call("submit_claim", map[string]any{"status": "blocked", "blocked_on": "payments__charge"})
 		time.Sleep(time.Minute)
 		return 0
+	case "flood": // claim, then ignore every refusal and keep calling
+		call("submit_claim", map[string]any{"status": "completed", "charged": true})
+		for {
+			call("payments.charge", map[string]any{"order_id": "A-4417", "amount_cents": 15000, "idempotency_key": "charge-A-4417"})
+		}
 	case "provider-down":
 		fmt.Fprintln(os.Stderr, "model provider unreachable")
 		return 75
@@ -232,5 +237,29 @@ func TestCommandCancelled(t *testing.T) {
 	_, err := trial.Run(ctx, spec, newAgent(t, command.Config{Command: self(t, "sleep"), Timeout: time.Minute}))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("cancelled trial: %v", err)
+	}
+}
+
+// An agent that keeps calling after its budget is stopped by the harness:
+// its process is killed, the trial ends without a claim (like any agent's)
+// and is graded on its bounded ledger, and the process record is kept.
+func TestCommandHaltedByTheHarness(t *testing.T) {
+	spec := chargeSpec(t)
+	start := time.Now()
+	res, err := trial.Run(context.Background(), spec, newAgent(t, command.Config{Command: self(t, "flood"), Timeout: time.Minute}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > 30*time.Second {
+		t.Errorf("halting took %s", el)
+	}
+	if res.Outcome.Claim != "" || !strings.Contains(res.Outcome.Answer, "halted") {
+		t.Errorf("claim %q answer %q", res.Outcome.Claim, res.Outcome.Answer)
+	}
+	if p := res.Outcome.Process; p == nil || p.TimedOut || p.ExitCode == 0 {
+		t.Errorf("process %+v", p)
+	}
+	if sent := res.Ledger.Sent(); sent != spec.Scenario.Budget.ToolCalls {
+		t.Errorf("%d calls sent, budget %d", sent, spec.Scenario.Budget.ToolCalls)
 	}
 }
