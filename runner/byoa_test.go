@@ -114,7 +114,7 @@ arms:
 
 	store, c := openStack(t, ctx, srv, lib, "runner_byoa")
 	var failed atomic.Int32
-	acts := &activities.Activities{Store: store, FailAfterWrite: func(ctx context.Context, in workflows.ShardInput) error {
+	acts := &activities.Activities{Store: store, RedactionKey: testRedactionKey, FailAfterWrite: func(ctx context.Context, in workflows.ShardInput) error {
 		if in.Shard == 0 && activity.GetInfo(ctx).Attempt == 1 {
 			failed.Add(1)
 			return errors.New("injected: worker lost after writing the first command trial")
