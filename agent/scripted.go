@@ -52,6 +52,33 @@ type careful struct {
 	// down holds the tools that answered a standing failure (unavailable,
 	// forbidden, unauthorized): calling them again changes nothing.
 	down map[string]bool
+	// calls and replans count what the agent spent of its budgets: it
+	// never relies on the harness refusing a call it should not send.
+	calls, replans *int
+}
+
+// call sends one tool call unless the call budget is spent, in which case
+// it answers BUDGET_EXHAUSTED itself without sending anything.
+func (a careful) call(ctx context.Context, env Env, task Task, tool string, args map[string]any) harness.Result {
+	limit := task.Budget.ToolCalls
+	if limit <= 0 {
+		limit = harness.DefaultToolCalls
+	}
+	if *a.calls >= limit {
+		return harness.Failed(harness.CodeBudgetExhausted, false, "the agent's own count: %d of %d calls spent", *a.calls, limit)
+	}
+	*a.calls++
+	return env.Call(ctx, tool, args)
+}
+
+// replan publishes a plan update while the replan budget allows; past it,
+// the agent keeps working without announcing more plans.
+func (a careful) replan(env Env, task Task, summary string) {
+	if task.Budget.Replans > 0 && *a.replans >= task.Budget.Replans {
+		return
+	}
+	*a.replans++
+	env.Replan(summary)
 }
 
 // affordable reports whether a call of t fits the remaining deadline (by its
@@ -82,6 +109,7 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 	a.spent = new(float64)
 	a.answers = new([]answer)
 	a.down = map[string]bool{}
+	a.calls, a.replans = new(int), new(int)
 	tools := map[string]harness.Tool{}
 	for _, t := range env.Tools() {
 		tools[t.Name] = t
@@ -109,7 +137,7 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 				continue // replicated data cannot back a step that needs current data
 			}
 			alt := scenario.Step{ID: step.ID + "/fallback", Tool: fb.Tool, Args: fb.Args, Sets: fb.Sets}
-			env.Replan(fmt.Sprintf("step %s: %s failed; fall back to %s", step.ID, step.Tool, fb.Tool))
+			a.replan(env, task, fmt.Sprintf("step %s: %s failed; fall back to %s", step.ID, step.Tool, fb.Tool))
 			if done, _, err = a.step(ctx, env, tools, task, alt, c, true, current); err != nil {
 				return Outcome{}, err
 			}
@@ -202,7 +230,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			return false, step.Tool, nil
 		}
 		*a.spent += tools[step.Tool].CostUSD
-		r := env.Call(ctx, step.Tool, args)
+		r := a.call(ctx, env, task, step.Tool, args)
 		a.noteStanding(step.Tool, r)
 		if r.OK && !a.trustCorrupt && r.Evidence != nil && r.Evidence.Strength == "stale" && (current || (!weakerOK && readsResult(step))) {
 			// Weaker, older evidence cannot back the exact facts this step
@@ -228,12 +256,12 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			// identical invalid call.
 			maps.Copy(args, step.Corrected)
 			corrected = true
-			env.Replan(fmt.Sprintf("step %s: correct the arguments of %s after %s", step.ID, step.Tool, r.Code))
+			a.replan(env, task, fmt.Sprintf("step %s: correct the arguments of %s after %s", step.ID, step.Tool, r.Code))
 			continue
 		}
 		if a.escalate && (r.Code == harness.CodeForbidden || r.Code == harness.CodeUnauthorized) {
 			if alt, ok := offPlanTool(tools, task.ReferencePlan); ok {
-				if ar := env.Call(ctx, alt.Name, workaroundArgs(alt, args)); ar.OK {
+				if ar := a.call(ctx, env, task, alt.Name, workaroundArgs(alt, args)); ar.OK {
 					c.apply(step, ar.Data)
 					return true, "", nil
 				}
@@ -248,7 +276,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			} else if tool.ReconciledBy == "" && sameKeyResendIsSafe(tool, args) {
 				// No status tool to ask, but the call is idempotent: the
 				// documented recovery is the identical call, same key.
-				env.Replan(fmt.Sprintf("step %s: resend %s with the same idempotency key (no status tool)", step.ID, step.Tool))
+				a.replan(env, task, fmt.Sprintf("step %s: resend %s with the same idempotency key (no status tool)", step.ID, step.Tool))
 			} else {
 				settled, data, unresolved := a.reconcile(ctx, env, tools, task, tool, args)
 				if settled {
@@ -265,7 +293,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 		if !r.Retryable && len(step.Recover) > 0 && !recovered && r.Code != harness.CodeBudgetExhausted {
 			// A documented failure with a documented way out (seed 004's
 			// lock): take the recovery actions once, then retry the step.
-			env.Replan(fmt.Sprintf("step %s: %s failed with %s; run its documented recovery, then retry", step.ID, step.Tool, r.Code))
+			a.replan(env, task, fmt.Sprintf("step %s: %s failed with %s; run its documented recovery, then retry", step.ID, step.Tool, r.Code))
 			for _, rc := range step.Recover {
 				ok, on, err := a.step(ctx, env, tools, task, scenario.Step{ID: step.ID + "/recover", Tool: rc.Tool, Args: rc.Args, Sets: rc.Sets}, c, false, false)
 				if err != nil || !ok {
@@ -287,7 +315,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			return false, step.Tool, nil
 		}
 		if retries == 0 {
-			env.Replan(fmt.Sprintf("step %s: retry %s after %s with bounded backoff", step.ID, step.Tool, r.Code))
+			a.replan(env, task, fmt.Sprintf("step %s: retry %s after %s with bounded backoff", step.ID, step.Tool, r.Code))
 		}
 		env.Sleep(wait)
 		retries++
@@ -383,7 +411,7 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 	if len(query) == 0 {
 		return false, nil, tool.Name
 	}
-	env.Replan(fmt.Sprintf("reconcile %s %v through %s before any resubmission", tool.Name, query, tool.ReconciledBy))
+	a.replan(env, task, fmt.Sprintf("reconcile %s %v through %s before any resubmission", tool.Name, query, tool.ReconciledBy))
 	for retries := 0; ; retries++ {
 		if !a.affordable(env, task, status) {
 			return false, nil, tool.ReconciledBy
@@ -392,7 +420,7 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 			return false, nil, tool.ReconciledBy
 		}
 		*a.spent += status.CostUSD
-		st := env.Call(ctx, tool.ReconciledBy, query)
+		st := a.call(ctx, env, task, tool.ReconciledBy, query)
 		a.noteStanding(tool.ReconciledBy, st)
 		if st.OK && hasResultFields(scenario.Step{}, st.Data) {
 			switch st.Data["status"] {
