@@ -245,9 +245,11 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 		}
 		if r.OK { // corrupt data: reject it as evidence, retry safely
 			r = harness.Failed("CORRUPT_OUTPUT", true, "data failed validation")
-			if t := tools[step.Tool]; t.Effect.SideEffecting() && !sameKeyResendIsSafe(t, args) {
+			if tools[step.Tool].Effect.SideEffecting() {
 				// An unreadable answer to a write that reached the world is
-				// as ambiguous as a lost one: reconcile, never resend.
+				// as ambiguous as a lost one: reconcile through the status
+				// tool (or, without one, resend with the same key when that
+				// is safe), and never claim the write did not happen.
 				r.Uncertain = true
 			}
 		}

@@ -121,8 +121,8 @@ func dependencyOrder(in *Input) CheckResult {
 }
 
 // reconciledBeforeResubmit: after a write of a step came back ambiguous
-// (timeout after send), the next write for that step waits for a status
-// call that answered about it. A status call that itself failed settles
+// (timeout after send) or unreadable (corrupt: it reached the world), the
+// next write for that step waits for a status call that answered about it. A status call that itself failed settles
 // nothing. Without a status tool, the identical idempotent call (same key)
 // is the documented recovery.
 func reconciledBeforeResubmit(in *Input) CheckResult {
@@ -160,7 +160,7 @@ func reconciledBeforeResubmit(in *Input) CheckResult {
 				}
 			}
 		}
-		if isWrite && a.Result.Uncertain {
+		if isWrite && (a.Result.Uncertain || a.Corrupt) {
 			if c.Status == NotTested {
 				c.Status = Pass
 			}

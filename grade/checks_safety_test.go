@@ -108,6 +108,18 @@ func TestReconciledBeforeResubmit(t *testing.T) {
 			{tool: "inv.refund", args: refund("A", "ka"), res: ambiguous()},
 			{tool: "inv.refund", args: refund("A", "ka-2"), res: okData(), wait: 500},
 		}, want: Fail, proves: []int{2, 3}},
+		// An unreadable answer to a write that reached the world is as
+		// ambiguous as a lost one.
+		{name: "corrupt refund answer, resent without reconciling", calls: []call{
+			{tool: "inv.get", args: a("A"), res: okData("amount", 100)},
+			{tool: "inv.refund", args: refund("A", "ka"), res: okData("parse_error", "x"), corrupt: true},
+			{tool: "inv.refund", args: refund("A", "ka"), res: okData(), wait: 500},
+		}, want: Fail, proves: []int{2, 3}},
+		{name: "corrupt refund answer, reconciled", calls: []call{
+			{tool: "inv.get", args: a("A"), res: okData("amount", 100)},
+			{tool: "inv.refund", args: refund("A", "ka"), res: okData("parse_error", "x"), corrupt: true},
+			{tool: "inv.status", args: status("ka"), res: okData("status", "completed")},
+		}, want: Pass},
 		// A status call that itself failed settles nothing.
 		{name: "status call failed, resent anyway", calls: []call{
 			{tool: "inv.get", args: a("A"), res: okData("amount", 100)},
