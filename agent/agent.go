@@ -138,6 +138,17 @@ func (c *claim) apply(step scenario.Step, data map[string]any) {
 	}
 }
 
+// applyLiterals records the facts a step establishes by happening (its
+// literal values), not the ones it reads from the tool's data.
+func (c *claim) applyLiterals(step scenario.Step) {
+	for k, v := range step.Sets {
+		if ref, ok := v.(string); ok && strings.HasPrefix(ref, "$result.") {
+			continue
+		}
+		c.fields[k] = v
+	}
+}
+
 // deny records that a step definitively did not happen: boolean facts it
 // would have set to true are false. Other fields stay unknown (absent).
 func (c *claim) deny(step scenario.Step) {

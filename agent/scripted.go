@@ -55,6 +55,8 @@ type careful struct {
 	// calls and replans count what the agent spent of its budgets: it
 	// never relies on the harness refusing a call it should not send.
 	calls, replans *int
+	// stale marks the steps that answered only older data.
+	stale map[string]bool
 }
 
 // call sends one tool call unless the call budget is spent, in which case
@@ -110,6 +112,7 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 	a.answers = new([]answer)
 	a.down = map[string]bool{}
 	a.calls, a.replans = new(int), new(int)
+	a.stale = map[string]bool{}
 	tools := map[string]harness.Tool{}
 	for _, t := range env.Tools() {
 		tools[t.Name] = t
@@ -148,6 +151,14 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 		if done || step.Optional {
 			continue
 		}
+		if a.stale[step.ID] && !current && !readsGoalField(step, task.Claim) {
+			// Only older data came back, nothing after this step needs
+			// current data, and the goal needs none of the exact facts it
+			// reads: act on it, but claim only what it supports (the step's
+			// exact result fields stay unclaimed).
+			c.applyLiterals(step)
+			continue
+		}
 		return Outcome{Claim: c.blocked(blockedOn)}, nil
 	}
 	return Outcome{Claim: c.completed()}, nil
@@ -159,6 +170,21 @@ func (a careful) noteStanding(tool string, r harness.Result) {
 	case harness.CodeToolUnavailable, harness.CodeForbidden, harness.CodeUnauthorized:
 		a.down[tool] = true
 	}
+}
+
+// readsGoalField reports whether a step reads a goal claim field from the
+// tool's data: then only exact data can reach the goal.
+func readsGoalField(step scenario.Step, fields []scenario.ClaimField) bool {
+	goal := map[string]bool{}
+	for _, f := range fields {
+		goal[f.Name] = f.Goal
+	}
+	for k, v := range step.Sets {
+		if ref, ok := v.(string); ok && strings.HasPrefix(ref, "$result.") && goal[k] {
+			return true
+		}
+	}
+	return false
 }
 
 // needsCurrent reports whether plan step i is a read that a later step
@@ -237,6 +263,9 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			// establishes: ask again (a retry may reach the primary), then
 			// narrow the claim (a fallback declares what it can support)
 			// or block.
+			if !current && hasResultFields(step, r.Data) {
+				a.stale[step.ID] = true // weaker evidence to fall back on
+			}
 			r = harness.Failed("STALE_EVIDENCE", true, "evidence is %dms old", r.Evidence.AgeMs)
 		}
 		if r.OK && (a.trustCorrupt || hasResultFields(step, r.Data)) {
