@@ -189,7 +189,9 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 				// A lost or unreadable answer to a write leaves its effect
 				// unknown until a status call (a read-back) settles it.
 				pending = append(pending, pendingWrite{step: best, call: i})
-			case clean(a):
+			case clean(a) && !stale(a):
+				// Only exact data finishes a step for binding: the call
+				// after a stale answer is more likely its retry.
 				satisfied[best] = true
 			}
 		}
