@@ -99,9 +99,10 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 					satisfied[p.step] = true
 				}
 				// The answer may also be the plan's own next read of
-				// this tool (the status after the rollback).
+				// this tool about the same object (the status after the
+				// rollback, asked about the same deployment).
 				for j := p.step + 1; j < len(plan) && clean(a); j++ {
-					if plan[j].Tool == a.Tool && !satisfied[j] && argScore(plan[j].Args, plan[j].Corrected, a.Args, "") >= 2 {
+					if plan[j].Tool == a.Tool && !satisfied[j] && argScore(plan[j].Args, plan[j].Corrected, a.Args, "") >= 1 {
 						b.Also = j
 						satisfied[j] = true
 						break
