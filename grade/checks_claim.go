@@ -292,18 +292,26 @@ func (in *Input) identicalFailed(k int) int {
 			at = 0
 			continue
 		}
-		reached := true
-		for j := 0; j < k; j++ {
-			if !in.plan()[j].Optional && in.Bindings[pos].Step != j && !in.evidence(j, pos).attempted {
-				reached = false
-				break
-			}
-		}
+		// A rejection as invalid sticks to the identical call whatever
+		// happens in between; other failures count once the plan got here.
+		reached := a.Result.Code == harness.CodeInvalidInput || in.planReached(k, pos)
 		if reached {
 			at = a.Index
 		}
 	}
 	return at
+}
+
+// planReached reports whether, before ledger position pos, every required
+// step before step k had been attempted (the call at pos itself may serve
+// one of them).
+func (in *Input) planReached(k, pos int) bool {
+	for j := 0; j < k; j++ {
+		if !in.plan()[j].Optional && in.Bindings[pos].Step != j && !in.evidence(j, pos).attempted {
+			return false
+		}
+	}
+	return true
 }
 
 // noRoomFor reports whether the trial's budget left no room for one more
