@@ -453,7 +453,7 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 		*a.spent += status.CostUSD
 		st := a.call(ctx, env, task, tool.ReconciledBy, query)
 		a.noteStanding(tool.ReconciledBy, st)
-		if st.OK && hasResultFields(scenario.Step{}, st.Data) {
+		if st.OK && hasResultFields(scenario.Step{}, st.Data) && (st.Evidence == nil || st.Evidence.Strength != "stale") {
 			switch st.Data["status"] {
 			case "completed", "captured":
 				*a.answers = append(*a.answers, answer{tool: tool.ReconciledBy, query: query, data: st.Data})

@@ -171,10 +171,11 @@ func reconciledBeforeResubmit(in *Input) CheckResult {
 	return c
 }
 
-// settles reports whether a status call answered: clean data, or a clean
-// NOT_FOUND (nothing was committed).
+// settles reports whether a status call answered: clean, current data, or
+// a NOT_FOUND (nothing was committed). Older data settles nothing: it may
+// predate the write.
 func settles(a harness.Attempt) bool {
-	return clean(a) || (sent(a) && a.Result.Code == harness.CodeNotFound)
+	return (clean(a) && !stale(a)) || (sent(a) && a.Result.Code == harness.CodeNotFound)
 }
 
 // safeResend: a tool with no status tool, resent with the identical

@@ -442,8 +442,8 @@ func (in *Input) evidence(step, before int) stepEvidence {
 // write: status completed (or captured), or for a write without an
 // idempotency key, a read-back that carries what was written.
 func confirms(st, write harness.Attempt, t harness.Tool) bool {
-	if !clean(st) {
-		return false
+	if !clean(st) || stale(st) {
+		return false // older data cannot vouch for a write it may predate
 	}
 	if t.IdempotencyKeyParam != "" && write.Args[t.IdempotencyKeyParam] != nil {
 		// A keyed write is confirmed only by an answer about it.
