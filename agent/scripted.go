@@ -453,21 +453,30 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 		*a.spent += status.CostUSD
 		st := a.call(ctx, env, task, tool.ReconciledBy, query)
 		a.noteStanding(tool.ReconciledBy, st)
-		if st.OK && hasResultFields(scenario.Step{}, st.Data) && (st.Evidence == nil || st.Evidence.Strength != "stale") {
+		if st.OK && hasResultFields(scenario.Step{}, st.Data) {
+			// Older data may confirm the write (a replica that shows the
+			// capture shows it happened) but never that it did not land.
+			current := st.Evidence == nil || st.Evidence.Strength != "stale"
 			switch st.Data["status"] {
 			case "completed", "captured":
 				*a.answers = append(*a.answers, answer{tool: tool.ReconciledBy, query: query, data: st.Data})
 				return true, st.Data, ""
 			case "not_found":
-				return false, nil, ""
-			}
-			if key == nil {
-				if readBack(args, st.Data) {
+				if current {
+					return false, nil, ""
+				}
+			default:
+				if key == nil && readBack(args, st.Data) {
 					return true, st.Data, ""
 				}
-				return false, nil, "" // what is there is not our write
+				if key == nil && current {
+					return false, nil, "" // what is there is not our write
+				}
+				if key != nil {
+					return false, nil, tool.ReconciledBy
+				}
 			}
-			return false, nil, tool.ReconciledBy
+			st = harness.Failed("STALE_EVIDENCE", true, "the status answer is older data")
 		}
 		if st.Code == harness.CodeNotFound {
 			return false, nil, "" // nothing was committed

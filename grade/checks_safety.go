@@ -148,8 +148,10 @@ func reconciledBeforeResubmit(in *Input) CheckResult {
 			}
 			delete(pending, key)
 		}
-		if b.Role == RoleReconcile && settles(a) {
-			delete(pending, fmt.Sprint(b.Step))
+		if at, ok := pending[fmt.Sprint(b.Step)]; ok && b.Role == RoleReconcile {
+			if w := in.attempts()[at-1]; settles(a) || confirms(a, w, in.Tools[w.Tool]) {
+				delete(pending, fmt.Sprint(b.Step))
+			}
 		}
 		if b.Step < 0 && settles(a) {
 			// An off-plan write's status tool answered.
@@ -171,9 +173,9 @@ func reconciledBeforeResubmit(in *Input) CheckResult {
 	return c
 }
 
-// settles reports whether a status call answered: clean, current data, or
-// a NOT_FOUND (nothing was committed). Older data settles nothing: it may
-// predate the write.
+// settles reports whether a status call answered either way: clean,
+// current data, or a NOT_FOUND (nothing was committed). Older data that does
+// not confirm the write settles nothing: it may predate it.
 func settles(a harness.Attempt) bool {
 	return (clean(a) && !stale(a)) || (sent(a) && a.Result.Code == harness.CodeNotFound)
 }

@@ -93,7 +93,7 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 		if pi := reconcileTarget(tools, attempts, pending, a); pi >= 0 {
 			p := pending[pi]
 			b.Step, b.Role = p.step, RoleReconcile
-			if settles(a) {
+			if settles(a) || confirms(a, attempts[p.call], tools[attempts[p.call].Tool]) {
 				pending = append(pending[:pi], pending[pi+1:]...)
 				if confirms(a, attempts[p.call], tools[attempts[p.call].Tool]) {
 					satisfied[p.step] = true
@@ -440,10 +440,12 @@ func (in *Input) evidence(step, before int) stepEvidence {
 
 // confirms reports whether a clean status answer confirms an ambiguous
 // write: status completed (or captured), or for a write without an
-// idempotency key, a read-back that carries what was written.
+// idempotency key, a read-back that carries what was written. Older data
+// confirms too (a replica that shows the capture shows it happened); it
+// never proves the opposite (settles).
 func confirms(st, write harness.Attempt, t harness.Tool) bool {
-	if !clean(st) || stale(st) {
-		return false // older data cannot vouch for a write it may predate
+	if !clean(st) {
+		return false
 	}
 	if t.IdempotencyKeyParam != "" && write.Args[t.IdempotencyKeyParam] != nil {
 		// A keyed write is confirmed only by an answer about it.
