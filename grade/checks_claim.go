@@ -359,6 +359,12 @@ func blockKeepsFacts(in *Input) CheckResult {
 	end := len(in.attempts())
 	for j, st := range in.plan() {
 		e := in.evidence(j, end)
+		if e.exactAt > 0 && in.Bindings[e.exactAt-1].Step != j {
+			// The step's evidence came incidentally, in a reconciliation
+			// answer that also served it: the agent never read it as
+			// this step, so its facts are not owed to the claim.
+			continue
+		}
 		switch {
 		case e.exactAt > 0:
 			for _, f := range sortedKeys(st.Sets) {
