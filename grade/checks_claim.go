@@ -292,14 +292,25 @@ func (in *Input) identicalFailed(k int) int {
 			at = 0
 			continue
 		}
-		// A rejection as invalid sticks to the identical call whatever
-		// happens in between; other failures count once the plan got here.
-		reached := a.Result.Code == harness.CodeInvalidInput || in.planReached(k, pos)
+		// A rejection as invalid, a denial or a missing tool is a standing
+		// answer to the identical call whatever happens in between; other
+		// failures count once the plan got here.
+		reached := standing(a) || in.planReached(k, pos)
 		if reached {
 			at = a.Index
 		}
 	}
 	return at
+}
+
+// standing reports whether an answer describes a standing condition, not a
+// blip: the identical call will be answered the same way.
+func standing(a harness.Attempt) bool {
+	switch a.Result.Code {
+	case harness.CodeInvalidInput, harness.CodeToolUnavailable, harness.CodeForbidden, harness.CodeUnauthorized:
+		return true
+	}
+	return false
 }
 
 // planReached reports whether, before ledger position pos, every required
