@@ -104,7 +104,7 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 				for j := p.step + 1; j < len(plan) && clean(a); j++ {
 					if plan[j].Tool == a.Tool && !satisfied[j] && argScore(plan[j].Args, plan[j].Corrected, a.Args, "") >= 1 {
 						b.Also = j
-						satisfied[j] = true
+						satisfied[j] = !stale(a) // only exact data finishes a step
 						break
 					}
 				}
