@@ -229,9 +229,8 @@ func corruptDataRejected(in *Input) CheckResult {
 		if !sent(a) {
 			continue
 		}
-		if a.Corrupt {
+		if a.Corrupt && c.Status == NotTested {
 			c.Status = Pass
-			continue
 		}
 		b := in.Bindings[pos]
 		if !writes(a.Effect) || b.Role == RoleReconcile || b.Role == RoleRecover {
