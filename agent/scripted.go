@@ -466,11 +466,14 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 					return false, nil, ""
 				}
 			default:
-				if key == nil && readBack(args, st.Data) {
+				if key == nil && readBack(args, query, st.Data) {
 					return true, st.Data, ""
 				}
-				if key == nil && current {
+				if key == nil && current && contradicts(args, st.Data) {
 					return false, nil, "" // what is there is not our write
+				}
+				if key == nil && current {
+					return false, nil, tool.ReconciledBy // the answer shows nothing either way
 				}
 				if key != nil {
 					return false, nil, tool.ReconciledBy
@@ -493,20 +496,34 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 	}
 }
 
-// readBack reports whether a read-back answer shows the write landed: every
-// argument of the write that the answer also carries is equal, and there is
-// at least one.
-func readBack(args, data map[string]any) bool {
-	compared := 0
+// readBack reports whether a read-back answer shows the write landed:
+// every argument of the write that the answer also carries is equal, and
+// at least one of them is more than the query itself asked about (the
+// content, not only the path or the deployment).
+func readBack(args, query, data map[string]any) bool {
+	evidence := 0
 	for k, v := range args {
 		if d, ok := data[k]; ok {
 			if fmt.Sprint(d) != fmt.Sprint(v) {
 				return false
 			}
-			compared++
+			if q, asked := query[k]; !asked || fmt.Sprint(q) != fmt.Sprint(v) {
+				evidence++
+			}
 		}
 	}
-	return compared > 0
+	return evidence > 0
+}
+
+// contradicts reports whether a current read-back shows another value than
+// the write's for one of its arguments: the write did not land.
+func contradicts(args, data map[string]any) bool {
+	for k, v := range args {
+		if d, ok := data[k]; ok && fmt.Sprint(d) != fmt.Sprint(v) {
+			return true
+		}
+	}
+	return false
 }
 
 // backoff is exponential from 500ms, at least the server's retry-after.

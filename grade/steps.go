@@ -457,16 +457,21 @@ func confirms(st, write harness.Attempt, t harness.Tool) bool {
 	if _, has := st.Result.Data["status"]; has {
 		return false
 	}
-	compared := 0
+	// A read-back carries what was written: every written value the answer
+	// shows is equal, and at least one of them is more than what the
+	// status call itself asked about (the content, not only the path).
+	evidence := 0
 	for k, v := range write.Args {
 		if d, ok := st.Result.Data[k]; ok {
 			if !Equal(d, v) {
 				return false
 			}
-			compared++
+			if q, asked := st.Args[k]; !asked || !Equal(q, v) {
+				evidence++
+			}
 		}
 	}
-	return compared > 0
+	return evidence > 0
 }
 
 // fallbackStale reports whether the fallback evidence of a step is weaker,
