@@ -209,21 +209,22 @@ type answer struct {
 }
 
 // answered returns the data of a reconciliation answer that already
-// answers a read step: the same tool asked about every argument the step
-// declares. Each answer serves once.
+// answers a read step: the same tool, asked about the same object (an
+// argument the step declares, with the same value), carrying every field
+// the step reads. Each answer serves once.
 func (a careful) answered(step scenario.Step) (map[string]any, bool) {
 	for i, an := range *a.answers {
 		if an.tool != step.Tool || len(step.Args) == 0 {
 			continue
 		}
-		match := true
+		shared := false
 		for k, v := range step.Args {
-			if q, ok := an.query[k]; !ok || fmt.Sprint(q) != fmt.Sprint(v) {
-				match = false
+			if q, ok := an.query[k]; ok && fmt.Sprint(q) == fmt.Sprint(v) {
+				shared = true
 				break
 			}
 		}
-		if match && hasResultFields(step, an.data) {
+		if shared && hasResultFields(step, an.data) {
 			*a.answers = append((*a.answers)[:i], (*a.answers)[i+1:]...)
 			return an.data, true
 		}
