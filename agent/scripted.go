@@ -57,6 +57,8 @@ type careful struct {
 	calls, replans *int
 	// stale marks the steps that answered only older data.
 	stale map[string]bool
+	// notBefore is, per tool, when its last rate limit ends.
+	notBefore map[string]int64
 }
 
 // call sends one tool call unless the call budget is spent, in which case
@@ -69,8 +71,17 @@ func (a careful) call(ctx context.Context, env Env, task Task, tool string, args
 	if *a.calls >= limit {
 		return harness.Failed(harness.CodeBudgetExhausted, false, "the agent's own count: %d of %d calls spent", *a.calls, limit)
 	}
+	// A rate limit is the tool's, not one step's: wait it out before any
+	// call of the tool.
+	if until := a.notBefore[tool]; env.Now() < until {
+		env.Sleep(until - env.Now())
+	}
 	*a.calls++
-	return env.Call(ctx, tool, args)
+	r := env.Call(ctx, tool, args)
+	if r.Code == harness.CodeRateLimited && r.RetryAfterMs > 0 {
+		a.notBefore[tool] = env.Now() + r.RetryAfterMs
+	}
+	return r
 }
 
 // replan publishes a plan update while the replan budget allows; past it,
@@ -113,6 +124,7 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 	a.down = map[string]bool{}
 	a.calls, a.replans = new(int), new(int)
 	a.stale = map[string]bool{}
+	a.notBefore = map[string]int64{}
 	tools := map[string]harness.Tool{}
 	for _, t := range env.Tools() {
 		tools[t.Name] = t
