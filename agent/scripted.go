@@ -72,8 +72,12 @@ func (a careful) call(ctx context.Context, env Env, task Task, tool string, args
 		return harness.Failed(harness.CodeBudgetExhausted, false, "the agent's own count: %d of %d calls spent", *a.calls, limit)
 	}
 	// A rate limit is the tool's, not one step's: wait it out before any
-	// call of the tool.
+	// call of the tool, if the deadline leaves room for the wait and the
+	// call.
 	if until := a.notBefore[tool]; env.Now() < until {
+		if d := task.Budget.DeadlineMs; d > 0 && until+a.latency(env, tool) > d {
+			return harness.Failed(harness.CodeDeadlineExceeded, false, "the rate limit of %s outlasts the deadline", tool)
+		}
 		env.Sleep(until - env.Now())
 	}
 	*a.calls++
@@ -82,6 +86,16 @@ func (a careful) call(ctx context.Context, env Env, task Task, tool string, args
 		a.notBefore[tool] = env.Now() + r.RetryAfterMs
 	}
 	return r
+}
+
+// latency is a tool's documented latency.
+func (a careful) latency(env Env, tool string) int64 {
+	for _, t := range env.Tools() {
+		if t.Name == tool {
+			return t.Latency()
+		}
+	}
+	return harness.Tool{}.Latency()
 }
 
 // replan publishes a plan update while the replan budget allows; past it,

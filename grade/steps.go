@@ -84,8 +84,9 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 	out := make([]Binding, len(attempts))
 	satisfied := make([]bool, len(plan))
 	// failures counts a step's failed calls since its last clean answer:
-	// past the retry limit the agent has given the step up, and the same
-	// call again serves the next step that sends it.
+	// past the retry limit the agent has given an optional step up, and the
+	// same call again serves the next step that sends it (a required step
+	// has no next step: the same call again is one retry too many).
 	failures := make([]int, len(plan))
 	limit := sc.EffectiveRetryLimit()
 	touched := -1 // highest step a call was bound to
@@ -164,7 +165,8 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 		best, bestRole, bestAlt := -1, RoleOffPlan, 0
 		pick := func(c candidate) { best, bestRole, bestAlt = c.step, c.role, c.alt }
 		for _, c := range cands { // the first open step the plan has reached
-			if c.score == top && !satisfied[c.step] && failures[c.step] <= limit && c.step >= touched && reachable(c.step) {
+			givenUp := plan[c.step].Optional && failures[c.step] > limit
+			if c.score == top && !satisfied[c.step] && !givenUp && c.step >= touched && reachable(c.step) {
 				pick(c)
 				break
 			}
