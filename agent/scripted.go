@@ -49,8 +49,9 @@ type careful struct {
 	spent *float64
 	// answers are the clean status answers of reconciliations so far.
 	answers *[]answer
-	// down holds the tools that answered a standing failure (unavailable,
-	// forbidden, unauthorized): calling them again changes nothing.
+	// down holds the calls (tool and arguments) that met a standing
+	// failure (unavailable, forbidden, unauthorized): sending them again
+	// changes nothing.
 	down map[string]bool
 	// calls and replans count what the agent spent of its budgets: it
 	// never relies on the harness refusing a call it should not send.
@@ -190,12 +191,19 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 	return Outcome{Claim: c.completed()}, nil
 }
 
-// noteStanding remembers a tool that answered a standing failure.
-func (a careful) noteStanding(tool string, r harness.Result) {
+// noteStanding remembers a call that met a standing failure (unavailable,
+// forbidden, unauthorized): the identical call would be answered the same.
+// Another call of the tool (another record) may still be tried.
+func (a careful) noteStanding(tool string, args map[string]any, r harness.Result) {
 	switch r.Code {
 	case harness.CodeToolUnavailable, harness.CodeForbidden, harness.CodeUnauthorized:
-		a.down[tool] = true
+		a.down[tool+"\x00"+harness.ArgsKey(args)] = true
 	}
+}
+
+// isDown reports whether the identical call met a standing failure.
+func (a careful) isDown(tool string, args map[string]any) bool {
+	return a.down[tool+"\x00"+harness.ArgsKey(args)]
 }
 
 // readsGoalField reports whether a step reads a goal claim field from the
@@ -272,7 +280,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 		}
 		// A tool that already answered a standing failure is not asked
 		// again: the next action reflects the error returned.
-		if a.down[step.Tool] {
+		if a.isDown(step.Tool, args) {
 			c.deny(step)
 			return false, step.Tool, nil
 		}
@@ -284,7 +292,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 		}
 		*a.spent += tools[step.Tool].CostUSD
 		r := a.call(ctx, env, task, step.Tool, args)
-		a.noteStanding(step.Tool, r)
+		a.noteStanding(step.Tool, args, r)
 		if r.OK && !a.trustCorrupt && r.Evidence != nil && r.Evidence.Strength == "stale" && (current || (!weakerOK && readsResult(step))) {
 			// Weaker, older evidence cannot back the exact facts this step
 			// establishes: ask again (a retry may reach the primary), then
@@ -474,12 +482,12 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 		if !a.affordable(env, task, status) {
 			return false, nil, tool.ReconciledBy
 		}
-		if a.down[tool.ReconciledBy] {
+		if a.isDown(tool.ReconciledBy, query) {
 			return false, nil, tool.ReconciledBy
 		}
 		*a.spent += status.CostUSD
 		st := a.call(ctx, env, task, tool.ReconciledBy, query)
-		a.noteStanding(tool.ReconciledBy, st)
+		a.noteStanding(tool.ReconciledBy, query, st)
 		if st.OK && hasResultFields(scenario.Step{}, st.Data) {
 			// Older data may confirm the write (a replica that shows the
 			// capture shows it happened) but never that it did not land.
