@@ -159,7 +159,7 @@ func printReport(ctx context.Context, store storage.Store, sweepID, output strin
 	if err != nil {
 		return err
 	}
-	sum := report.BuildWith(sw, stored, cells, report.Options{Cases: report.CasesFromFaults(faults)})
+	sum := report.BuildWith(sw, stored, cells, report.Options{Cases: report.CasesFromFaults(faults), Axes: report.AxesFromPlan(sw.PlanJSON)})
 	if output == "json" {
 		return sum.WriteJSON(stdout)
 	}
