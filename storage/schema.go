@@ -302,6 +302,11 @@ var migrations = []migration{
 		Name:       "trials: declared recoverability, grader version, tool cost, evidence",
 		Statements: ddlTrialsGrader,
 	},
+	{
+		Version:    5,
+		Name:       "model_calls: every model response of a trial, stored as it arrives",
+		Statements: []string{ddlModelCalls},
+	},
 }
 
 // render substitutes the database name into a statement.

@@ -112,12 +112,19 @@ func shardCount(trials, size int) int {
 	return (trials + size - 1) / size
 }
 
+// HeartbeatTimeout is how long a shard may go without a heartbeat before
+// Temporal gives it to another worker: shards heartbeat per trial, per
+// model turn and every few seconds, so a lost worker's shards move again
+// about this long after it died. (Not a command: changing it needs no
+// version guard.)
+const HeartbeatTimeout = 20 * time.Second
+
 // ActivityOptions are the options of trial-running activities: retried with
 // backoff, heartbeating per trial, permanent plan errors not retried.
 func ActivityOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Minute,
-		HeartbeatTimeout:    2 * time.Minute,
+		HeartbeatTimeout:    HeartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,
