@@ -373,7 +373,11 @@ func (r *run) step(ctx context.Context, kind string, req openai.ChatCompletionRe
 	} else {
 		// Estimate for the tokens-per-minute limiter: about 4 bytes per
 		// token, plus the tool definitions and the completion allowance.
-		estimate := EstimateTokens(size+toolDefBytes(req.Tools), a.cfg.MaxTokens)
+		body := size + toolDefBytes(req.Tools)
+		if b, err := json.Marshal(req); err == nil {
+			body = len(b) // what the provider counts
+		}
+		estimate := EstimateTokens(body, a.cfg.MaxTokens)
 		var err error
 		resp, raw, retries, err = r.complete(ctx, req, estimate)
 		r.rec.ProviderRetries += retries
@@ -411,7 +415,7 @@ func (r *run) fromJournal(index int, kind string, sr StepRequest) (JournalEntry,
 }
 
 // EstimateTokens is what a request reserves from the tokens-per-minute
-// limit before it is sent: about 4 bytes per token of everything sent
+// limit before it is sent: about 4 bytes per token of the request body
 // (messages and tool definitions), plus the completion allowance
 // (max_tokens), which is how providers count a request against the limit.
 func EstimateTokens(requestBytes, maxTokens int) int {
