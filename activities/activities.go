@@ -59,7 +59,7 @@ type Activities struct {
 
 	inflight sync.WaitGroup
 	mu       sync.Mutex
-	plans map[string]*scenario.Resolved
+	plans    map[string]*scenario.Resolved
 }
 
 // RegisterSweep stores the sweep's resolved plan and planned size.
