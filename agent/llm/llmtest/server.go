@@ -127,7 +127,7 @@ type Server struct {
 // was written to a client still connected; a request whose client went
 // away while the server held it (Hold) is Abandoned and never billed.
 type Stats struct {
-	Requests               int   // requests received
+	Requests               int   // requests received (abandoned ones included)
 	Delivered              int   // responses written (successes and errors)
 	RateLimited            int   // answered 429 by the server's own limits
 	Abandoned              int   // the client vanished while the request was held
@@ -263,12 +263,14 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if err := json.Unmarshal(body, &req.Chat); err != nil {
 		s.t.Errorf("llmtest: request body is not a chat-completion request: %v\n%s", err, body)
 	}
+	s.mu.Lock()
+	s.stats.Requests++
+	s.mu.Unlock()
 	if !s.wait(r) {
 		return
 	}
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
-	s.stats.Requests++
 	if s.limits != nil {
 		if retry, ok := s.limits.admit(time.Now(), EstimateTokens(req.Body, req.Chat)); !ok {
 			s.stats.RateLimited++
