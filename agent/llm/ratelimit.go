@@ -50,6 +50,15 @@ type bucket struct {
 // burstSeconds is the allowance a bucket can save up.
 const burstSeconds = 1
 
+// headroom is the fraction of a limit the limiter aims at: requests leave
+// at the limit's pace, but reach the provider with a jitter of their own
+// (connection reuse, queueing), and a provider that counts over short
+// windows answers an early arrival 429. Variable so tests can pin exact
+// arithmetic at 1.
+var headroom = defaultHeadroom
+
+const defaultHeadroom = 0.97
+
 func newBucket(perMin int) bucket {
 	b := bucket{base: float64(perMin)}
 	b.setRate(float64(perMin))
@@ -123,7 +132,7 @@ func newLimiter(rpm, tpm int, now func() time.Time) *limiter {
 func (l *limiter) apply() {
 	for _, b := range []*bucket{&l.req, &l.tok} {
 		if b.base > 0 {
-			b.setRate(b.base * l.share * l.factor)
+			b.setRate(b.base * l.share * l.factor * headroom)
 		}
 	}
 }

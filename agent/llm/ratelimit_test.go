@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"math"
+	"os"
 	"sort"
 	"sync"
 	"testing"
@@ -175,5 +176,23 @@ func TestAgentsShareRateLimit(t *testing.T) {
 		if d < want-time.Second || d > want {
 			t.Errorf("wait %d = %v, want about %v", i+1, d, want)
 		}
+	}
+}
+
+// The limiter tests pin exact arithmetic; the headroom is checked on its
+// own in TestLimiterHeadroom.
+func TestMain(m *testing.M) {
+	headroom = 1
+	os.Exit(m.Run())
+}
+
+// In production the limiter aims at 97% of a limit, so jitter on the way
+// to the provider does not turn into 429s (see BenchmarkProviderLimits).
+func TestLimiterHeadroom(t *testing.T) {
+	defer func(h float64) { headroom = h }(headroom)
+	headroom = 0.97
+	l := newLimiter(600, 60000, func() time.Time { return time.Unix(1700000000, 0) })
+	if math.Abs(l.req.perMin-582) > 1e-9 || math.Abs(l.tok.perMin-58200) > 1e-9 {
+		t.Fatalf("rates in force = %v rpm, %v tpm; want 97%% of 600 and 60000", l.req.perMin, l.tok.perMin)
 	}
 }
