@@ -61,6 +61,9 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
+	// Every worker of the queue paces its model requests at 1/W of each
+	// provider's limits, W being the workers polling the queue.
+	go runner.ShareProviderLimits(ctx, c, conn.taskQueue, 15*time.Second)
 	fmt.Fprintf(stderr, "worker polling task queue %q on %s (namespace %s), storing to %s; Ctrl-C to stop\n",
 		conn.taskQueue, conn.temporalAddress, conn.namespace, storeLabel(conn))
 	<-ctx.Done()
