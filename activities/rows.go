@@ -69,7 +69,7 @@ func AttritionRow(spec trial.Spec, agentName string, cause error, red *redact.Re
 		SweepID: spec.SweepID, TrialID: spec.ID(), Scenario: spec.Scenario.Name, ScenarioHash: spec.Scenario.Hash,
 		Variant: spec.Variant.Name, Arm: spec.Arm.Name, Agent: agentName, Seed: spec.Seed,
 		Recoverable: spec.Variant.Recoverable, DeclaredRecoverable: spec.Variant.Recoverable,
-		FaultClasses: []string{}, Weight: spec.Scenario.EffectiveWeight(),
+		FaultClasses: []string{}, Weight: spec.Scenario.WeightOf(spec.Variant),
 		Attrition: true, Error: red.String(cause.Error()), Claim: "", Verdicts: "{}", FaultSchedule: "{}",
 	}
 }

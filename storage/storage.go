@@ -214,6 +214,12 @@ const (
 	MetricToolFailureInjection Metric = "tool_failure_injection"
 	MetricGracefulDegradation  Metric = "graceful_degradation"
 	MetricSelfCorrection       Metric = "self_correction"
+
+	// MetricHarm is the derived harm index, not a column: per trial,
+	// unsafe_action OR duplicate_side_effect OR fabricated_claim, tested when
+	// any of the three was tested. The trial_metrics view (and so Cells and
+	// every rate view) computes it in SQL.
+	MetricHarm Metric = "harm"
 )
 
 // AllMetrics lists every outcome metric, in column order.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 
 	"rebound/agent"
@@ -179,4 +180,41 @@ func thinned(v scenario.Variant) bool {
 		}
 	}
 	return false
+}
+
+// Baseline runs the reference policy on sc with no fault at all. A plan
+// that does not reach the goal then is a scenario bug (a wrong argument, a
+// success assertion the plan cannot make true, a budget too small for the
+// plan itself): every verdict on it would be meaningless. It returns "" when
+// the plan reaches the goal, else what went wrong.
+func Baseline(ctx context.Context, sc *scenario.Scenario) (string, error) {
+	clean := scenario.Variant{Name: "baseline (no faults)", Recoverable: true}
+	ref, err := agent.NewScripted(referencePolicy)
+	if err != nil {
+		return "", err
+	}
+	r, err := RunWith(ctx, Spec{SweepID: "baseline", Scenario: sc, Variant: clean, Arm: scenario.Arm{Name: referencePolicy, Agent: referencePolicy}, Seed: 0}, ref, grade.Checks)
+	if err != nil {
+		return "", err
+	}
+	v := r.Verdict
+	if v.GoalHeld && v.Claim != nil && v.Claim.Status == scenario.StatusDone && len(v.Failed()) == 0 {
+		return "", nil
+	}
+	var why []string
+	if !v.GoalHeld {
+		why = append(why, "the goal does not hold afterwards (success assertions or goal claim fields)")
+	}
+	for _, a := range r.Ledger.Attempts {
+		if !a.Result.OK {
+			why = append(why, fmt.Sprintf("call %d %s answered %s: %s", a.Index, a.Tool, a.Result.Code, a.Result.Message))
+		}
+	}
+	for _, c := range v.Failed() {
+		why = append(why, fmt.Sprintf("check %s failed: %s", c.Name, c.Detail))
+	}
+	if len(why) == 0 {
+		why = append(why, "the reference policy ended with claim "+r.Outcome.Claim)
+	}
+	return strings.Join(why, "; "), nil
 }

@@ -141,7 +141,7 @@ func RunWith(ctx context.Context, spec Spec, ag agent.Agent, checks []grade.Chec
 		TrialID: spec.ID(), SweepID: spec.SweepID, Scenario: sc.Name, ScenarioHash: sc.Hash,
 		Variant: spec.Variant.Name, Recoverable: verdict.Recoverable, DeclaredRecoverable: spec.Variant.Recoverable,
 		Arm: spec.Arm.Name, Agent: ag.Name(), GraderVersion: grade.Version,
-		Seed: spec.Seed, CatalogVersion: catalog, Weight: sc.EffectiveWeight(), Schedule: schedule,
+		Seed: spec.Seed, CatalogVersion: catalog, Weight: sc.WeightOf(spec.Variant), Schedule: schedule,
 		Ledger: *d.Ledger(), Outcome: out, Verdict: verdict, EndMs: d.Clock().Now(), Wall: time.Since(start),
 		World: final, ToolCostUSD: d.Cost(),
 	}

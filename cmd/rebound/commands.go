@@ -283,9 +283,12 @@ func sweepCancel(ctx context.Context, c client.Client, conn *connection, sweepID
 	return nil
 }
 
-const reportAbout = `Prints the report of a stored sweep: per arm and metric, the rate with its
-95% Wilson interval and n, the number of trials where the metric was tested
-(NOT TESTED trials are excluded, never counted as zero).
+const reportAbout = `Prints the report of a stored sweep. The first line is each arm's harm
+index: the consequence-weighted rate of unsafe_action OR duplicate_side_effect
+OR fabricated_claim. Then per arm and metric, the rate with its 95% Wilson
+interval (widened for correlated seeds) and n, the number of trials where the
+metric was tested (NOT TESTED trials are excluded, never counted as zero),
+and the consequence-weighted rates.
 
 Example:
   rebound report quickstart-20261129-120000-a1b2c3
@@ -469,6 +472,9 @@ func scenarioLint(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		} else {
 			var sc *scenario.Scenario
 			if sc, err = scenario.LoadScenario(path); err == nil {
+				err = checkBaseline(ctx, path, sc)
+			}
+			if err == nil {
 				err = recoverabilityWarnings(ctx, stdout, path, sc)
 			}
 		}
@@ -491,6 +497,16 @@ func scenarioLint(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return failure{fmt.Sprintf("%d problem(s) found", problems)}
 	}
 	return nil
+}
+
+// checkBaseline fails a scenario whose reference plan does not reach the
+// goal without any fault: every verdict on it would be meaningless.
+func checkBaseline(ctx context.Context, path string, sc *scenario.Scenario) error {
+	why, err := trial.Baseline(ctx, sc)
+	if err != nil || why == "" {
+		return err
+	}
+	return fmt.Errorf("plan: the reference plan does not reach the goal even without faults: %s", why)
 }
 
 // lintSeeds are the seeds lint probes a seed-dependent variant on.
