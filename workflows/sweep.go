@@ -27,6 +27,9 @@ const (
 	ErrInvalidPlan  = "InvalidPlan"
 	ErrUnknownSweep = "UnknownSweep"
 	ErrAgentConfig  = "AgentConfig" // an arm's agent cannot run (bad endpoint, key, model)
+	// ErrAllAttrition fails a sweep whose every trial was lost to the
+	// provider: nothing was measured.
+	ErrAllAttrition = "AllAttrition"
 )
 
 // SweepInput starts (or continues) a sweep.
@@ -189,6 +192,15 @@ func Sweep(ctx workflow.Context, in SweepInput) (Progress, error) {
 			break
 		}
 		in.Phase, next = PhaseJudge, 0
+	}
+	// Version 1: a sweep whose every trial was lost to attrition fails
+	// (nothing was measured) instead of completing. Sweeps started before
+	// the change replay the old branch (no marker in their history).
+	if v := workflow.GetVersion(ctx, "all-attrition-fails", workflow.DefaultVersion, 1); v >= 1 &&
+		p.TrialsPlanned > 0 && p.Attrition >= p.TrialsPlanned {
+		return p, finish(ctx, in.SweepID, &p, StatusFailed, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("all %d trials were lost to attrition (the provider kept failing): nothing was measured", p.TrialsPlanned),
+			ErrAllAttrition, nil))
 	}
 	return p, finish(ctx, in.SweepID, &p, StatusCompleted, nil)
 }

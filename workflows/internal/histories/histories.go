@@ -28,6 +28,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -186,6 +187,23 @@ var Cases = []Case{
 				return fmt.Errorf("no RunShard failed with %s (failures: %v)", workflows.ErrAgentConfig, s.failureTypes)
 			}
 			return s.want(workflows.FinishSweepActivity, s.completed, 1)
+		},
+	},
+	{
+		Name:        "all-attrition",
+		Description: "a sweep whose every trial was lost to attrition (the model answers 429, retry after an hour): version 1 of all-attrition-fails fails it",
+		check: func(runs []*historypb.History) error {
+			s, err := single(runs, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED)
+			if err != nil {
+				return err
+			}
+			if !slices.Contains(s.markers, "all-attrition-fails") {
+				return fmt.Errorf("no all-attrition-fails version marker (markers: %v)", s.markers)
+			}
+			if s.failureType != workflows.ErrAllAttrition {
+				return fmt.Errorf("the sweep failed with %q, want %s", s.failureType, workflows.ErrAllAttrition)
+			}
+			return all(s.atLeast(workflows.RunShardActivity, s.completed, 1), s.want(workflows.FinishSweepActivity, s.completed, 1))
 		},
 	},
 }
@@ -444,6 +462,8 @@ type summary struct {
 	lastCompleted          map[string]int64 // event id
 	cancelRequested        bool
 	activityCancelRequests int
+	markers                []string // version markers: change ids
+	failureType            string   // the workflow's failure, when it failed
 }
 
 func summarize(h *historypb.History) summary {
@@ -477,6 +497,13 @@ func summarize(h *historypb.History) summary {
 			s.activityCancelRequests++
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED:
 			s.cancelRequested = true
+		case enumspb.EVENT_TYPE_MARKER_RECORDED:
+			a := e.GetMarkerRecordedEventAttributes()
+			if p := a.GetDetails()["change-id"]; p != nil && len(p.GetPayloads()) > 0 {
+				s.markers = append(s.markers, strings.Trim(string(p.GetPayloads()[0].GetData()), `"`))
+			}
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
+			s.failureType = e.GetWorkflowExecutionFailedEventAttributes().GetFailure().GetApplicationFailureInfo().GetType()
 		}
 	}
 	if events := h.GetEvents(); len(events) > 0 {
