@@ -61,11 +61,7 @@ func TestCrashesCostNothing(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 
-	bin := filepath.Join(dir, "rebound")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "rebound/cmd/rebound")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := reboundBin(t)
 
 	model := llmtest.New(t)
 	model.Policy(policy)
