@@ -407,6 +407,10 @@ func (j *modelJournal) Load(ctx context.Context) ([]llm.JournalEntry, error) {
 }
 
 func (j *modelJournal) Save(ctx context.Context, e llm.JournalEntry) error {
+	// The response is paid for: store it even when the shard is being
+	// cancelled (a stopping worker), within a bound of its own.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	err := j.store.PutModelCall(ctx, storage.ModelCall{
 		SweepID: j.sweepID, TrialID: j.trialID, Step: uint32(e.Step), Generation: uint32(e.Generation),
 		Kind: e.Kind, RequestHash: e.RequestHash, Response: j.red.String(string(e.Response)),

@@ -362,14 +362,11 @@ func (r *run) step(ctx context.Context, kind string, req openai.ChatCompletionRe
 		if err := json.Unmarshal(raw, &resp); err != nil || len(resp.Choices) == 0 {
 			return resp, fmt.Errorf("%w: recording step %d: response is not a chat completion with a choice (%v)", ErrConfig, index, err)
 		}
-	} else if e, ok := r.fromJournal(index, kind, sr); ok {
+	} else if e, ok := r.fromJournal(index, kind, sr, &resp); ok {
 		// Answered before a crash: stored, paid once, replayed.
 		raw, retries = e.Response, e.ProviderRetries
 		r.rec.ProviderRetries += retries
 		r.rec.JournalSteps++
-		if err := json.Unmarshal(raw, &resp); err != nil || len(resp.Choices) == 0 {
-			return resp, fmt.Errorf("model journal step %d: stored response is not a chat completion with a choice (%v)", index, err)
-		}
 	} else {
 		// Estimate for the tokens-per-minute limiter: about 4 bytes per
 		// token, plus the tool definitions and the completion allowance.
@@ -406,12 +403,23 @@ func (r *run) step(ctx context.Context, kind string, req openai.ChatCompletionRe
 }
 
 // fromJournal answers request index from the trial's journal when it holds
-// a matching response.
-func (r *run) fromJournal(index int, kind string, sr StepRequest) (JournalEntry, bool) {
+// a matching response, decoded into resp. A stored response that does not
+// decode (storage mangled it) is not trusted: the run goes live from there.
+func (r *run) fromJournal(index int, kind string, sr StepRequest, resp *openai.ChatCompletionResponse) (JournalEntry, bool) {
 	if r.journal == nil {
 		return JournalEntry{}, false
 	}
-	return r.journal.next(index, kind, RequestHash(sr))
+	e, ok := r.journal.next(index, kind, RequestHash(sr))
+	if !ok {
+		return e, false
+	}
+	var decoded openai.ChatCompletionResponse
+	if err := json.Unmarshal(e.Response, &decoded); err != nil || len(decoded.Choices) == 0 {
+		r.journal.reject(e)
+		return JournalEntry{}, false
+	}
+	*resp = decoded
+	return e, true
 }
 
 // EstimateTokens is what a request reserves from the tokens-per-minute

@@ -134,6 +134,17 @@ func (st *journalState) next(index int, kind, hash string) (JournalEntry, bool) 
 	return e, true
 }
 
+// reject takes back an entry next returned (it could not be used) and
+// switches the run to live requests in a new generation.
+func (st *journalState) reject(e JournalEntry) {
+	st.replayed--
+	st.replayedPrompt -= e.PromptTokens
+	st.replayedCompletion -= e.CompletionTokens
+	st.diverged = true
+	st.maxGen++
+	st.gen = st.maxGen
+}
+
 // superseded is the usage of stored responses the run did not use: paid
 // for, so counted in the trial's tokens and cost.
 func (st *journalState) superseded() (prompt, completion int64) {

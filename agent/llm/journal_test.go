@@ -161,3 +161,31 @@ func TestAttritionKeepsSpend(t *testing.T) {
 		t.Fatalf("spent %d tokens ($%f), billed %d", tokens, cost, srv.Stats().BilledTokens())
 	}
 }
+
+// A stored response that no longer decodes is not trusted: the run asks
+// the provider again from that step, in a new generation.
+func TestJournalMangledEntryGoesLive(t *testing.T) {
+	srv := llmtest.New(t)
+	script := chargeScript()
+	srv.Push(script...)
+	base, _ := newAgent(t, srv, nil)
+	j := &memJournal{}
+	env, _ := newEnv(t, badGatewayOnFirstCharge)
+	if _, err := base.WithJournal(j).Run(context.Background(), env, testTask); err != nil {
+		t.Fatal(err)
+	}
+	j.entries[1].Response = []byte(`{"choices": [REDACTED]}`)
+	srv.Push(script[1:]...)
+	again := base.WithJournal(j)
+	env2, _ := newEnv(t, badGatewayOnFirstCharge)
+	out, err := again.Run(context.Background(), env2, testTask)
+	if err != nil || out.Claim != goodClaim {
+		t.Fatalf("claim %q, %v", out.Claim, err)
+	}
+	if got := len(srv.Requests()); got != 2*len(script)-1 || again.Recording().JournalSteps != 1 {
+		t.Fatalf("%d requests, %d journal steps; want %d and 1", got, again.Recording().JournalSteps, 2*len(script)-1)
+	}
+	if out.Tokens != srv.Stats().BilledTokens() {
+		t.Fatalf("tokens %d, billed %d", out.Tokens, srv.Stats().BilledTokens())
+	}
+}
