@@ -101,7 +101,7 @@ func shardStore(t *testing.T, arms string, seeds int) *memStore {
 // and counted.
 func TestScriptedTrialsAreBatched(t *testing.T) {
 	st := shardStore(t, "  - {name: careful, agent: careful}", 12)
-	a := &Activities{Store: st}
+	a := &Activities{Store: st, RedactionKey: testKey}
 	first, err := a.RunShard(context.Background(), workflows.ShardInput{SweepID: "s", From: 0, To: 6})
 	if err != nil || first.Trials != 6 {
 		t.Fatalf("first shard: %+v, %v", first, err)
@@ -131,7 +131,7 @@ func TestModelTrialsAreWrittenOneByOne(t *testing.T) {
 	})
 	arm := fmt.Sprintf("  - name: m\n    agent: llm\n    llm: {base_url: %q, model: m, prompt: prompt.md}", model.BaseURL())
 	st := shardStore(t, arm, 3)
-	a := &Activities{Store: st}
+	a := &Activities{Store: st, RedactionKey: testKey}
 	start := time.Now()
 	res, err := a.RunShard(context.Background(), workflows.ShardInput{SweepID: "s", From: 0, To: 3})
 	if err != nil || res.Trials != 3 {
@@ -149,3 +149,5 @@ func TestModelTrialsAreWrittenOneByOne(t *testing.T) {
 		}
 	}
 }
+
+var testKey = []byte("shard-test-redaction-key-0123456789abcdef")

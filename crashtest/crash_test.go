@@ -2,6 +2,7 @@ package crashtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -90,7 +91,7 @@ arms:
 	}
 	startTemporal()
 	defer temporal.kill()
-	c := dial(t, ctx, address)
+	c := dial(t, ctx, address, []byte(redactionKey))
 	defer c.Close()
 
 	dataDir := filepath.Join(dir, "data")
@@ -101,8 +102,14 @@ arms:
 	startWorker()
 	defer worker.kill()
 
-	out, err := exec.CommandContext(ctx, bin, "sweep", "start", "--temporal-address", address, "--task-queue", "crash", filepath.Join(dir, "plan.yaml")).Output()
+	start := exec.CommandContext(ctx, bin, "sweep", "start", "--temporal-address", address, "--task-queue", "crash", filepath.Join(dir, "plan.yaml"))
+	start.Env = append(os.Environ(), "REBOUND_REDACTION_KEY="+redactionKey)
+	out, err := start.Output()
 	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			t.Fatalf("sweep start: %v\n%s", err, exit.Stderr)
+		}
 		t.Fatalf("sweep start: %v", err)
 	}
 	sweepID := strings.TrimSpace(string(out))
@@ -215,6 +222,7 @@ func (p *proc) start(ctx context.Context, bin string, args ...string) {
 		p.t.Fatal(err)
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "REBOUND_REDACTION_KEY="+redactionKey)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -249,11 +257,19 @@ func (p *proc) stop() {
 	p.kill()
 }
 
-func dial(t *testing.T, ctx context.Context, address string) client.Client {
+// redactionKey is the deployment key of the test's worker and clients: it
+// encrypts Temporal payloads (progress included).
+const redactionKey = "crashtest-redaction-key-0123456789abcdef"
+
+func dial(t *testing.T, ctx context.Context, address string, key []byte) client.Client {
 	t.Helper()
+	opts, err := runner.SecureClientOptions(client.Options{HostPort: address}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var last error
 	for ctx.Err() == nil {
-		c, err := client.Dial(client.Options{HostPort: address})
+		c, err := client.Dial(opts)
 		if err == nil {
 			return c
 		}

@@ -106,7 +106,7 @@ func TestRetriedShardResumesFromCheckpoint(t *testing.T) {
 		}
 		return nil
 	}
-	acts := &activities.Activities{Store: spy, Agents: carefulCounting(&runs, fail, 0)}
+	acts := &activities.Activities{RedactionKey: testRedactionKey, Store: spy, Agents: carefulCounting(&runs, fail, 0)}
 	queue := "runner-checkpoint-" + t.Name()
 	w, err := NewWorker(c, queue, acts, WorkerOptions{})
 	if err != nil {
@@ -161,7 +161,7 @@ func TestGracefulStopHandsShardBack(t *testing.T) {
 	var runsA, runsB atomic.Int32
 	const trialTime = 300 * time.Millisecond
 	queue := "runner-handback-" + t.Name()
-	first := &activities.Activities{Store: store, Agents: carefulCounting(&runsA, nil, trialTime)}
+	first := &activities.Activities{RedactionKey: testRedactionKey, Store: store, Agents: carefulCounting(&runsA, nil, trialTime)}
 	wa, err := NewWorker(c, queue, first, WorkerOptions{StopTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +181,7 @@ func TestGracefulStopHandsShardBack(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	second := &activities.Activities{Store: store, Agents: carefulCounting(&runsB, nil, trialTime)}
+	second := &activities.Activities{RedactionKey: testRedactionKey, Store: store, Agents: carefulCounting(&runsB, nil, trialTime)}
 	wb, err := NewWorker(c, queue, second, WorkerOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +223,7 @@ func TestDescribeSweepShowsFailingAttempts(t *testing.T) {
 	defer cancel()
 	store, c := openStack(t, ctx, srv, lib, "runner_failing")
 	release := make(chan struct{})
-	acts := &activities.Activities{Store: store, FailAfterWrite: func(ctx context.Context, in workflows.ShardInput) error {
+	acts := &activities.Activities{RedactionKey: testRedactionKey, Store: store, FailAfterWrite: func(ctx context.Context, in workflows.ShardInput) error {
 		select {
 		case <-release:
 			return nil
@@ -248,7 +248,7 @@ func TestDescribeSweepShowsFailingAttempts(t *testing.T) {
 	}
 	var st SweepState
 	for {
-		if st, err = DescribeSweep(ctx, c, sweepID); err != nil {
+		if st, err = DescribeSweep(ctx, c, testRedactionKey, sweepID); err != nil {
 			t.Fatal(err)
 		}
 		if f := st.Failing(); len(f) == 1 && f[0].Attempt >= 2 {
@@ -269,7 +269,7 @@ func TestDescribeSweepShowsFailingAttempts(t *testing.T) {
 	if err != nil || final.Status != workflows.StatusCompleted {
 		t.Fatalf("final = %+v, %v", final, err)
 	}
-	if st, err = DescribeSweep(ctx, c, sweepID); err != nil || st.Running() || len(st.Pending) != 0 {
+	if st, err = DescribeSweep(ctx, c, testRedactionKey, sweepID); err != nil || st.Running() || len(st.Pending) != 0 {
 		t.Fatalf("after completion: %+v, %v", st, err)
 	}
 }

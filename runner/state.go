@@ -64,9 +64,14 @@ func (s SweepState) Failing() []PendingShard {
 
 // DescribeSweep reads a sweep's workflow state from Temporal: status, task
 // queue, the workers polling it and the pending shard activities with their
-// attempts and last errors. A sweep Temporal does not know has Found false.
-func DescribeSweep(ctx context.Context, c client.Client, sweepID string) (SweepState, error) {
+// attempts and last errors (failure messages travel encrypted: redactionKey
+// decrypts them). A sweep Temporal does not know has Found false.
+func DescribeSweep(ctx context.Context, c client.Client, redactionKey []byte, sweepID string) (SweepState, error) {
 	st := SweepState{SweepID: sweepID}
+	secure, err := SecureClientOptions(client.Options{}, redactionKey)
+	if err != nil {
+		return st, err
+	}
 	d, err := c.DescribeWorkflowExecution(ctx, WorkflowID(sweepID), "")
 	if err != nil {
 		var nf *serviceerror.NotFound
@@ -87,10 +92,7 @@ func DescribeSweep(ctx context.Context, c client.Client, sweepID string) (SweepS
 			LastWorker: p.GetLastWorkerIdentity(),
 		}
 		if f := p.GetLastFailure(); f != nil {
-			ps.LastError = f.GetMessage()
-			if cause := f.GetCause(); cause != nil && cause.GetMessage() != "" && !strings.Contains(ps.LastError, cause.GetMessage()) {
-				ps.LastError += ": " + cause.GetMessage()
-			}
+			ps.LastError = secure.FailureConverter.FailureToError(f).Error()
 		}
 		if t := p.GetLastHeartbeatTime(); t != nil {
 			ps.LastHeartbeat = t.AsTime()

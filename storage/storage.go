@@ -367,7 +367,9 @@ type Store interface {
 	CaseFaults(ctx context.Context, sweepID string) ([]CaseFaults, error)
 	// Query runs one ad-hoc SQL statement (rebound sql): the way to reach
 	// an embedded store, which no other client can open while rebound
-	// holds it.
+	// holds it. The engine's own parser must read exactly one statement,
+	// without INTO OUTFILE (ErrStatement otherwise). On a ReadOnly store
+	// the engine runs the canonical text of that statement, in readonly=1.
 	Query(ctx context.Context, sql string) (Table, error)
 	// PutJudgement upserts the judge's scores of one trial (the latest write
 	// of a (sweep, trial) wins; JudgedAt is set to the time of the write). It
@@ -408,6 +410,12 @@ type Config struct {
 	LibPath string
 	// Database holds rebound's tables; default "rebound".
 	Database string
+	// ReadOnly opens the store in the engine's readonly=1 mode, for the
+	// whole connection (server) or session (chDB): the engine refuses
+	// writes, DDL, changing any setting (so no query can lift it) and table
+	// functions that reach files, URLs or other servers. Migrate and every
+	// writer fail. For chDB it holds for the rest of the process.
+	ReadOnly bool
 }
 
 var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
@@ -422,7 +430,7 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 		return nil, errors.New("storage: set a server DSN or an embedded data dir")
 	}
 	if cfg.DSN != "" {
-		t, dsnDB, err := openServer(ctx, cfg.DSN)
+		t, dsnDB, err := openServer(ctx, cfg.DSN, cfg.ReadOnly)
 		if err != nil {
 			return nil, err
 		}
@@ -435,6 +443,7 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 			_ = t.close()
 			return nil, err
 		}
+		st.readOnly = cfg.ReadOnly
 		return st, nil
 	}
 	db := cfg.Database
@@ -444,7 +453,7 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 	if !identRe.MatchString(db) {
 		return nil, fmt.Errorf("storage: invalid database name %q (letters, digits, underscore)", db)
 	}
-	t, err := openCHDB(ctx, cfg.LibPath, cfg.DataDir)
+	t, err := openCHDB(ctx, cfg.LibPath, cfg.DataDir, cfg.ReadOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -453,6 +462,7 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 		_ = t.close()
 		return nil, err
 	}
+	st.readOnly = cfg.ReadOnly
 	return st, nil
 }
 

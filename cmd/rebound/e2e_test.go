@@ -82,6 +82,18 @@ func TestRunThenGate(t *testing.T) {
 		!strings.Contains(q.String(), fmt.Sprintf(`"rows":[["careful",%[1]d],["careful-again",%[1]d],["naive",%[1]d]]`, rep.TrialsPlanned/3)) {
 		t.Fatalf("sql: exit %d\n%s%s", code, q.String(), qe.String())
 	}
+	// The engine refuses writes without --write (the attack list itself
+	// runs in storage's TestReadOnlyAttacks); the trials are still there.
+	for _, attack := range []string{"DROP TABLE rebound.trials", "SELECT 1; DROP DATABASE rebound", "SELECT 1 SETTINGS readonly = 0"} {
+		var o, e strings.Builder
+		if code := dispatch(ctx, []string{"sql", "--data-dir", data, attack}, &o, &e); code != exitUsage || !strings.Contains(e.String(), "rebound sql is read-only: pass --write") && !strings.Contains(e.String(), "not a single statement") {
+			t.Fatalf("sql %q: exit %d, want 2 and a refusal\n%s%s", attack, code, o.String(), e.String())
+		}
+	}
+	q.Reset()
+	if code := dispatch(ctx, []string{"sql", "--data-dir", data, "--output", "json", "SELECT count() AS n FROM rebound.trials FINAL WHERE sweep_id = '" + rep.SweepID + "'"}, &q, &qe); code != exitOK || !strings.Contains(q.String(), fmt.Sprintf(`"rows":[[%d]]`, rep.TrialsPlanned)) {
+		t.Fatalf("trials after the refused writes: exit %d\n%s%s", code, q.String(), qe.String())
+	}
 	if code, text := gate("careful", "nobody"); code != exitUsage {
 		t.Fatalf("gate with an unknown arm: exit %d, want 2\n%s", code, text)
 	}

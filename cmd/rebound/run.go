@@ -66,12 +66,16 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return usagef("run takes exactly one PLAN file (got %d arguments); see 'rebound run -h'", fs.NArg())
 	case *resume == "":
 		var err error
-		if plan, err = scenario.LoadPlan(fs.Arg(0)); err != nil {
-			return usageError{err}
+		if plan, err = preparePlan(ctx, fs.Arg(0)); err != nil {
+			return err
 		}
 		status.linef("plan %s: %d scenarios, %d arms, %d seeds = %d trials", plan.Name, len(plan.Scenarios), len(plan.Arms), len(plan.Seeds), plan.TrialCount())
 	}
 
+	key, err := localRedactionKey(conn.dataDir)
+	if err != nil {
+		return err
+	}
 	embedded := conn.temporalAddress == ""
 	address, stopServer, err := startTemporal(ctx, &conn, *temporalBin, status)
 	if err != nil {
@@ -84,7 +88,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer store.Close()
 
-	c, err := conn.dialTemporal(ctx, address)
+	c, err := conn.dialTemporal(ctx, address, key)
 	if err != nil {
 		return err
 	}
@@ -96,7 +100,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	)
 	if *resume != "" {
 		sweepID = *resume
-		st, err := runner.DescribeSweep(ctx, c, sweepID)
+		st, err := runner.DescribeSweep(ctx, c, key, sweepID)
 		if err != nil {
 			return err
 		}
@@ -118,7 +122,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 
-	acts, err := newActivities(store)
+	acts, err := newActivities(store, key)
 	if err != nil {
 		return err
 	}
@@ -310,7 +314,11 @@ type status struct {
 
 func newStatus(w io.Writer) *status {
 	s := &status{w: w, lastDone: -1}
-	if f, ok := w.(*os.File); ok {
+	inner := w
+	if t, ok := w.(termWriter); ok {
+		inner = t.w
+	}
+	if f, ok := inner.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 			s.tty = true
 		}

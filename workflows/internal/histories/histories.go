@@ -19,6 +19,7 @@ package histories
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -28,7 +29,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -42,6 +42,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"rebound/runner"
 	"rebound/workflows"
 )
 
@@ -373,11 +374,21 @@ func CheckPortable(raw []byte, h *historypb.History, extra ...string) error {
 	if err := portable("file", raw, extra); err != nil {
 		return err
 	}
-	var err error
+	codec, err := runner.NewCodec([]byte(Key))
+	if err != nil {
+		return err
+	}
 	eachPayload(h.ProtoReflect(), func(p *commonpb.Payload) {
-		if err == nil {
-			err = portable("payload", p.GetData(), extra)
+		if err != nil {
+			return
 		}
+		// Encrypted payloads are checked in the clear.
+		plain, derr := codec.Decode([]*commonpb.Payload{p})
+		if derr != nil {
+			err = derr
+			return
+		}
+		err = portable("payload", plain[0].GetData(), extra)
 	})
 	return err
 }
@@ -426,6 +437,14 @@ func excerpt(raw []byte, at int) string {
 	return string(raw[from:to])
 }
 
+// Key is the redaction key of recorded histories. Workers encrypt every
+// Temporal payload with a key derived from REBOUND_REDACTION_KEY, so the
+// histories are recorded, and replayed, with this one: it is public on
+// purpose, because histories come from tiny test sweeps that hold nothing
+// secret. Histories recorded before payloads were encrypted replay as they
+// are (the codec passes plain payloads through).
+const Key = "rebound-workflow-histories-public-test-key"
+
 // Replay replays one history against the current sweep workflow, as a
 // production worker would (runner.NewWorker: same registered name, same
 // tracing interceptor), and returns the non-determinism error, if any.
@@ -433,13 +452,23 @@ func Replay(h *historypb.History) error { return ReplayWith(workflows.Sweep, h) 
 
 // ReplayWith is Replay with another function registered as the sweep
 // workflow (tests use it to prove what the replay catches).
-func ReplayWith(sweep any, h *historypb.History) error {
+func ReplayWith(sweep any, h *historypb.History) error { return ReplayKeyed([]byte(Key), sweep, h) }
+
+// ReplayKeyed replays with the payload key of a deployment (a history
+// downloaded from a cluster is encrypted with its REBOUND_REDACTION_KEY).
+func ReplayKeyed(key []byte, sweep any, h *historypb.History) error {
 	tracing, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{})
 	if err != nil {
 		return err
 	}
+	secure, err := runner.SecureClientOptions(client.Options{}, key)
+	if err != nil {
+		return err
+	}
 	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{
-		Interceptors: []interceptor.WorkerInterceptor{tracing},
+		Interceptors:     []interceptor.WorkerInterceptor{tracing},
+		DataConverter:    secure.DataConverter,
+		FailureConverter: secure.FailureConverter,
 	})
 	if err != nil {
 		return err
@@ -500,7 +529,7 @@ func summarize(h *historypb.History) summary {
 		case enumspb.EVENT_TYPE_MARKER_RECORDED:
 			a := e.GetMarkerRecordedEventAttributes()
 			if p := a.GetDetails()["change-id"]; p != nil && len(p.GetPayloads()) > 0 {
-				s.markers = append(s.markers, strings.Trim(string(p.GetPayloads()[0].GetData()), `"`))
+				s.markers = append(s.markers, changeID(p.GetPayloads()[0]))
 			}
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
 			s.failureType = e.GetWorkflowExecutionFailedEventAttributes().GetFailure().GetApplicationFailureInfo().GetType()
@@ -510,6 +539,21 @@ func summarize(h *historypb.History) summary {
 		s.close = events[len(events)-1].GetEventType()
 	}
 	return s
+}
+
+// changeID reads a version marker's change id, decrypting the payload
+// when the history was recorded with encrypted payloads.
+func changeID(p *commonpb.Payload) string {
+	if codec, err := runner.NewCodec([]byte(Key)); err == nil {
+		if plain, err := codec.Decode([]*commonpb.Payload{p}); err == nil && len(plain) == 1 {
+			p = plain[0]
+		}
+	}
+	var id string
+	if err := json.Unmarshal(p.GetData(), &id); err != nil {
+		return string(p.GetData())
+	}
+	return id
 }
 
 var closeEvents = []enumspb.EventType{
