@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"rebound/agent"
+	"rebound/agent/command"
 	"rebound/agent/llm"
 	"rebound/judge"
 	"rebound/redact"
@@ -346,27 +347,28 @@ func (p *shardProgress) heartbeat() {
 // request can take longer than the heartbeat timeout, and a live worker
 // must not lose its shard for it.
 func (p *shardProgress) every(d time.Duration) (stop func()) {
-	return keepAlive(p.ctx, d, p.heartbeat)
+	return every(d, p.heartbeat)
 }
 
-// keepAlive calls beat at the interval until stopped or ctx ends.
-func keepAlive(ctx context.Context, d time.Duration, beat func()) (stop func()) {
+// every calls f every d until stop is called; stop returns once f will not
+// be called again.
+func every(d time.Duration, f func()) (stop func()) {
 	done := make(chan struct{})
+	finished := make(chan struct{})
 	go func() {
+		defer close(finished)
 		t := time.NewTicker(d)
 		defer t.Stop()
 		for {
 			select {
 			case <-done:
 				return
-			case <-ctx.Done():
-				return
 			case <-t.C:
-				beat()
+				f()
 			}
 		}
 	}()
-	return func() { close(done) }
+	return func() { close(done); <-finished }
 }
 
 func (a *Activities) heartbeatEvery() time.Duration {
@@ -388,20 +390,27 @@ func (a *Activities) runTrial(ctx context.Context, spec trial.Spec, attempt uint
 		model = la.WithJournal(&modelJournal{store: a.Store, sweepID: spec.SweepID, trialID: spec.ID(), attempt: attempt, red: red, beat: prog.heartbeat})
 		ag = model
 	}
+	// A trial that may have paid a model (an LLM arm, a recording agent, an
+	// external agent's process) is written at once; scripted ones batch.
 	_, paid := ag.(trial.Recorder)
+	paid = paid || spec.Arm.Agent == scenario.AgentLLM || spec.Arm.Agent == scenario.AgentCommand
 	tctx, span := tracer.Start(ctx, "trial", trace.WithAttributes(
 		attribute.String("rebound.scenario", spec.Scenario.Name), attribute.String("rebound.variant", spec.Variant.Name),
 		attribute.String("rebound.arm", spec.Arm.Name), attribute.Int64("rebound.seed", int64(spec.Seed))))
 	defer span.End()
-	res, err := trial.Run(tctx, spec, ag)
+	res, err := trial.Run(command.WithAttempt(tctx, int(attempt)), spec, ag)
 	if err != nil {
 		span.RecordError(err)
 		switch {
-		case errors.Is(err, llm.ErrAttrition):
-			// The provider, not the agent, failed: count it per arm, never
-			// grade it, and keep what the answered requests cost.
+		case errors.Is(err, llm.ErrAttrition), errors.Is(err, agent.ErrAttrition):
+			// The provider (or an external agent's infrastructure), not the
+			// agent, failed: count it per arm, never grade it, and keep
+			// what the answered requests cost.
 			row := AttritionRow(spec, ag.Name(), err, red)
 			row.ActivityAttempt = attempt
+			if p, _ := command.IsAttrition(err); p != nil {
+				row.Process = processJSON(p, red)
+			}
 			if model != nil {
 				tokens, cost := model.Spent()
 				row.Tokens, row.CostUSD, row.PromptHash = uint64(tokens), cost, model.PromptHash()
@@ -410,7 +419,7 @@ func (a *Activities) runTrial(ctx context.Context, spec trial.Spec, attempt uint
 				}
 			}
 			return row, nil, true, nil
-		case errors.Is(err, llm.ErrConfig):
+		case errors.Is(err, llm.ErrConfig), errors.Is(err, agent.ErrConfig):
 			return storage.Trial{}, nil, paid, temporal.NewNonRetryableApplicationError(red.String(err.Error()), workflows.ErrAgentConfig, nil)
 		case ctx.Err() != nil:
 			return storage.Trial{}, nil, paid, err
@@ -519,13 +528,17 @@ func (a *Activities) redactor(plan *scenario.Resolved) (*redact.Redactor, error)
 }
 
 // KnownSecrets returns the values of the API keys a plan names
-// (api_key_env of its LLM arms and judge) as this process sees them: they
-// are redacted by value wherever they appear, whatever their shape.
+// (api_key_env of its LLM arms and judge, env_from of its command arms) as
+// this process sees them: they are redacted by value wherever they appear,
+// whatever their shape.
 func KnownSecrets(plan *scenario.Resolved) []string {
 	var names []string
 	for _, arm := range plan.Arms {
 		if arm.LLM != nil && arm.LLM.APIKeyEnv != "" {
 			names = append(names, arm.LLM.APIKeyEnv)
+		}
+		for _, worker := range arm.EnvFrom { // a command arm's secrets
+			names = append(names, worker)
 		}
 	}
 	if plan.Judge != nil && plan.Judge.APIKeyEnv != "" {

@@ -28,7 +28,7 @@ func (a *Activities) JudgeShard(ctx context.Context, in workflows.ShardInput) (w
 	defer a.inflight.Done()
 	if activity.IsActivity(ctx) {
 		// A judge request can outlast the heartbeat timeout.
-		stop := keepAlive(ctx, a.heartbeatEvery(), func() { activity.RecordHeartbeat(ctx) })
+		stop := every(a.heartbeatEvery(), func() { activity.RecordHeartbeat(ctx) })
 		defer stop()
 	}
 	plan, err := a.plan(ctx, in.SweepID)
