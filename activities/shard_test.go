@@ -12,6 +12,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"rebound/agent"
 	"rebound/agent/llm/llmtest"
 	"rebound/scenario"
 	"rebound/storage"
@@ -151,3 +152,40 @@ func TestModelTrialsAreWrittenOneByOne(t *testing.T) {
 }
 
 var testKey = []byte("shard-test-redaction-key-0123456789abcdef")
+
+// slowAgent is the careful agent, taking d per trial.
+type slowAgent struct {
+	agent.Agent
+	d time.Duration
+}
+
+func (s slowAgent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.Outcome, error) {
+	time.Sleep(s.d)
+	return s.Agent.Run(ctx, env, task)
+}
+
+// Scripted rows wait at most flushEvery: slow scripted trials are written
+// once a second's worth has accumulated, not only at the end of the shard.
+func TestScriptedBatchesAreTimeBounded(t *testing.T) {
+	st := shardStore(t, "  - {name: careful, agent: careful}", 6)
+	a := &Activities{Store: st, RedactionKey: testKey, Agents: func(scenario.Arm) (agent.Agent, error) {
+		ag, err := agent.NewScripted("careful")
+		return slowAgent{ag, 400 * time.Millisecond}, err
+	}}
+	if _, err := a.RunShard(context.Background(), workflows.ShardInput{SweepID: "s", From: 0, To: 6}); err != nil {
+		t.Fatal(err)
+	}
+	sizes := []int{}
+	for _, w := range st.writes {
+		sizes = append(sizes, len(w))
+	}
+	// Six trials of 0.4 s take 2.4 s: a batch closes once its first row
+	// is a second old, so they cannot all wait for the end of the shard.
+	total := 0
+	for _, n := range sizes {
+		total += n
+	}
+	if len(sizes) < 2 || total != 6 {
+		t.Fatalf("batches of %v rows, want the 6 trials in time-bounded batches", sizes)
+	}
+}

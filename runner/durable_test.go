@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,9 +15,12 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
 
 	"rebound/activities"
 	"rebound/agent"
+	"rebound/agent/llm"
 	"rebound/devstack/devstacktest"
 	"rebound/scenario"
 	"rebound/storage"
@@ -271,5 +276,49 @@ func TestDescribeSweepShowsFailingAttempts(t *testing.T) {
 	}
 	if st, err = DescribeSweep(ctx, c, testRedactionKey, sweepID); err != nil || st.Running() || len(st.Pending) != 0 {
 		t.Fatalf("after completion: %+v, %v", st, err)
+	}
+}
+
+// Workers of one task queue split each provider's limits: every worker
+// reads how many workers poll the queue and paces at 1/W.
+func TestWorkersShareProviderLimits(t *testing.T) {
+	srv := devstacktest.Temporal(t)
+	lib := devstacktest.ChDBLib(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store, c := openStack(t, ctx, srv, lib, "runner_share")
+	queue := "runner-share-" + t.Name()
+	// Two processes: two client identities (workers of one process share
+	// its limiter, so they count once).
+	opts, err := SecureClientOptions(srv.ClientOptions(), testRedactionKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Identity = "share-test-second-process"
+	opts.Logger = log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c2, err := client.Dial(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	for _, cl := range []client.Client{c, c2} {
+		w, err := NewWorker(cl, queue, &activities.Activities{RedactionKey: testRedactionKey, Store: store}, WorkerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+	}
+	defer llm.SetShare(1)
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go ShareProviderLimits(sctx, c, queue, 100*time.Millisecond)
+	for llm.Share() != 0.5 {
+		if ctx.Err() != nil {
+			t.Fatalf("share = %v, want 1/2 with two workers polling %s", llm.Share(), queue)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -208,6 +208,13 @@ func SetShare(share float64) {
 
 var defaultShare = 1.0
 
+// Share is the share of every provider's limits this process holds.
+func Share() float64 {
+	limiters.Lock()
+	defer limiters.Unlock()
+	return defaultShare
+}
+
 // reserve takes one request and tokens estimated tokens, and returns the
 // wait before the request may be sent. A caller that then does not send
 // (cancelled while waiting) gives them back with cancel.
