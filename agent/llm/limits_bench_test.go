@@ -21,13 +21,14 @@ import (
 // requests answered 429, with 1 and with 3 workers (each worker a separate
 // limiter holding 1/3 of the limit, which is what a worker sets from the
 // number of workers polling its task queue). Wall-clock bound: each case
-// runs REBOUND_LIMITS_BENCH_SECONDS (default 15) seconds.
+// runs REBOUND_LIMITS_BENCH_SECONDS (default 30) seconds: the last
+// second's reservations are cut off by the deadline, so shorter runs read low.
 //
 //	go test -run '^$' -bench ProviderLimits -benchtime 1x ./agent/llm/
 func BenchmarkProviderLimits(b *testing.B) {
 	defer func(h float64) { headroom = h }(headroom)
 	headroom = defaultHeadroom // TestMain pins 1 for the exact-arithmetic tests
-	secs := 15
+	secs := 30
 	if v := os.Getenv("REBOUND_LIMITS_BENCH_SECONDS"); v != "" {
 		fmt.Sscan(v, &secs)
 	}
