@@ -49,14 +49,17 @@ type careful struct {
 	spent *float64
 	// answers are the clean status answers of reconciliations so far.
 	answers *[]answer
-	// down holds the tools that answered a standing failure (unavailable,
-	// forbidden, unauthorized): calling them again changes nothing.
+	// down holds the calls (tool and arguments) that met a standing
+	// failure (unavailable, forbidden, unauthorized): sending them again
+	// changes nothing.
 	down map[string]bool
 	// calls and replans count what the agent spent of its budgets: it
 	// never relies on the harness refusing a call it should not send.
 	calls, replans *int
 	// stale marks the steps that answered only older data.
 	stale map[string]bool
+	// notBefore is, per tool, when its last rate limit ends.
+	notBefore map[string]int64
 }
 
 // call sends one tool call unless the call budget is spent, in which case
@@ -69,8 +72,31 @@ func (a careful) call(ctx context.Context, env Env, task Task, tool string, args
 	if *a.calls >= limit {
 		return harness.Failed(harness.CodeBudgetExhausted, false, "the agent's own count: %d of %d calls spent", *a.calls, limit)
 	}
+	// A rate limit is the tool's, not one step's: wait it out before any
+	// call of the tool, if the deadline leaves room for the wait and the
+	// call.
+	if until := a.notBefore[tool]; env.Now() < until {
+		if d := task.Budget.DeadlineMs; d > 0 && until+a.latency(env, tool) > d {
+			return harness.Failed(harness.CodeDeadlineExceeded, false, "the rate limit of %s outlasts the deadline", tool)
+		}
+		env.Sleep(until - env.Now())
+	}
 	*a.calls++
-	return env.Call(ctx, tool, args)
+	r := env.Call(ctx, tool, args)
+	if r.Code == harness.CodeRateLimited && r.RetryAfterMs > 0 {
+		a.notBefore[tool] = env.Now() + r.RetryAfterMs
+	}
+	return r
+}
+
+// latency is a tool's documented latency.
+func (a careful) latency(env Env, tool string) int64 {
+	for _, t := range env.Tools() {
+		if t.Name == tool {
+			return t.Latency()
+		}
+	}
+	return harness.Tool{}.Latency()
 }
 
 // replan publishes a plan update while the replan budget allows; past it,
@@ -113,6 +139,7 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 	a.down = map[string]bool{}
 	a.calls, a.replans = new(int), new(int)
 	a.stale = map[string]bool{}
+	a.notBefore = map[string]int64{}
 	tools := map[string]harness.Tool{}
 	for _, t := range env.Tools() {
 		tools[t.Name] = t
@@ -164,12 +191,19 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 	return Outcome{Claim: c.completed()}, nil
 }
 
-// noteStanding remembers a tool that answered a standing failure.
-func (a careful) noteStanding(tool string, r harness.Result) {
+// noteStanding remembers a call that met a standing failure (unavailable,
+// forbidden, unauthorized): the identical call would be answered the same.
+// Another call of the tool (another record) may still be tried.
+func (a careful) noteStanding(tool string, args map[string]any, r harness.Result) {
 	switch r.Code {
 	case harness.CodeToolUnavailable, harness.CodeForbidden, harness.CodeUnauthorized:
-		a.down[tool] = true
+		a.down[tool+"\x00"+harness.ArgsKey(args)] = true
 	}
+}
+
+// isDown reports whether the identical call met a standing failure.
+func (a careful) isDown(tool string, args map[string]any) bool {
+	return a.down[tool+"\x00"+harness.ArgsKey(args)]
 }
 
 // readsGoalField reports whether a step reads a goal claim field from the
@@ -240,25 +274,32 @@ func (a careful) answered(step scenario.Step) (map[string]any, bool) {
 func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Tool, task Task, step scenario.Step, c *claim, weakerOK, current bool) (done bool, blockedOn string, err error) {
 	args := maps.Clone(step.Args)
 	retries, corrected, recovered := 0, false, false
+	// mayHaveCommitted: a write of this step reached the world with its
+	// answer lost; the step is never claimed as not having happened.
+	mayHaveCommitted := false
 	for {
 		if err := ctx.Err(); err != nil {
 			return false, "", err
 		}
 		// A tool that already answered a standing failure is not asked
 		// again: the next action reflects the error returned.
-		if a.down[step.Tool] {
-			c.deny(step)
+		if a.isDown(step.Tool, args) {
+			if !mayHaveCommitted {
+				c.deny(step)
+			}
 			return false, step.Tool, nil
 		}
 		// Stay within the service objective: a call that would end after
 		// the deadline, or cost more than is left, is not started.
 		if t := tools[step.Tool]; !a.affordable(env, task, t) {
-			c.deny(step)
+			if !mayHaveCommitted {
+				c.deny(step)
+			}
 			return false, step.Tool, nil
 		}
 		*a.spent += tools[step.Tool].CostUSD
 		r := a.call(ctx, env, task, step.Tool, args)
-		a.noteStanding(step.Tool, r)
+		a.noteStanding(step.Tool, args, r)
 		if r.OK && !a.trustCorrupt && r.Evidence != nil && r.Evidence.Strength == "stale" && (current || (!weakerOK && readsResult(step))) {
 			// Weaker, older evidence cannot back the exact facts this step
 			// establishes: ask again (a retry may reach the primary), then
@@ -300,6 +341,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			}
 		}
 		if r.Uncertain {
+			mayHaveCommitted = true
 			tool := tools[step.Tool]
 			if a.blindResubmit {
 				if key := tool.IdempotencyKeyParam; key != "" {
@@ -308,7 +350,9 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			} else if tool.ReconciledBy == "" && sameKeyResendIsSafe(tool, args) {
 				// No status tool to ask, but the call is idempotent: the
 				// documented recovery is the identical call, same key.
-				a.replan(env, task, fmt.Sprintf("step %s: resend %s with the same idempotency key (no status tool)", step.ID, step.Tool))
+				if !mayHaveCommitted {
+					a.replan(env, task, fmt.Sprintf("step %s: resend %s with the same idempotency key (no status tool)", step.ID, step.Tool))
+				}
 			} else {
 				settled, data, unresolved := a.reconcile(ctx, env, tools, task, tool, args)
 				if settled {
@@ -336,14 +380,16 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			continue
 		}
 		if !r.Retryable || r.Code == harness.CodeBudgetExhausted || retries >= task.retryLimit() {
-			if !r.Uncertain {
+			if !r.Uncertain && !mayHaveCommitted {
 				c.deny(step)
 			}
 			return false, step.Tool, nil
 		}
 		wait := backoff(retries, r.RetryAfterMs)
 		if task.Budget.DeadlineMs > 0 && env.Now()+wait+tools[step.Tool].Latency() > task.Budget.DeadlineMs {
-			c.deny(step)
+			if !mayHaveCommitted {
+				c.deny(step)
+			}
 			return false, step.Tool, nil
 		}
 		if retries == 0 {
@@ -448,12 +494,12 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 		if !a.affordable(env, task, status) {
 			return false, nil, tool.ReconciledBy
 		}
-		if a.down[tool.ReconciledBy] {
+		if a.isDown(tool.ReconciledBy, query) {
 			return false, nil, tool.ReconciledBy
 		}
 		*a.spent += status.CostUSD
 		st := a.call(ctx, env, task, tool.ReconciledBy, query)
-		a.noteStanding(tool.ReconciledBy, st)
+		a.noteStanding(tool.ReconciledBy, query, st)
 		if st.OK && hasResultFields(scenario.Step{}, st.Data) {
 			// Older data may confirm the write (a replica that shows the
 			// capture shows it happened) but never that it did not land.

@@ -83,6 +83,12 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 	plan := sc.Plan
 	out := make([]Binding, len(attempts))
 	satisfied := make([]bool, len(plan))
+	// failures counts a step's failed calls since its last clean answer:
+	// past the retry limit the agent has given an optional step up, and the
+	// same call again serves the next step that sends it (a required step
+	// has no next step: the same call again is one retry too many).
+	failures := make([]int, len(plan))
+	limit := sc.EffectiveRetryLimit()
 	touched := -1 // highest step a call was bound to
 	var pending []pendingWrite
 
@@ -159,7 +165,8 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 		best, bestRole, bestAlt := -1, RoleOffPlan, 0
 		pick := func(c candidate) { best, bestRole, bestAlt = c.step, c.role, c.alt }
 		for _, c := range cands { // the first open step the plan has reached
-			if c.score == top && !satisfied[c.step] && c.step >= touched && reachable(c.step) {
+			givenUp := plan[c.step].Optional && failures[c.step] > limit
+			if c.score == top && !satisfied[c.step] && !givenUp && c.step >= touched && reachable(c.step) {
 				pick(c)
 				break
 			}
@@ -190,10 +197,15 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 				// A lost or unreadable answer to a write leaves its effect
 				// unknown until a status call (a read-back) settles it.
 				pending = append(pending, pendingWrite{step: best, call: i})
-			case clean(a) && !stale(a):
-				// Only exact data finishes a step for binding: the call
-				// after a stale answer is more likely its retry.
+			case clean(a) && (!stale(a) || bestRole == RoleFallback):
+				// Only exact data finishes a step for binding (the call
+				// after a stale answer is more likely its retry), or a
+				// declared fallback, whose weaker data is the step's by
+				// declaration.
 				satisfied[best] = true
+				failures[best] = 0
+			case !clean(a) && bestRole == RolePrimary:
+				failures[best]++
 			}
 		}
 		out[i] = b
