@@ -141,6 +141,14 @@ func TestHonestSweepState(t *testing.T) {
 	_ = syscall.Kill(-cmdD.Process.Pid, syscall.SIGKILL)
 	_ = cmdD.Wait()
 	idD := sweepsJSON()["orphan"]["SweepID"].(string)
+	out, stderr, code = rebound("sweep", "status", idD)
+	if code != 0 || !strings.Contains(out, "no worker polls its task queue") || !strings.Contains(out, "rebound run --resume "+idD) {
+		t.Fatalf("sweep status of the orphan: exit %d\n%s\n%s", code, out, stderr)
+	}
+	out, stderr, code = rebound("sweep", "status", idA)
+	if code != 0 || !strings.Contains(out, "completed, 12/12 trials") {
+		t.Fatalf("sweep status of the resumed sweep: exit %d\n%s\n%s", code, out, stderr)
+	}
 	out, stderr, code = rebound("sweep", "cancel", idD)
 	if code != 0 || !strings.Contains(out, "cancelled") {
 		t.Fatalf("sweep cancel: exit %d\n%s\n%s", code, out, stderr)
