@@ -124,7 +124,7 @@ arms:
 	for kill := 1; kill <= 2; kill++ {
 		waitFor(t, ctx, fmt.Sprintf("kill %d: requests in progress", kill), func() bool { return model.Stats().Requests >= kill*25 })
 		model.Hold()
-		time.Sleep(time.Second) // delivered responses reach the journal
+		time.Sleep(2 * time.Second) // delivered responses reach the journal
 		before := model.Stats()
 		worker.kill()
 		killedAt := time.Now()
