@@ -15,8 +15,8 @@ import (
 	"rebound/runner"
 	"rebound/scenario"
 	"rebound/storage"
-	"rebound/workflows"
 	"rebound/trial"
+	"rebound/workflows"
 )
 
 const workerAbout = `Runs a worker: it polls the task queue of an existing Temporal cluster for
