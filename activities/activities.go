@@ -26,6 +26,7 @@ import (
 	"rebound/redact"
 	"rebound/scenario"
 	"rebound/storage"
+	"rebound/telemetry"
 	"rebound/trial"
 	"rebound/workflows"
 )
@@ -144,6 +145,9 @@ func (a *Activities) FinishSweep(ctx context.Context, in workflows.FinishSweepIn
 func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (workflows.ShardResult, error) {
 	a.inflight.Add(1)
 	defer a.inflight.Done()
+	ctx, span := tracer.Start(ctx, "shard", trace.WithAttributes(
+		attribute.String("rebound.sweep_id", in.SweepID), attribute.Int("rebound.shard.from", in.From), attribute.Int("rebound.shard.to", in.To)))
+	defer span.End()
 	plan, err := a.plan(ctx, in.SweepID)
 	if err != nil {
 		return workflows.ShardResult{}, err
@@ -418,6 +422,7 @@ func (a *Activities) runTrial(ctx context.Context, spec trial.Spec, attempt uint
 					row.Recording = red.String(rec)
 				}
 			}
+			recordTrial(ctx, row, nil)
 			return row, nil, true, nil
 		case errors.Is(err, llm.ErrConfig), errors.Is(err, agent.ErrConfig):
 			return storage.Trial{}, nil, paid, temporal.NewNonRetryableApplicationError(red.String(err.Error()), workflows.ErrAgentConfig, nil)
@@ -430,7 +435,27 @@ func (a *Activities) runTrial(ctx context.Context, spec trial.Spec, attempt uint
 	span.SetAttributes(attribute.String("rebound.trial_id", res.TrialID), attribute.Int("rebound.tool_calls", res.Verdict.Counts.ToolCalls))
 	t, cs := Rows(res, red)
 	t.ActivityAttempt = attempt
+	recordTrial(ctx, t, cs)
 	return t, cs, paid, nil
+}
+
+// recordTrial counts a finished trial in the OpenTelemetry metrics: its
+// outcomes, the faults injected into its calls, its tokens and cost, or
+// its attrition.
+func recordTrial(ctx context.Context, t storage.Trial, calls []storage.ToolCall) {
+	m := telemetry.Trial{Arm: t.Arm, Tokens: t.Tokens, CostUSD: t.CostUSD, Attrition: t.Attrition}
+	if !t.Attrition {
+		m.Outcomes = make(map[string]*bool, len(storage.AllMetrics))
+		for _, metric := range storage.AllMetrics {
+			m.Outcomes[string(metric)] = t.Outcome(metric)
+		}
+	}
+	for _, c := range calls {
+		if c.FaultClass != "" {
+			m.Faults = append(m.Faults, c.FaultClass)
+		}
+	}
+	telemetry.RecordTrial(ctx, m)
 }
 
 // modelJournal stores an LLM trial's model responses in model_calls as

@@ -92,10 +92,7 @@ func New(cfg Config, opts ...Option) (*Agent, error) {
 			return nil, err
 		}
 		a.key = key
-		hc := a.opts.httpClient
-		if hc == nil {
-			hc = &http.Client{Transport: sharedTransport}
-		}
+		hc := tracedClient(a.opts.httpClient)
 		oc := openai.DefaultConfig(key)
 		oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 		oc.HTTPClient = captureDoer{client: hc}

@@ -15,6 +15,10 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/propagation"
+
+	"rebound/telemetry"
 )
 
 // sharedTransport is reused by every Agent of the process, so concurrent
@@ -25,6 +29,29 @@ var sharedTransport = func() http.RoundTripper {
 	t.MaxIdleConnsPerHost = 64
 	return t
 }()
+
+// tracedClient wraps c's transport (sharedTransport when c is nil) so that
+// each request to the provider is a span ("model.call") under the trial's,
+// through the global tracer provider. No trace context is sent to the
+// provider.
+func tracedClient(c *http.Client) *http.Client {
+	out := &http.Client{Transport: sharedTransport}
+	if c != nil {
+		cp := *c
+		out = &cp
+	}
+	base := out.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	out.Transport = otelhttp.NewTransport(base,
+		otelhttp.WithSpanNameFormatter(func(string, *http.Request) string { return ModelCallSpan }),
+		otelhttp.WithPropagators(propagation.NewCompositeTextMapPropagator()))
+	return out
+}
+
+// ModelCallSpan names the span of one provider request.
+const ModelCallSpan = "model.call"
 
 const maxResponseBytes = 32 << 20
 
@@ -90,8 +117,14 @@ func (r *run) complete(ctx context.Context, req openai.ChatCompletionRequest, es
 		}
 		c := &capture{}
 		rctx, cancel := context.WithTimeout(context.WithValue(ctx, captureKey{}, c), a.cfg.RequestTimeout)
+		sent := time.Now()
 		resp, err := a.client.CreateChatCompletion(rctx, req)
 		cancel()
+		status := c.status
+		if err == nil && status == 0 {
+			status = http.StatusOK
+		}
+		telemetry.RecordProviderRequest(ctx, a.cfg.Model, status, time.Since(sent))
 		if err == nil && len(resp.Choices) == 0 {
 			err = errNoChoices
 		}

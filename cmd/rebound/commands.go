@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"rebound/runner"
 	"rebound/scenario"
 	"rebound/storage"
+	"rebound/telemetry"
 	"rebound/trial"
 	"rebound/workflows"
 )
@@ -41,6 +43,7 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	conn.storageFlags(fs)
 	concurrency := fs.Int("max-concurrent-shards", 0, "shard activities this worker runs at once (0: two per CPU)")
 	stopTimeout := fs.Duration("stop-timeout", runner.DefaultStopTimeout, "on Ctrl-C, how long running shards may finish before they keep what they stored and hand the rest back")
+	listen := fs.String("listen", "", "serve /metrics (Prometheus), /healthz and /readyz on ADDR, e.g. :9090 (default off)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -50,6 +53,30 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	key, err := envRedactionKey()
 	if err != nil {
 		return err
+	}
+	tel, err := setupTelemetry(ctx, *listen != "", stderr)
+	if err != nil {
+		return err
+	}
+	defer shutdownTelemetry(tel, stderr)
+	// ready holds the store once the worker polls: /readyz checks both.
+	var ready atomic.Pointer[storage.Store]
+	if *listen != "" {
+		srv, err := telemetry.Serve(*listen, telemetry.Health{Metrics: tel.MetricsHandler(), Ready: func(ctx context.Context) error {
+			st := ready.Load()
+			if st == nil {
+				return errors.New("worker not polling")
+			}
+			if _, err := (*st).Query(ctx, "SELECT 1"); err != nil {
+				return errors.New("store unreachable") // the error may name the DSN
+			}
+			return nil
+		}}.Handler())
+		if err != nil {
+			return usageError{err}
+		}
+		defer srv.Close(context.Background())
+		fmt.Fprintf(stderr, "serving /metrics, /healthz and /readyz on %s\n", srv.Addr())
 	}
 	store, err := conn.openStore(ctx)
 	if err != nil {
@@ -72,12 +99,14 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
+	ready.Store(&store)
 	// Every worker of the queue paces its model requests at 1/W of each
 	// provider's limits, W being the workers polling the queue.
 	go runner.ShareProviderLimits(ctx, c, conn.taskQueue, 15*time.Second)
 	fmt.Fprintf(stderr, "worker polling task queue %q on %s (namespace %s), storing to %s; Ctrl-C to stop\n",
 		conn.taskQueue, conn.temporalAddress, conn.namespace, storeLabel(conn))
 	<-ctx.Done()
+	ready.Store(nil)
 	fmt.Fprintf(stderr, "worker stopping: running shards get %s to finish, then hand the rest back\n", *stopTimeout)
 	// The store (closed by the deferred Close) outlives the last write.
 	stopWorker(w, acts, newStatus(stderr))

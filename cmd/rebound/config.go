@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
@@ -19,6 +21,7 @@ import (
 	"rebound/redact"
 	"rebound/runner"
 	"rebound/storage"
+	"rebound/telemetry"
 )
 
 var errHelp = errors.New("help shown")
@@ -86,6 +89,9 @@ func (c *connection) dialTemporal(ctx context.Context, address string, redaction
 	opts, err := runner.SecureClientOptions(client.Options{HostPort: address, Namespace: c.namespace, Logger: quietLogger{ctx}}, redactionKey)
 	if err != nil {
 		return nil, usageError{err}
+	}
+	if opts, err = runner.InstrumentClientOptions(opts); err != nil {
+		return nil, err
 	}
 	cl, err := client.Dial(opts)
 	if err != nil {
@@ -265,4 +271,26 @@ func localRedactionKey(dataDir string) ([]byte, error) {
 		return nil, fmt.Errorf("redaction key: %w", err)
 	}
 	return []byte(key), nil
+}
+
+// setupTelemetry installs the OpenTelemetry exporters the OTEL_* variables
+// ask for (none by default), plus the Prometheus registry of --listen.
+func setupTelemetry(ctx context.Context, prometheus bool, stderr io.Writer) (*telemetry.Provider, error) {
+	p, err := telemetry.Setup(ctx, telemetry.Options{Prometheus: prometheus})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		fmt.Fprintf(stderr, "telemetry: %v\n", err)
+	}))
+	return p, nil
+}
+
+// shutdownTelemetry flushes what is buffered, within 10 seconds.
+func shutdownTelemetry(p *telemetry.Provider, stderr io.Writer) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Shutdown(ctx); err != nil {
+		fmt.Fprintf(stderr, "telemetry: flush: %v\n", err)
+	}
 }

@@ -76,6 +76,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	tel, err := setupTelemetry(ctx, false, stderr)
+	if err != nil {
+		return err
+	}
+	defer shutdownTelemetry(tel, stderr)
 	embedded := conn.temporalAddress == ""
 	address, stopServer, err := startTemporal(ctx, &conn, *temporalBin, status)
 	if err != nil {
@@ -137,6 +142,12 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	// closes (deferred earlier, so it runs later).
 	defer stopWorker(w, acts, status)
 
+	planName := ""
+	if plan != nil {
+		planName = plan.Name
+	}
+	ctx, span := runner.StartSweepSpan(ctx, sweepID, planName)
+	defer span.End()
 	var run client.WorkflowRun
 	if *resume != "" {
 		run = c.GetWorkflow(ctx, runner.WorkflowID(sweepID), "")
