@@ -42,12 +42,20 @@ type connection struct {
 	clickhouseDSN   string
 	dataDir         string
 	chdbLib         string
+	security        runner.Security
 }
 
 func (c *connection) temporalFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.temporalAddress, "temporal-address", env("REBOUND_TEMPORAL_ADDRESS", ""), "Temporal frontend host:port (env REBOUND_TEMPORAL_ADDRESS)")
 	fs.StringVar(&c.namespace, "namespace", env("REBOUND_NAMESPACE", "default"), "Temporal namespace (env REBOUND_NAMESPACE)")
 	fs.StringVar(&c.taskQueue, "task-queue", env("REBOUND_TASK_QUEUE", runner.DefaultTaskQueue), "Temporal task queue the workers poll (env REBOUND_TASK_QUEUE)")
+	tlsOn := strings.EqualFold(os.Getenv("REBOUND_TEMPORAL_TLS"), "true")
+	fs.BoolVar(&c.security.TLS, "temporal-tls", tlsOn, "connect to --temporal-address over TLS, verified with the system roots (env REBOUND_TEMPORAL_TLS=true); implied by the other --temporal-tls-* flags and by --temporal-api-key-env")
+	fs.StringVar(&c.security.CertFile, "temporal-tls-cert", env("REBOUND_TEMPORAL_TLS_CERT", ""), "client certificate (PEM) for mutual TLS, with --temporal-tls-key (env REBOUND_TEMPORAL_TLS_CERT)")
+	fs.StringVar(&c.security.KeyFile, "temporal-tls-key", env("REBOUND_TEMPORAL_TLS_KEY", ""), "private key (PEM) of --temporal-tls-cert (env REBOUND_TEMPORAL_TLS_KEY)")
+	fs.StringVar(&c.security.CAFile, "temporal-tls-ca", env("REBOUND_TEMPORAL_TLS_CA", ""), "CA certificates (PEM) that verify the Temporal server; default: the system roots (env REBOUND_TEMPORAL_TLS_CA)")
+	fs.StringVar(&c.security.ServerName, "temporal-tls-server-name", env("REBOUND_TEMPORAL_TLS_SERVER_NAME", ""), "server name the Temporal certificate must carry; default: the host of --temporal-address (env REBOUND_TEMPORAL_TLS_SERVER_NAME)")
+	fs.StringVar(&c.security.APIKeyEnv, "temporal-api-key-env", env("REBOUND_TEMPORAL_API_KEY_ENV", ""), "NAME of the environment variable holding a Temporal API key (Temporal Cloud); the key itself is never a flag (env REBOUND_TEMPORAL_API_KEY_ENV)")
 }
 
 func (c *connection) storageFlags(fs *flag.FlagSet) {
@@ -92,6 +100,13 @@ func (c *connection) dialTemporal(ctx context.Context, address string, redaction
 	}
 	if opts, err = runner.InstrumentClientOptions(opts); err != nil {
 		return nil, err
+	}
+	// TLS and the API key are for a cluster; the embedded dev server
+	// listens on loopback in plain text.
+	if c.temporalAddress != "" {
+		if opts, err = c.security.Apply(opts, os.Getenv); err != nil {
+			return nil, usageError{err}
+		}
 	}
 	cl, err := client.Dial(opts)
 	if err != nil {
