@@ -1,0 +1,583 @@
+package oracle
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+
+	"rebound/agent"
+	"rebound/grade"
+	"rebound/harness"
+	"rebound/scenario"
+	"rebound/trial"
+	"rebound/world"
+)
+
+// Violation is one invariant that did not hold.
+type Violation struct {
+	// Class groups violations of one cause: "FAMILY check kind", e.g.
+	// "missed claim_supported claim_unverified" (a logged misbehaviour its
+	// check did not catch) or "careful-unsafe calls_within_budget".
+	Class string
+	Seed  uint64
+	Agent string
+	// Report is the full evidence: the scenario as YAML, the ledger, the
+	// claim, the verdict and the misbehaviour log.
+	Report string
+	// Minimized is true when Report is for a reduced scenario.
+	Minimized bool
+	// Mutant pins the mutant that committed it (for minimization).
+	Mutant mutantSpec
+}
+
+// Stats counts what a run exercised.
+type Stats struct {
+	Cases, Trials, LintProbes int
+	ByWorld                   map[string]int
+	Recoverable, Unrecovered  int // cases by the oracle's realized recoverability
+	Probabilistic             int
+	Fired                     map[Kind]int // misbehaviours logged
+	Caught                    map[Kind]int // ... whose primary check failed
+	FaultClasses              map[string]int
+}
+
+// NewStats returns empty stats.
+func NewStats() *Stats {
+	return &Stats{ByWorld: map[string]int{}, Fired: map[Kind]int{}, Caught: map[Kind]int{}, FaultClasses: map[string]int{}}
+}
+
+// Options tunes an evaluation.
+type Options struct {
+	// Mutants is how many mutant kinds run per case (drawn at random).
+	Mutants int
+	// Only restricts the agents run (for minimization): "careful",
+	// "oracle_base" or a mutant name; empty runs all.
+	Only string
+	// MutantKind/MutantTarget pin the mutant (for minimization).
+	MutantKind   Kind
+	MutantTarget int
+}
+
+// env adapts a dispatcher to agent.Env (the oracle's own runner, used to
+// realize recoverability without the trial package or the grader).
+type env struct{ d *harness.Dispatcher }
+
+func (e env) Tools() []harness.Tool { return e.d.Tools() }
+func (e env) Call(_ context.Context, tool string, args map[string]any) harness.Result {
+	return e.d.Call(tool, args)
+}
+func (e env) Sleep(ms int64) { e.d.Clock().Advance(ms) }
+func (e env) Now() int64     { return e.d.Clock().Now() }
+func (e env) Replan(string)  {}
+
+func task(sc *scenario.Scenario) agent.Task {
+	return agent.Task{Goal: sc.Goal, Claim: sc.Claim.Fields, Budget: sc.Budget, RetryLimit: sc.EffectiveRetryLimit(), ReferencePlan: sc.Plan}
+}
+
+// Realize runs the oracle's base policy on the realized schedule of the
+// faults with the seed, outside the trial package and the grader, and
+// reports whether it reached the goal: a path existed.
+func Realize(sc *scenario.Scenario, faults []harness.Fault, seed uint64) (bool, error) {
+	w, err := world.New(sc.World, sc.Initial)
+	if err != nil {
+		return false, err
+	}
+	if c, ok := w.(io.Closer); ok {
+		defer c.Close()
+	}
+	sched, err := harness.NewSchedule(faults, seed)
+	if err != nil {
+		return false, err
+	}
+	d, err := harness.NewDispatcher(harness.Config{World: w, Offered: sc.Tools, Permissions: sc.Permissions, Schedule: sched, Budget: sc.Budget})
+	if err != nil {
+		return false, err
+	}
+	base := &Agent{Seed: seed}
+	out, err := base.Run(context.Background(), env{d}, task(sc))
+	if err != nil {
+		return false, err
+	}
+	claim := decodeClaim(out.Claim)
+	if claim == nil || claim[scenario.ClaimStatus] != scenario.StatusDone {
+		return false, nil
+	}
+	if d.Clock().Now() > sc.Budget.DeadlineMs && sc.Budget.DeadlineMs > 0 {
+		return false, nil
+	}
+	return GoalHolds(sc, w.State(), claim), nil
+}
+
+func decodeClaim(raw string) map[string]any {
+	var out map[string]any
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&out) != nil {
+		return nil
+	}
+	return out
+}
+
+// GoalHolds is the oracle's own reading of success: every success
+// assertion holds in the world and every goal field is claimed and true.
+func GoalHolds(sc *scenario.Scenario, state, claim map[string]any) bool {
+	for _, a := range sc.Success {
+		v, ok := lookup(state, a.Path)
+		if !ok || !same(v, a.Equals) {
+			return false
+		}
+	}
+	for _, f := range sc.Claim.Fields {
+		if !f.Goal {
+			continue
+		}
+		v, ok := claim[f.Name]
+		t, found := lookup(state, f.Truth)
+		if !ok || !found || !same(v, t) {
+			return false
+		}
+	}
+	return true
+}
+
+func lookup(state map[string]any, path string) (any, bool) {
+	var cur any = state
+	for _, part := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[part]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+func same(a, b any) bool {
+	if x, ok := num(a); ok {
+		y, ok := num(b)
+		return ok && x == y
+	}
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return bytes.Equal(ja, jb)
+}
+
+func num(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, true
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// SafetyChecks are the checks the careful agent must never fail.
+func SafetyChecks() []string {
+	return append(slices.Clone(grade.UnsafeChecks), grade.CheckAtMostOneCommit)
+}
+
+// realizedField reports whether trial.Result carries the grader's realized
+// recoverability (a DeclaredRecoverable field beside Recoverable).
+var realizedField = func() bool {
+	_, ok := reflect.TypeOf(trial.Result{}).FieldByName("DeclaredRecoverable")
+	return ok
+}()
+
+// GraderRealizes reports whether the grader derives recoverability per
+// trial (issue 9); before that, Result.Recoverable is the declared value.
+func GraderRealizes() bool { return realizedField }
+
+// Evaluate runs the careful agent, the base policy and mutants on one case
+// and returns the invariants that did not hold.
+func Evaluate(c *Case, opts Options, st *Stats) ([]Violation, error) {
+	sc := c.Scenario
+	v := &sc.Variants[0]
+	seed := c.Seed
+	R, err := Realize(sc, v.Faults, seed)
+	if err != nil {
+		return nil, err
+	}
+	declared := R
+	if c.Probabilistic {
+		// What a user who never saw the thinning would declare: the
+		// schedule as if every thinned fault fired.
+		plain := slices.Clone(v.Faults)
+		for i := range plain {
+			plain[i].Probability = 0
+		}
+		if declared, err = Realize(sc, plain, seed); err != nil {
+			return nil, err
+		}
+	}
+	v.Recoverable = declared
+	var out []Violation
+	if st != nil {
+		st.Cases++
+		st.ByWorld[sc.World]++
+		if R {
+			st.Recoverable++
+		} else {
+			st.Unrecovered++
+		}
+		if c.Probabilistic {
+			st.Probabilistic++
+		}
+		for _, f := range v.Faults {
+			st.FaultClasses[string(f.Class)]++
+		}
+	}
+	if c.LintProbe != nil && opts.Only == "" {
+		if st != nil {
+			st.LintProbes++
+		}
+		if _, err := parse("probe.yaml", c.LintProbe); err == nil {
+			out = append(out, Violation{Class: "lint ungranted_fallback accepted", Seed: seed, Agent: "lint",
+				Report: "scenario lint accepted a fallback whose tool needs a permission the scenario does not grant:\n" + string(c.LintProbe)})
+		}
+	}
+	runOne := func(ag agent.Agent) (*trial.Result, error) {
+		if st != nil {
+			st.Trials++
+		}
+		return trial.Run(context.Background(), trial.Spec{SweepID: "oracle", Scenario: sc, Variant: *v, Arm: scenario.Arm{Name: ag.Name(), Agent: ag.Name()}, Seed: seed}, ag)
+	}
+	report := func(res *trial.Result, log []Misbehaviour, why string) string {
+		return Render(c, res, log, R, why)
+	}
+
+	// The careful reference agent.
+	if opts.Only == "" || opts.Only == "careful" {
+		careful, err := agent.NewScripted("careful")
+		if err != nil {
+			return nil, err
+		}
+		res, err := runOne(careful)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range SafetyChecks() {
+			if ch, _ := res.Verdict.Check(name); ch.Status == grade.Fail {
+				out = append(out, Violation{Class: "careful-unsafe " + name, Seed: seed, Agent: "careful", Report: report(res, nil, name+": "+ch.Detail)})
+			}
+		}
+		out = append(out, outcomeViolations(c, res, R, "careful", report)...)
+	}
+	// The oracle's base policy: no check may fail at all.
+	if opts.Only == "" || opts.Only == "oracle_base" {
+		base := &Agent{Seed: seed, Know: c.Know}
+		res, err := runOne(base)
+		if err != nil {
+			return nil, err
+		}
+		for _, ch := range res.Verdict.Failed() {
+			out = append(out, Violation{Class: "base-fails " + ch.Name, Seed: seed, Agent: base.Name(), Report: report(res, nil, ch.Name+": "+ch.Detail)})
+		}
+		out = append(out, outcomeViolations(c, res, R, base.Name(), report)...)
+	}
+	// Mutants.
+	kinds := mutantsFor(seed, opts)
+	for _, m := range kinds {
+		if opts.Only != "" && opts.Only != "mutant_"+string(m.Kind) {
+			continue
+		}
+		mut := &Agent{Kind: m.Kind, Target: m.Target, Seed: seed, Know: c.Know}
+		res, err := runOne(mut)
+		if err != nil {
+			return nil, err
+		}
+		allowed := map[string]bool{}
+		for _, lg := range mut.Log {
+			catch := Catches[lg.Kind]
+			if catch.Primary != "" {
+				allowed[catch.Primary] = true
+			}
+			for _, c := range catch.Collateral {
+				allowed[c] = true
+			}
+			if catch.Primary == "" {
+				continue
+			}
+			if st != nil {
+				st.Fired[lg.Kind]++
+			}
+			if ch, _ := res.Verdict.Check(catch.Primary); ch.Status != grade.Fail {
+				out = append(out, Violation{Class: "missed " + catch.Primary + " " + string(lg.Kind), Seed: seed, Agent: mut.Name(), Mutant: m,
+					Report: report(res, mut.Log, fmt.Sprintf("%s logged at call %d, but %s is %s", lg.Kind, lg.Call, catch.Primary, ch.Status))})
+			} else if st != nil {
+				st.Caught[lg.Kind]++
+			}
+		}
+		for _, ch := range res.Verdict.Failed() {
+			if allowed[ch.Name] {
+				continue
+			}
+			logged := "none"
+			if len(mut.Log) > 0 {
+				var ks []string
+				for _, lg := range mut.Log {
+					ks = append(ks, string(lg.Kind))
+				}
+				logged = strings.Join(ks, "+")
+			}
+			out = append(out, Violation{Class: "spurious " + ch.Name + " " + logged, Seed: seed, Agent: mut.Name(), Mutant: m,
+				Report: report(res, mut.Log, fmt.Sprintf("%s failed (%s) without a logged misbehaviour that maps to it", ch.Name, ch.Detail))})
+		}
+	}
+	return out, nil
+}
+
+type mutantSpec struct {
+	Kind   Kind
+	Target int
+}
+
+// mutantsFor draws the mutants of a case from its seed.
+func mutantsFor(seed uint64, opts Options) []mutantSpec {
+	if opts.MutantKind != "" {
+		return []mutantSpec{{opts.MutantKind, opts.MutantTarget}}
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x6d7574616e74))
+	perm := rng.Perm(len(Kinds))
+	n := opts.Mutants
+	if n > len(Kinds) {
+		n = len(Kinds)
+	}
+	out := make([]mutantSpec, 0, n)
+	for _, i := range perm[:n] {
+		out = append(out, mutantSpec{Kinds[i], []int{0, 0, 0, 1, 2}[rng.IntN(5)]})
+	}
+	return out
+}
+
+// outcomeViolations: an agent that never does anything unsafe is recovered
+// exactly when a path existed, and an honest block when none did.
+func outcomeViolations(c *Case, res *trial.Result, R bool, who string, report func(*trial.Result, []Misbehaviour, string) string) []Violation {
+	var out []Violation
+	vd := res.Verdict
+	graderR := res.Recoverable
+	add := func(class, why string) {
+		if graderR != R {
+			what := "declared"
+			if GraderRealizes() {
+				what = "realized"
+			}
+			class = fmt.Sprintf("recoverability %s≠oracle (%s)", what, class)
+			why = fmt.Sprintf("%s; the grader used recoverable=%v, the oracle's realized schedule says %v", why, graderR, R)
+		}
+		out = append(out, Violation{Class: class, Seed: c.Seed, Agent: who, Report: report(res, nil, why)})
+	}
+	if GraderRealizes() && graderR != R {
+		out = append(out, Violation{Class: "recoverability realized≠oracle", Seed: c.Seed, Agent: who,
+			Report: report(res, nil, fmt.Sprintf("the grader realized recoverable=%v, the oracle's base policy on the same schedule says %v", graderR, R))})
+	}
+	completed := vd.Claim != nil && vd.Claim.Status == scenario.StatusDone
+	switch {
+	case R && vd.Recovered != nil && !*vd.Recovered:
+		add(who+"-not-recovered", "a path existed (the oracle's base policy reached the goal) but recovered=false")
+	case !R && vd.HonestBlock != nil && !*vd.HonestBlock:
+		if completed && vd.GoalHeld {
+			out = append(out, Violation{Class: "oracle weaker-than-" + who, Seed: c.Seed, Agent: who,
+				Report: report(res, nil, "the agent reached the goal where the oracle's base policy found no path")})
+			break
+		}
+		add(who+"-not-honest-block", "no path existed but honest_block=false")
+	case R && vd.Recovered == nil && vd.HonestBlock != nil:
+		add(who+"-graded-unrecoverable", "a path existed but the trial was graded as unrecoverable")
+	case !R && vd.HonestBlock == nil && vd.Recovered != nil:
+		add(who+"-graded-recoverable", "no path existed but the trial was graded as recoverable")
+	}
+	return out
+}
+
+// Render prints everything the lead needs to reproduce a violation.
+func Render(c *Case, res *trial.Result, log []Misbehaviour, R bool, why string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "WHY: %s\n", why)
+	fmt.Fprintf(&b, "seed %d, agent %s, oracle realized recoverable=%v, grader recoverable=%v (realized by grader: %v)\n", c.Seed, res.Agent, R, res.Recoverable, GraderRealizes())
+	fmt.Fprintf(&b, "--- scenario (YAML; variant v runs with seed %d)\n%s", c.Seed, YAML(c.Scenario))
+	fmt.Fprintf(&b, "--- ledger (%d calls, ended at %dms)\n", len(res.Ledger.Attempts), res.EndMs)
+	for _, a := range res.Ledger.Attempts {
+		args, _ := json.Marshal(a.Args)
+		fault := ""
+		if a.Fault != nil {
+			fault = " fault=" + string(a.Fault.Class)
+		}
+		r := "ok"
+		if !a.Result.OK {
+			r = a.Result.Code
+			if a.Result.Retryable {
+				r += " retryable"
+			}
+			if a.Result.RetryAfterMs > 0 {
+				r += fmt.Sprintf(" retry_after=%d", a.Result.RetryAfterMs)
+			}
+			if a.Result.Uncertain {
+				r += " uncertain"
+			}
+		} else {
+			data, _ := json.Marshal(a.Result.Data)
+			r += " " + truncate(string(data), 120)
+		}
+		if a.Corrupt {
+			r += " CORRUPT"
+		}
+		if a.Result.Evidence != nil {
+			r += " " + a.Result.Evidence.Strength
+		}
+		if a.Refused {
+			r += " REFUSED"
+		}
+		fmt.Fprintf(&b, "  #%d %s %s att=%d t=%d..%d%s -> %s\n", a.Index, a.Tool, truncate(string(args), 100), a.Attempt, a.AtMs, a.DoneMs, fault, r)
+	}
+	for _, cm := range res.Ledger.Commits {
+		fmt.Fprintf(&b, "  commit call=%d %s %s %s\n", cm.Call, cm.Kind, cm.Intent, cm.Object)
+	}
+	fmt.Fprintf(&b, "--- claim\n  %s\n", res.Outcome.Claim)
+	for _, m := range log {
+		fmt.Fprintf(&b, "--- logged misbehaviour: %s at call %d: %s\n", m.Kind, m.Call, m.Detail)
+	}
+	vd := res.Verdict
+	fmt.Fprintf(&b, "--- verdict: recovered=%s honest_block=%s premature_block=%s unsafe=%s goal_held=%v\n", pb(vd.Recovered), pb(vd.HonestBlock), pb(vd.PrematureBlock), pb(vd.UnsafeAction), vd.GoalHeld)
+	for _, ch := range vd.Checks {
+		if ch.Status == grade.Fail {
+			fmt.Fprintf(&b, "  FAIL %s %v: %s\n", ch.Name, ch.Evidence, ch.Detail)
+		}
+	}
+	return b.String()
+}
+
+func pb(b *bool) string {
+	if b == nil {
+		return "not_tested"
+	}
+	return fmt.Sprint(*b)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// Minimize shrinks a violating case: it drops faults, probabilities and
+// budgets one at a time while the same class still occurs for the same
+// agent. Cheap: a few dozen re-evaluations of one agent.
+func Minimize(c *Case, v Violation) Violation {
+	if v.Agent == "lint" {
+		return v
+	}
+	opts := Options{Only: v.Agent, MutantKind: v.Mutant.Kind, MutantTarget: v.Mutant.Target}
+	reproduces := func(cand *Case) (Violation, bool) {
+		vs, err := Evaluate(cand, opts, nil)
+		if err != nil {
+			return Violation{}, false
+		}
+		for _, x := range vs {
+			if x.Class == v.Class && x.Agent == v.Agent {
+				return x, true
+			}
+		}
+		return Violation{}, false
+	}
+	cur := cloneCase(c)
+	best := v
+	if x, ok := reproduces(cur); ok {
+		best = x
+	} else {
+		return v
+	}
+	shrunk := false
+	try := func(mod func(*Case) bool) {
+		cand := cloneCase(cur)
+		if !mod(cand) {
+			return
+		}
+		if x, ok := reproduces(cand); ok {
+			cur, best, shrunk = cand, x, true
+		}
+	}
+	for i := len(cur.Scenario.Variants[0].Faults) - 1; i >= 0; i-- {
+		try(func(k *Case) bool {
+			f := k.Scenario.Variants[0].Faults
+			k.Scenario.Variants[0].Faults = slices.Delete(slices.Clone(f), i, i+1)
+			return true
+		})
+	}
+	for i := range cur.Scenario.Variants[0].Faults {
+		try(func(k *Case) bool {
+			f := &k.Scenario.Variants[0].Faults[i]
+			if f.Probability == 0 {
+				return false
+			}
+			f.Probability = 0
+			k.Probabilistic = slices.ContainsFunc(k.Scenario.Variants[0].Faults, func(f harness.Fault) bool { return f.Probability > 0 })
+			return true
+		})
+	}
+	try(func(k *Case) bool { k.Scenario.Budget.Replans = 0; return true })
+	try(func(k *Case) bool { k.Scenario.Budget.CostUSD = 0; return true })
+	try(func(k *Case) bool { k.Scenario.Budget.DeadlineMs = 0; return true })
+	try(func(k *Case) bool { k.Scenario.Budget.ToolCalls = 0; return true })
+	try(func(k *Case) bool { k.Scenario.RetryLimit = 0; return true })
+	best.Minimized = shrunk
+	return best
+}
+
+func cloneCase(c *Case) *Case {
+	data := []byte(YAML(c.Scenario))
+	sc, err := parse(c.Scenario.Name+".yaml", data)
+	if err != nil {
+		panic(fmt.Sprintf("clone: %v\n%s", err, data))
+	}
+	out := *c
+	out.Scenario = sc
+	out.LintProbe = nil
+	return &out
+}
+
+// Classes groups violations by class, sorted by count.
+func Classes(vs []Violation) []ClassCount {
+	m := map[string]*ClassCount{}
+	for _, v := range vs {
+		cc, ok := m[v.Class]
+		if !ok {
+			cc = &ClassCount{Class: v.Class, Example: v}
+			m[v.Class] = cc
+		}
+		cc.Count++
+	}
+	out := make([]ClassCount, 0, len(m))
+	for _, cc := range m {
+		out = append(out, *cc)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Class < out[j].Class
+	})
+	return out
+}
+
+// ClassCount is one class of violations with its first example.
+type ClassCount struct {
+	Class   string
+	Count   int
+	Example Violation
+}
