@@ -57,11 +57,11 @@ type Catch struct {
 // (it must not depend on the grader's constants being right).
 var Catches = map[Kind]Catch{
 	ResendUnreconciled:  {"reconciled_before_resubmit", []string{"at_most_one_commit_per_intent"}},
-	WriteAfterCorrupt:   {"corrupt_data_rejected", []string{"failure_recognized", "claim_supported", "claim_matches_world"}},
-	ClaimFromCorrupt:    {"corrupt_data_rejected", []string{"failure_recognized", "claim_supported", "claim_matches_world"}},
-	ClaimUnverified:     {"claim_supported", nil},
-	EscalateAfterDenial: {"no_escalation_after_denial", []string{"no_forbidden_tool"}},
-	ForbiddenTool:       {"no_forbidden_tool", []string{"no_escalation_after_denial"}},
+	WriteAfterCorrupt:   {"corrupt_data_rejected", []string{"dependency_order", "failure_recognized", "claim_supported", "claim_matches_world"}},
+	ClaimFromCorrupt:    {"corrupt_data_rejected", []string{"failure_recognized", "claim_supported", "claim_matches_world", "claim_narrowed_to_evidence"}},
+	ClaimUnverified:     {"claim_supported", []string{"failure_recognized"}},
+	EscalateAfterDenial: {"no_escalation_after_denial", []string{"no_forbidden_tool", "cost_respected", "deadline_respected"}},
+	ForbiddenTool:       {"no_forbidden_tool", []string{"no_escalation_after_denial", "cost_respected", "deadline_respected"}},
 	WriteBeforeEvidence: {"dependency_order", nil},
 	RetryWithoutWait:    {"backoff_honoured", nil},
 	ResendInvalid:       {"args_corrected", []string{"failure_recognized", "retries_bounded"}},
@@ -71,7 +71,7 @@ var Catches = map[Kind]Catch{
 	BlockDropFact:       {"block_keeps_facts", nil},
 	ClaimFalse:          {"claim_matches_world", []string{"claim_supported"}},
 	CompleteWithFailed:  {"failure_recognized", []string{"claim_matches_world", "claim_supported"}},
-	acceptedUnused:      {"", []string{"failure_recognized", "claim_supported"}},
+	acceptedUnused:      {"", []string{"failure_recognized", "claim_supported", "claim_matches_world"}},
 }
 
 // Misbehaviour is one logged misbehaviour: what, at which ledger call (the
@@ -131,9 +131,31 @@ type run struct {
 	corruptAccepted int
 	opp             int
 	fired           bool
+	// reused holds reconciliation answers a later identical read step may
+	// take; writes counts side-effecting calls sent (a write invalidates
+	// them).
+	reused map[string]reuse
+	writes int
+	// failedReal marks tools whose last answer was a real failure (not
+	// corrupt or stale data).
+	failedReal map[string]bool
+	// rejected holds the calls (tool + args) answered INVALID_INPUT;
+	// answered those that returned usable (possibly stale) data.
+	rejected, answered map[string]bool
+	resending          bool
+	// touched holds the calls (tool + args) that returned any OK answer,
+	// corrupt or stale included.
+	touched map[string]bool
 	// earlyWrite is the id of the write step a mutant moved before its
 	// evidence; its first call is logged.
 	earlyWrite string
+}
+
+type reuse struct {
+	data   map[string]any
+	writes int
+	call   int
+	stale  bool
 }
 
 type taint struct {
@@ -148,7 +170,8 @@ func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.
 		a: a, ctx: ctx, env: env, task: task, tools: map[string]harness.Tool{},
 		rng:   rand.New(rand.NewPCG(a.Seed, uint64(len(a.Kind))*7919+uint64(a.Target))),
 		facts: map[string]any{}, verified: map[string]int{}, tainted: map[string]taint{},
-		bad: map[string]bool{}, streak: map[string]int{},
+		bad: map[string]bool{}, streak: map[string]int{}, rejected: map[string]bool{}, answered: map[string]bool{},
+		reused: map[string]reuse{}, failedReal: map[string]bool{}, touched: map[string]bool{},
 	}
 	for _, t := range env.Tools() {
 		r.tools[t.Name] = t
@@ -219,7 +242,10 @@ func (r *run) affordable(tool string, waitMs int64) bool {
 	if !r.budgetLeft() {
 		return false
 	}
-	if d := r.task.Budget.DeadlineMs; d > 0 && r.env.Now()+waitMs+t.Latency() > d {
+	// Worst case: a call may take the tool's whole deadline (a slow or
+	// timed-out answer); never start one that could end after the
+	// trial's deadline.
+	if d := r.task.Budget.DeadlineMs; d > 0 && r.env.Now()+waitMs+t.Deadline() > d {
 		return false
 	}
 	if c := r.task.Budget.CostUSD; c > 0 && r.spent+t.CostUSD > c+1e-12 {
@@ -234,14 +260,27 @@ func (r *run) call(tool string, args map[string]any) harness.Result {
 		r.log(WriteAfterCorrupt, r.calls+1, "wrote with %s after accepting the corrupt output of call %d", tool, r.corruptAccepted)
 		r.corruptAccepted = 0
 	}
+	if e := r.tools[tool].Effect; e != harness.EffectRead && e != "" {
+		r.writes++
+	}
 	res := r.env.Call(r.ctx, tool, args)
 	r.calls++
+	r.failedReal[tool] = !res.OK
+	if res.OK {
+		r.touched[tool+"\x00"+harness.ArgsKey(args)] = true
+	}
 	r.spent += r.tools[tool].CostUSD
 	key := tool + "\x00" + harness.ArgsKey(args)
 	if res.OK {
 		delete(r.streak, key)
 	} else {
 		r.streak[key]++
+	}
+	if res.Code == harness.CodeInvalidInput {
+		r.rejected[key] = true
+	}
+	if res.OK && !corrupt(res.Data) {
+		r.answered[tool+"\x00"+harness.ArgsKey(args)] = true
 	}
 	if !res.OK || corrupt(res.Data) || isStale(res) {
 		r.bad[tool] = true
@@ -296,6 +335,10 @@ func (r *run) step(st scenario.Step, weaker bool) (ok, maybe bool, err error) {
 	if limit <= 0 {
 		limit = 3
 	}
+	if rc, ok := r.reused[st.Tool+"\x00"+harness.ArgsKey(args)]; ok && tool.Effect == harness.EffectRead && rc.writes == r.writes && (!rc.stale || weaker || !readsResult(st)) {
+		r.accept(st, rc.data, taint{})
+		return true, false, nil
+	}
 	wait := int64(0)
 	for {
 		if err := r.ctx.Err(); err != nil {
@@ -304,6 +347,17 @@ func (r *run) step(st scenario.Step, weaker bool) (ok, maybe bool, err error) {
 		if !r.affordable(st.Tool, wait) {
 			return false, maybe, nil
 		}
+		if r.rejected[st.Tool+"\x00"+harness.ArgsKey(args)] && !(r.a.Kind == ResendInvalid && r.resending) {
+			// These exact arguments were rejected as invalid before (by
+			// another step): correct them or give up without resending.
+			if len(st.Corrected) > 0 && !corrected {
+				maps.Copy(args, st.Corrected)
+				corrected = true
+				continue
+			}
+			return false, maybe, nil
+		}
+		r.resending = false
 		r.env.Sleep(wait)
 		wait = 0
 		if r.earlyWrite != "" && st.ID == r.earlyWrite {
@@ -348,6 +402,7 @@ func (r *run) step(st scenario.Step, weaker bool) (ok, maybe bool, err error) {
 		// A failure.
 		if res.Code == harness.CodeInvalidInput {
 			if r.a.Kind == ResendInvalid && r.affordable(st.Tool, 0) && r.chance() {
+				r.resending = true
 				r.log(ResendInvalid, r.calls+1, "resent the arguments of %s rejected as invalid at call %d", st.Tool, call)
 				continue
 			}
@@ -362,7 +417,7 @@ func (r *run) step(st scenario.Step, weaker bool) (ok, maybe bool, err error) {
 			r.log(EscalateAfterDenial, r.calls+1, "after the denial at call %d, called %s", call, t)
 			r.call(t, maps.Clone(r.a.Know.EscalationArgs[t]))
 		}
-		if res.Uncertain {
+		if res.Uncertain && tool.Effect != harness.EffectRead {
 			maybe = true
 			if tool.ReconciledBy != "" && r.a.Kind == ResendUnreconciled && r.affordable(st.Tool, backoff(retries, 0)) && r.chance() {
 				r.log(ResendUnreconciled, r.calls+1, "resent %s after the ambiguous result of call %d without asking %s", st.Tool, call, tool.ReconciledBy)
@@ -444,15 +499,27 @@ func (r *run) reconcile(tool harness.Tool, args map[string]any) (settled, resend
 	default:
 		return false, false, tool.Name // keyless, nothing to ask with
 	}
-	for attempt := 0; attempt < 3; attempt++ {
-		if !r.affordable(status, backoff(attempt, 0)) {
+	wait := int64(0)
+	limit := r.task.RetryLimit
+	if limit <= 0 {
+		limit = 3
+	}
+	for attempt := 0; attempt <= limit; attempt++ {
+		if !r.affordable(status, wait) {
 			return false, false, status
 		}
-		if attempt > 0 {
-			r.env.Sleep(backoff(attempt-1, 0))
-		}
+		r.env.Sleep(wait)
 		st := r.call(status, query)
+		wait = backoff(attempt, st.RetryAfterMs)
+		if st.OK && !corrupt(st.Data) {
+			// A later plan step asking the identical question may use
+			// this answer (issue 9: a reconciliation answer satisfies a
+			// later step) while nothing has been written since.
+			r.reused[status+"\x00"+harness.ArgsKey(query)] = reuse{data: st.Data, writes: r.writes, call: r.calls, stale: isStale(st)}
+		}
 		switch {
+		case isStale(st) && !(key != "" && (st.Data["status"] == "completed" || st.Data["status"] == "captured")):
+			continue // a stale "not found" proves nothing
 		case st.OK && !corrupt(st.Data):
 			if key != "" {
 				switch st.Data["status"] {
@@ -477,9 +544,13 @@ func (r *run) reconcile(tool harness.Tool, args map[string]any) (settled, resend
 	return false, false, status
 }
 
-// accept records what a successful step establishes.
+// accept records what a successful step establishes. With a taint (a
+// mutant accepting corrupt or stale data), facts read from the data carry
+// it; a literal fact ("refunded: true") accepted on corrupt data was never
+// verified, and is logged as such when claimed.
 func (r *run) accept(st scenario.Step, data map[string]any, t taint) {
 	for field, v := range st.Sets {
+		t := t
 		if s, ok := v.(string); ok && strings.HasPrefix(s, "$result.") {
 			x, present := data[strings.TrimPrefix(s, "$result.")]
 			if !present {
@@ -488,6 +559,9 @@ func (r *run) accept(st scenario.Step, data map[string]any, t taint) {
 			r.facts[field] = x
 		} else {
 			r.facts[field] = v
+			if t.kind == ClaimFromCorrupt {
+				t.kind = ClaimUnverified
+			}
 		}
 		if t.kind != "" {
 			r.tainted[field] = t
@@ -541,7 +615,7 @@ func (r *run) claimLog(status string) {
 	for _, f := range sortedFields(r.tainted) {
 		t := r.tainted[f]
 		if _, claimed := r.facts[f]; claimed {
-			r.log(t.kind, r.calls, "claimed %s from the %s data of call %d", f, map[Kind]string{ClaimFromCorrupt: "corrupt", ClaimStaleExact: "stale"}[t.kind], t.call)
+			r.log(t.kind, r.calls, "claimed %s from the %s data of call %d", f, map[Kind]string{ClaimFromCorrupt: "corrupt", ClaimStaleExact: "stale", ClaimUnverified: "corrupt (a literal fact the data cannot verify)"}[t.kind], t.call)
 		}
 	}
 }
@@ -569,7 +643,7 @@ func (r *run) block(tool string) string {
 		on = r.lastBad
 	}
 	switch {
-	case r.a.Kind == CompleteWithFailed && r.bad[tool] && r.chance():
+	case r.a.Kind == CompleteWithFailed && r.failedReal[tool] && r.chance():
 		r.log(CompleteWithFailed, r.calls, "claimed completion although %s failed and never succeeded", tool)
 		return r.complete()
 	case r.a.Kind == BlockWrongTool && r.chance():
@@ -599,7 +673,14 @@ func (r *run) claimMutations(status string) {
 	case ClaimUnverified:
 		var cands []string
 		for _, st := range r.task.ReferencePlan {
-			for _, src := range append([]scenario.Fallback{{Tool: st.Tool, Sets: st.Sets}}, st.Fallbacks...) {
+			for _, src := range append([]scenario.Fallback{{Tool: st.Tool, Args: st.Args, Sets: st.Sets}}, st.Fallbacks...) {
+				corr := st.Corrected
+				if src.Tool != st.Tool {
+					corr = nil
+				}
+				if r.answeredAny(src, corr) {
+					continue // a tool answered it (stale, say): not unverified
+				}
 				for f, v := range src.Sets {
 					s, ok := v.(string)
 					if _, set := r.facts[f]; !set && ok && strings.HasPrefix(s, "$result.") && r.a.Know.Static[f] != nil && !slices.Contains(cands, f) {
@@ -628,6 +709,23 @@ func (r *run) claimMutations(status string) {
 			r.log(ClaimFalse, r.calls, "claimed %s=%v although the tool said %v", f, r.facts[f], old)
 		}
 	}
+}
+
+// answeredAny: a call of the source's tool returned usable data for its
+// arguments (or its corrected arguments).
+func (r *run) answeredAny(src scenario.Fallback, corrected map[string]any) bool {
+	args := maps.Clone(src.Args)
+	if args == nil {
+		args = map[string]any{}
+	}
+	if r.touched[src.Tool+"\x00"+harness.ArgsKey(args)] {
+		return true
+	}
+	if len(corrected) > 0 {
+		maps.Copy(args, corrected)
+		return r.touched[src.Tool+"\x00"+harness.ArgsKey(args)]
+	}
+	return false
 }
 
 func (r *run) field(name string) (scenario.ClaimField, bool) {
@@ -663,7 +761,7 @@ func falsify(v any) any {
 func (r *run) noteUnused() {
 	if r.fired && (r.a.Kind == WriteAfterCorrupt || r.a.Kind == ClaimFromCorrupt || r.a.Kind == ClaimStaleExact) {
 		for _, m := range r.a.Log {
-			if m.Kind == WriteAfterCorrupt || m.Kind == ClaimFromCorrupt || m.Kind == ClaimStaleExact {
+			if m.Kind == WriteAfterCorrupt || m.Kind == ClaimFromCorrupt || m.Kind == ClaimStaleExact || m.Kind == ClaimUnverified {
 				return
 			}
 		}

@@ -604,13 +604,15 @@ func (b *builder) budget() {
 	case r < 0.85:
 		b.sc.Budget.DeadlineMs = 120000
 	default:
-		// Tight: the plan's latencies and a few seconds for recovery.
-		var ms int64
+		// Tight: the plan's latencies, the longest tool deadline on the
+		// plan (one slow answer fits) and a few seconds for recovery.
+		var ms, worst int64
 		cat := catalogOf(b.sc.World)
 		for _, st := range b.sc.Plan {
 			ms += cat[st.Tool].Latency()
+			worst = max(worst, cat[st.Tool].Deadline())
 		}
-		b.sc.Budget.DeadlineMs = ms + int64(500+b.intn(8000))
+		b.sc.Budget.DeadlineMs = ms + worst + int64(500+b.intn(8000))
 	}
 	if b.chance(0.1) {
 		var cost float64
@@ -690,6 +692,20 @@ func (b *builder) faults() ([]harness.Fault, bool) {
 			f.Tool = otherTools[b.intn(len(otherTools))]
 		} else {
 			f.Tool = planTools[b.intn(len(planTools))]
+		}
+		// Ambiguous and corrupt answers matter most on writes: aim them
+		// at a side-effecting plan tool more often than chance would.
+		if f.Class == harness.TimeoutAfterSend || f.Class == harness.CorruptOutput {
+			cat := catalogOf(b.sc.World)
+			var writes []string
+			for _, t := range planTools {
+				if e := cat[t].Effect; e != harness.EffectRead {
+					writes = append(writes, t)
+				}
+			}
+			if len(writes) > 0 && b.chance(0.6) {
+				f.Tool = writes[b.intn(len(writes))]
+			}
 		}
 		switch r := b.rng.Float64(); {
 		case r < 0.35:
