@@ -16,6 +16,10 @@ RUN_ARGS  ?=
 # Where the local stack keeps its state (removed by `make clean`).
 DATA_DIRS ?= data
 
+# `make histories` records the workflow histories that the replay test
+# checks into workflows/testdata/histories/$(HISTORIES_SET)/.
+HISTORIES_SET ?= $(shell date -u +%Y-%m-%d)
+
 TEST_TIMEOUT ?= 20m
 TEST_FLAGS   ?=
 PKGS         ?= ./...
@@ -32,10 +36,10 @@ REBOUND_TEMPORAL_BIN ?= $(CACHE)/bin/temporal
 REBOUND_CHDB_LIB     ?= $(CACHE)/chdb/libchdb.so
 TOOLS_ENV := REBOUND_TEMPORAL_BIN="$(REBOUND_TEMPORAL_BIN)" REBOUND_CHDB_LIB="$(REBOUND_CHDB_LIB)"
 
-.PHONY: help setup build run test unit vet fuzz fmt clean
+.PHONY: help setup build run test unit vet fuzz fmt clean histories
 
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z]+:.*## / {printf "  make %-7s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z]+:.*## / {printf "  make %-9s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 setup: ## install the pinned tools into .cache/ (Temporal CLI, libchdb); fast when done
 	@scripts/setup.sh
@@ -60,6 +64,10 @@ fuzz: ## short fuzz run (FUZZ=FuzzLoad FUZZ_PKG=./scenario/ FUZZTIME=10s)
 
 fmt: ## list files that gofmt would change (fails if any)
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go') 2>&1); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+histories: setup ## record workflow histories from real sweeps on a dev server (HISTORIES_SET=name, default today)
+	$(TOOLS_ENV) REBOUND_REQUIRE_INTEGRATION=1 REBOUND_RECORD_HISTORIES="$(HISTORIES_SET)" \
+		$(GO) test -count=1 -timeout 15m -run '^TestRecordHistories$$' -v ./workflows/internal/histories/
 
 clean: ## remove .cache/ (tools, build) and the local data dirs (DATA_DIRS)
 	rm -rf $(CACHE) $(DATA_DIRS)

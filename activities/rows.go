@@ -16,6 +16,8 @@ func Rows(r *trial.Result, red *redact.Redactor) (storage.Trial, []storage.ToolC
 	t := storage.Trial{
 		SweepID: r.SweepID, TrialID: r.TrialID, Scenario: r.Scenario, ScenarioHash: r.ScenarioHash,
 		Variant: r.Variant, Arm: r.Arm, Agent: r.Agent, Seed: r.Seed, Recoverable: r.Recoverable,
+		DeclaredRecoverable: r.DeclaredRecoverable, GraderVersion: uint32(r.GraderVersion),
+		ToolCostUSD: r.ToolCostUSD, Evidence: EvidenceJSON(r.Evidence(), red),
 		FaultClasses: r.Schedule.Classes(),
 		ToolCalls:    uint32(v.Counts.ToolCalls), Retries: uint32(v.Counts.Retries),
 		UnnecessaryCalls: uint32(v.Counts.UnnecessaryCalls), Replans: uint32(v.Counts.Replans),
@@ -66,9 +68,22 @@ func AttritionRow(spec trial.Spec, agentName string, cause error, red *redact.Re
 	return storage.Trial{
 		SweepID: spec.SweepID, TrialID: spec.ID(), Scenario: spec.Scenario.Name, ScenarioHash: spec.Scenario.Hash,
 		Variant: spec.Variant.Name, Arm: spec.Arm.Name, Agent: agentName, Seed: spec.Seed,
-		Recoverable: spec.Variant.Recoverable, FaultClasses: []string{}, Weight: spec.Scenario.EffectiveWeight(),
+		Recoverable: spec.Variant.Recoverable, DeclaredRecoverable: spec.Variant.Recoverable,
+		FaultClasses: []string{}, Weight: spec.Scenario.EffectiveWeight(),
 		Attrition: true, Error: red.String(cause.Error()), Claim: "", Verdicts: "{}", FaultSchedule: "{}",
 	}
+}
+
+// EvidenceJSON renders a trial's grading evidence for storage, redacted
+// like every other column: secret shapes removed, idempotency keys replaced
+// by their keyed hashes (consistently, so a regrade that hashes the
+// scenario's own arguments with the same redactor still matches them).
+func EvidenceJSON(ev trial.Evidence, red *redact.Redactor) string {
+	var generic any
+	if err := json.Unmarshal([]byte(mustJSON(ev)), &generic); err != nil {
+		return "{}"
+	}
+	return mustJSON(red.Value(generic))
 }
 
 func mustJSON(v any) string {

@@ -47,6 +47,8 @@ type careful struct {
 	// spent is the tool cost of this run so far (the agent keeps its own
 	// account from the tools' documented cost).
 	spent *float64
+	// answers are the clean status answers of reconciliations so far.
+	answers *[]answer
 }
 
 // affordable reports whether a call of t fits the remaining deadline (by its
@@ -75,13 +77,21 @@ func (a careful) Name() string {
 
 func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 	a.spent = new(float64)
+	a.answers = new([]answer)
 	tools := map[string]harness.Tool{}
 	for _, t := range env.Tools() {
 		tools[t.Name] = t
 	}
 	c := newClaim()
-	for _, step := range task.ReferencePlan {
-		done, blockedOn, err := a.step(ctx, env, tools, task, step, c, false)
+	for i, step := range task.ReferencePlan {
+		current := needsCurrent(task.ReferencePlan, i, tools)
+		// A status read the plan asks for may already be answered: the
+		// reconciliation of an ambiguous write asked the same question.
+		if data, ok := a.answered(step); ok {
+			c.apply(step, data)
+			continue
+		}
+		done, blockedOn, err := a.step(ctx, env, tools, task, step, c, false, current)
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -91,9 +101,12 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 		// The primary path failed for good: try the declared, authorized
 		// fallbacks (weaker evidence narrows the claim to their fields).
 		for _, fb := range step.Fallbacks {
+			if current && tools[fb.Tool].StaleAgeMs > 0 {
+				continue // replicated data cannot back a step that needs current data
+			}
 			alt := scenario.Step{ID: step.ID + "/fallback", Tool: fb.Tool, Args: fb.Args, Sets: fb.Sets}
 			env.Replan(fmt.Sprintf("%s failed; fall back to %s", step.Tool, fb.Tool))
-			if done, _, err = a.step(ctx, env, tools, task, alt, c, true); err != nil {
+			if done, _, err = a.step(ctx, env, tools, task, alt, c, true, current); err != nil {
 				return Outcome{}, err
 			}
 			if done {
@@ -108,10 +121,56 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 	return Outcome{Claim: c.completed()}, nil
 }
 
+// needsCurrent reports whether plan step i is a read that a later step
+// needing current evidence depends on.
+func needsCurrent(plan []scenario.Step, i int, tools map[string]harness.Tool) bool {
+	if tools[plan[i].Tool].Effect != harness.EffectRead {
+		return false
+	}
+	for _, st := range plan[i+1:] {
+		if st.NeedsCurrent {
+			return true
+		}
+	}
+	return false
+}
+
+// answer is a clean status answer the agent got while reconciling.
+type answer struct {
+	tool  string
+	query map[string]any
+	data  map[string]any
+}
+
+// answered returns the data of a reconciliation answer that already
+// answers a read step: the same tool asked about every argument the step
+// declares. Each answer serves once.
+func (a careful) answered(step scenario.Step) (map[string]any, bool) {
+	for i, an := range *a.answers {
+		if an.tool != step.Tool || len(step.Args) == 0 {
+			continue
+		}
+		match := true
+		for k, v := range step.Args {
+			if q, ok := an.query[k]; !ok || fmt.Sprint(q) != fmt.Sprint(v) {
+				match = false
+				break
+			}
+		}
+		if match && hasResultFields(step, an.data) {
+			*a.answers = append((*a.answers)[:i], (*a.answers)[i+1:]...)
+			return an.data, true
+		}
+	}
+	return nil, false
+}
+
 // step runs one step with the careful policy. done reports success; when
 // it fails, blockedOn names the unresolved dependency. weakerOK is set for
-// declared fallbacks, whose fields are already narrowed to weaker evidence.
-func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Tool, task Task, step scenario.Step, c *claim, weakerOK bool) (done bool, blockedOn string, err error) {
+// declared fallbacks, whose fields are already narrowed to weaker evidence;
+// current is set when a later step needs current data from this one, so
+// stale data is no evidence at all.
+func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Tool, task Task, step scenario.Step, c *claim, weakerOK, current bool) (done bool, blockedOn string, err error) {
 	args := maps.Clone(step.Args)
 	retries, corrected, recovered := 0, false, false
 	for {
@@ -126,7 +185,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 		}
 		*a.spent += tools[step.Tool].CostUSD
 		r := env.Call(ctx, step.Tool, args)
-		if r.OK && !a.trustCorrupt && !weakerOK && r.Evidence != nil && r.Evidence.Strength == "stale" && readsResult(step) {
+		if r.OK && !a.trustCorrupt && r.Evidence != nil && r.Evidence.Strength == "stale" && (current || (!weakerOK && readsResult(step))) {
 			// Weaker, older evidence cannot back the exact facts this step
 			// establishes: ask again (a retry may reach the primary), then
 			// narrow the claim (a fallback declares what it can support)
@@ -167,7 +226,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 				// documented recovery is the identical call, same key.
 				env.Replan(fmt.Sprintf("resend %s with the same idempotency key (no status tool)", step.Tool))
 			} else {
-				settled, data, unresolved := reconcile(ctx, env, tools, tool, args)
+				settled, data, unresolved := a.reconcile(ctx, env, tools, task, tool, args)
 				if settled {
 					c.apply(step, data)
 					return true, "", nil
@@ -184,7 +243,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			// lock): take the recovery actions once, then retry the step.
 			env.Replan(fmt.Sprintf("%s failed with %s; run its documented recovery, then retry", step.Tool, r.Code))
 			for _, rc := range step.Recover {
-				ok, on, err := a.step(ctx, env, tools, task, scenario.Step{ID: step.ID + "/recover", Tool: rc.Tool, Args: rc.Args, Sets: rc.Sets}, c, false)
+				ok, on, err := a.step(ctx, env, tools, task, scenario.Step{ID: step.ID + "/recover", Tool: rc.Tool, Args: rc.Args, Sets: rc.Sets}, c, false, false)
 				if err != nil || !ok {
 					return false, on, err
 				}
@@ -272,37 +331,86 @@ func workaroundArgs(t harness.Tool, args map[string]any) map[string]any {
 
 // reconcile asks the tool's status tool about an ambiguous write, with the
 // same idempotency key and whatever arguments of the write the status tool
-// also takes (the deployment, the order). By convention a status tool asked
-// with a key answers status completed (or captured) or not_found. settled
-// is true when the write is confirmed; blockedOn names the dependency when
-// the ambiguity cannot be resolved.
-func reconcile(ctx context.Context, env Env, tools map[string]harness.Tool, tool harness.Tool, args map[string]any) (settled bool, data map[string]any, blockedOn string) {
-	if tool.ReconciledBy == "" || tool.IdempotencyKeyParam == "" {
+// also takes (the deployment, the order, the file). By convention a status
+// tool asked with a key answers status completed (or captured) or
+// not_found; a keyless write is read back: the write landed when the answer
+// carries what was written. A status call that fails is retried like any
+// call (bounded, with backoff); one that keeps failing settles nothing.
+// settled is true when the write is confirmed; blockedOn names the
+// dependency when the ambiguity cannot be resolved; neither means nothing
+// was committed and resending is safe.
+func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harness.Tool, task Task, tool harness.Tool, args map[string]any) (settled bool, data map[string]any, blockedOn string) {
+	status, offered := tools[tool.ReconciledBy]
+	if tool.ReconciledBy == "" || !offered {
 		return false, nil, tool.Name
 	}
-	key := args[tool.IdempotencyKeyParam]
-	if key == nil {
-		return false, nil, tool.Name
+	var key any
+	if tool.IdempotencyKeyParam != "" {
+		key = args[tool.IdempotencyKeyParam]
 	}
-	status := tools[tool.ReconciledBy]
-	query := map[string]any{"idempotency_key": key}
+	query := map[string]any{}
 	for _, p := range status.Params {
-		if v, ok := args[p.Name]; ok && p.Name != tool.IdempotencyKeyParam {
+		if key != nil && (p.Name == tool.IdempotencyKeyParam || p.Name == "idempotency_key") {
+			query[p.Name] = key
+		} else if v, ok := args[p.Name]; ok && p.Name != tool.IdempotencyKeyParam {
 			query[p.Name] = v
 		}
 	}
+	if len(query) == 0 {
+		return false, nil, tool.Name
+	}
 	env.Replan(fmt.Sprintf("reconcile %s through %s before any resubmission", tool.Name, tool.ReconciledBy))
-	st := env.Call(ctx, tool.ReconciledBy, query)
-	if !st.OK {
-		return false, nil, tool.ReconciledBy
+	for retries := 0; ; retries++ {
+		if !a.affordable(env, task, status) {
+			return false, nil, tool.ReconciledBy
+		}
+		*a.spent += status.CostUSD
+		st := env.Call(ctx, tool.ReconciledBy, query)
+		if st.OK && hasResultFields(scenario.Step{}, st.Data) {
+			switch st.Data["status"] {
+			case "completed", "captured":
+				*a.answers = append(*a.answers, answer{tool: tool.ReconciledBy, query: query, data: st.Data})
+				return true, st.Data, ""
+			case "not_found":
+				return false, nil, ""
+			}
+			if key == nil {
+				if readBack(args, st.Data) {
+					return true, st.Data, ""
+				}
+				return false, nil, "" // what is there is not our write
+			}
+			return false, nil, tool.ReconciledBy
+		}
+		if st.Code == harness.CodeNotFound {
+			return false, nil, "" // nothing was committed
+		}
+		// A failed or corrupt answer: retry it like any call, boundedly.
+		if (!st.OK && (!st.Retryable || st.Code == harness.CodeBudgetExhausted)) || retries >= task.retryLimit() {
+			return false, nil, tool.ReconciledBy
+		}
+		wait := backoff(retries, st.RetryAfterMs)
+		if task.Budget.DeadlineMs > 0 && env.Now()+wait+status.Latency() > task.Budget.DeadlineMs {
+			return false, nil, tool.ReconciledBy
+		}
+		env.Sleep(wait)
 	}
-	switch st.Data["status"] {
-	case "completed", "captured":
-		return true, st.Data, ""
-	case "not_found":
-		return false, nil, ""
+}
+
+// readBack reports whether a read-back answer shows the write landed: every
+// argument of the write that the answer also carries is equal, and there is
+// at least one.
+func readBack(args, data map[string]any) bool {
+	compared := 0
+	for k, v := range args {
+		if d, ok := data[k]; ok {
+			if fmt.Sprint(d) != fmt.Sprint(v) {
+				return false
+			}
+			compared++
+		}
 	}
-	return false, nil, tool.ReconciledBy
+	return compared > 0
 }
 
 // backoff is exponential from 500ms, at least the server's retry-after.

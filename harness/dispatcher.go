@@ -59,6 +59,7 @@ type Dispatcher struct {
 	attempts    map[string]int
 	stuck       map[string]int  // tool -> index of a sticky fault that fired
 	invalidArgs map[string]int  // tool+argsKey -> fault index of an invalid_input
+	limited     map[string]hold // tool -> a rate limit in force on the simulated clock
 	plans       map[string]bool // normalized replan summaries seen
 }
 
@@ -116,6 +117,7 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 		attempts:    map[string]int{},
 		stuck:       map[string]int{},
 		invalidArgs: map[string]int{},
+		limited:     map[string]hold{},
 		plans:       map[string]bool{},
 	}, nil
 }
@@ -198,10 +200,22 @@ func (d *Dispatcher) execute(a *Attempt) Result {
 		d.clock.Advance(tool.Latency())
 		return Failed(CodeForbidden, false, "permission %q is required for %s", tool.Permission, a.Tool)
 	}
+	// A rate limit holds until its retry-after has elapsed on the
+	// simulated clock: a call before then is answered 429 again with the
+	// time still to wait, whatever the attempt count says.
+	if h, ok := d.limited[a.Tool]; ok && d.clock.Now() < h.untilMs {
+		f := d.schedule.Faults[h.fault]
+		a.Fault = &f
+		d.clock.Advance(tool.Latency())
+		code, retryable := f.normalized()
+		r := Failed(code, retryable, "%s", nonEmpty(f.Message, "rate limit exceeded"))
+		r.RetryAfterMs = max(h.untilMs-d.clock.Now(), 1)
+		return r
+	}
 	if idx := d.faultFor(a); idx >= 0 {
 		f := d.schedule.Faults[idx]
 		a.Fault = &f
-		return d.inject(a, tool, f)
+		return d.inject(a, tool, f, idx)
 	}
 	d.clock.Advance(tool.Latency())
 	return d.invoke(a)
@@ -230,7 +244,7 @@ func (d *Dispatcher) faultFor(a *Attempt) int {
 	return idx
 }
 
-func (d *Dispatcher) inject(a *Attempt, tool Tool, f Fault) Result {
+func (d *Dispatcher) inject(a *Attempt, tool Tool, f Fault, idx int) Result {
 	code, retryable := f.normalized()
 	msg := f.Message
 	switch f.Class {
@@ -246,6 +260,7 @@ func (d *Dispatcher) inject(a *Attempt, tool Tool, f Fault) Result {
 		if r.RetryAfterMs == 0 {
 			r.RetryAfterMs = 1000
 		}
+		d.limited[a.Tool] = hold{untilMs: d.clock.Now() + r.RetryAfterMs, fault: idx}
 		return r
 	case InvalidInput:
 		d.clock.Advance(tool.Latency())
@@ -307,6 +322,12 @@ func (d *Dispatcher) invoke(a *Attempt) Result {
 		r.Evidence = &Evidence{Strength: "stale", AgeMs: t.StaleAgeMs}
 	}
 	return r
+}
+
+// hold is a rate limit in force for a tool until a simulated time.
+type hold struct {
+	untilMs int64
+	fault   int
 }
 
 type recorder struct {

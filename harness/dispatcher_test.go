@@ -112,13 +112,38 @@ func TestFaultClassesNormalizedResults(t *testing.T) {
 			if d.Clock().Now() < tc.clockAtLea {
 				t.Errorf("clock = %d, want >= %d", d.Clock().Now(), tc.clockAtLea)
 			}
-			// The fault fired at attempt 1 only (sticky classes aside).
+			// The fault fired at attempt 1 only (sticky classes aside; a
+			// rate limit holds until its retry-after has elapsed).
+			d.Clock().Advance(tc.retryAfter)
 			if !tc.fault.Class.sticky() {
 				if r2 := d.Call(tc.tool, map[string]any{"key": "k2"}); !r2.OK {
 					t.Errorf("second call with other args failed: %+v", r2)
 				}
 			}
 		})
+	}
+}
+
+// A rate limit is counted in time, not in attempts: until its retry-after
+// has elapsed on the simulated clock, every call of the tool is answered 429
+// with the time still to wait; after it, the tool answers again.
+func TestRateLimitHoldsUntilRetryAfter(t *testing.T) {
+	d, _ := newTestDispatcher(t, []Fault{{Class: RateLimited, Tool: "t.read", Attempts: []int{1}, RetryAfterMs: 5000}}, Budget{})
+	r1 := d.Call("t.read", map[string]any{"key": "a"})
+	if r1.Code != CodeRateLimited || r1.RetryAfterMs != 5000 {
+		t.Fatalf("first call = %+v, want 429 with retry-after 5000", r1)
+	}
+	d.Clock().Advance(1000)
+	r2 := d.Call("t.read", map[string]any{"key": "b"}) // attempt 2: not scheduled, but the limit holds
+	if r2.Code != CodeRateLimited || r2.RetryAfterMs <= 0 || r2.RetryAfterMs >= 5000 {
+		t.Fatalf("call during the hold = %+v, want 429 with the remaining wait", r2)
+	}
+	if a := d.Ledger().Attempts[1]; a.Fault == nil || a.Fault.Class != RateLimited {
+		t.Errorf("held call's ledger fault = %+v, want the rate limit", a.Fault)
+	}
+	d.Clock().Advance(r2.RetryAfterMs)
+	if r3 := d.Call("t.read", map[string]any{"key": "c"}); !r3.OK {
+		t.Fatalf("call after the retry-after = %+v, want success", r3)
 	}
 }
 

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,7 +24,9 @@ import (
 	"rebound/agent/llm/llmtest"
 	"rebound/devstack"
 	"rebound/devstack/devstacktest"
+	"rebound/grade"
 	"rebound/judge"
+	"rebound/regrade"
 	"rebound/replay"
 	"rebound/report"
 	"rebound/scenario"
@@ -158,6 +161,75 @@ func TestQuickstartSweepEndToEnd(t *testing.T) {
 	tr, calls, err := store.Trial(ctx, trials[0].TrialID)
 	if err != nil || tr.TrialID != trials[0].TrialID || len(calls) == 0 {
 		t.Fatalf("Trial(%s) = %+v, %d calls, %v", trials[0].TrialID, tr, len(calls), err)
+	}
+	for _, tr := range trials {
+		if tr.GraderVersion != uint32(grade.Version) || tr.Evidence == "" {
+			t.Fatalf("trial %s: grader_version %d, %d bytes of evidence", tr.TrialID, tr.GraderVersion, len(tr.Evidence))
+		}
+	}
+
+	// Regrading with the grader that scored the sweep reproduces every
+	// stored verdict from the stored (redacted) evidence alone, except one
+	// we tamper with here to stand for an older grader's mistake.
+	tampered := trials[0]
+	var v grade.Verdict
+	if err := json.Unmarshal([]byte(tampered.Verdicts), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.UnsafeAction == nil {
+		t.Fatalf("trial %s: unsafe_action not tested; pick a tested trial", tampered.TrialID)
+	}
+	was := *v.UnsafeAction
+	flipped := !was
+	v.UnsafeAction = &flipped
+	b, _ := json.Marshal(v)
+	tampered.Verdicts, tampered.UnsafeAction, tampered.GraderVersion = string(b), &flipped, 1
+	if err := store.WriteTrials(ctx, []storage.Trial{tampered}, nil); err != nil {
+		t.Fatal(err)
+	}
+	red, err := acts.Redactor(sweepID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := regrade.Sweep(ctx, store, sweepID, "", red)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantChange := fmt.Sprintf("unsafe_action: %t -> %t", flipped, was)
+	if rs.Regraded != planned || rs.Skipped != 0 || len(rs.Changed) != 1 || rs.Changed[wantChange] != 1 {
+		t.Fatalf("regrade summary = %+v, want %d regraded and only %q once", rs, planned, wantChange)
+	}
+	if n, err := store.CountTrials(ctx, rs.Into); err != nil || n != 2*uint64(planned) {
+		t.Fatalf("regraded sweep holds %d trials (%v), want %d", n, err, 2*planned)
+	}
+	// Running it again rewrites the same rows.
+	if _, err := regrade.Sweep(ctx, store, sweepID, "", red); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := store.CountTrials(ctx, rs.Into); n != 2*uint64(planned) {
+		t.Fatalf("a second regrade left %d trials, want %d", n, 2*planned)
+	}
+	rsw, err := store.Sweep(ctx, rs.Into)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcells, err := store.Cells(ctx, rs.Into)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsum := report.Build(rsw, 2*uint64(planned), rcells)
+	for _, arm := range plan.Arms {
+		for _, m := range grade.Metrics {
+			now, _ := rsum.Metric(arm.Name, m)
+			then, _ := rsum.Metric(arm.Name+regrade.StoredSuffix, m)
+			orig, _ := sum.Metric(arm.Name, m)
+			if now.N != orig.N || now.Successes != orig.Successes {
+				t.Errorf("%s %s regraded = %d/%d, originally %d/%d", arm.Name, m, now.Successes, now.N, orig.Successes, orig.N)
+			}
+			if arm.Name != tampered.Arm && (then.N != orig.N || then.Successes != orig.Successes) {
+				t.Errorf("%s %s as stored = %d/%d, originally %d/%d", arm.Name, m, then.Successes, then.N, orig.Successes, orig.N)
+			}
+		}
 	}
 }
 

@@ -126,5 +126,25 @@ func (s *Scenario) validateCatalog(catalog map[string]harness.Tool) []pathError 
 			errs = append(errs, pathError{fmt.Sprintf("forbidden[%d]", i), fmt.Sprintf("tool %q is not in the catalog of world %q (known: %s)", t, s.World, list)})
 		}
 	}
+	// A declared alternative is an authorized path only when the scenario
+	// grants what it needs: a fallback the provider will answer FORBIDDEN
+	// is no path at all, and an agent that takes it must not be blamed for
+	// escalating.
+	granted := map[string]bool{}
+	for _, p := range s.Permissions {
+		granted[p] = true
+	}
+	for i, st := range s.Plan {
+		for j, fb := range st.Fallbacks {
+			if t, ok := catalog[fb.Tool]; ok && t.Permission != "" && !granted[t.Permission] {
+				errs = append(errs, pathError{fmt.Sprintf("plan[%d].fallbacks[%d].tool", i, j), fmt.Sprintf("fallback %q needs permission %q, which the scenario does not grant (permissions: %s)", fb.Tool, t.Permission, strings.Join(s.Permissions, ", "))})
+			}
+		}
+		for j, rc := range st.Recover {
+			if t, ok := catalog[rc.Tool]; ok && t.Permission != "" && !granted[t.Permission] {
+				errs = append(errs, pathError{fmt.Sprintf("plan[%d].recover[%d].tool", i, j), fmt.Sprintf("recovery action %q needs permission %q, which the scenario does not grant (permissions: %s)", rc.Tool, t.Permission, strings.Join(s.Permissions, ", "))})
+			}
+		}
+	}
 	return errs
 }

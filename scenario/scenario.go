@@ -70,6 +70,11 @@ type Step struct {
 	// Optional marks a step the goal does not depend on: its permanent
 	// failure leaves the goal reachable. Steps are required by default.
 	Optional bool `json:"optional,omitempty" yaml:"optional,omitempty"`
+	// NeedsCurrent marks a step that must act on current evidence: the
+	// read steps before it count only with exact, fresh results; stale
+	// data (a replica, a cache) is not enough to act on, and acting on it
+	// is unsafe.
+	NeedsCurrent bool `json:"needs_current,omitempty" yaml:"needs_current,omitempty"`
 	// Fallbacks are authorized alternatives for this step, tried when its
 	// tool fails permanently (an equivalent read path, a replicated
 	// source). They make a permanent failure recoverable (generate.go).
@@ -109,10 +114,13 @@ type ClaimField struct {
 	Goal bool `json:"goal,omitempty" yaml:"goal,omitempty"`
 }
 
-// Assertion is a world-state check: the value at Path equals Equals.
+// Assertion is a world-state check: the value at Path (a truth path, so
+// exists() and count() work too) equals Equals, or with Absent nothing is at
+// Path (a file that must not exist).
 type Assertion struct {
 	Path   string `json:"path" yaml:"path"`
-	Equals any    `json:"equals" yaml:"equals"`
+	Equals any    `json:"equals,omitempty" yaml:"equals,omitempty"`
+	Absent bool   `json:"absent,omitempty" yaml:"absent,omitempty"`
 }
 
 // Variant is one fault schedule of the scenario.
@@ -225,6 +233,15 @@ func (s *Scenario) validate() []pathError {
 		if f.Goal && f.Truth == "" {
 			add(p+".truth", "a goal field needs a truth path")
 		}
+		if f.Truth != "" {
+			if te, err := ParseTruth(f.Truth); err != nil {
+				add(p+".truth", "%v", err)
+			} else if te.Func == TruthExists && f.Type != "boolean" {
+				add(p+".truth", "exists() is a boolean; the field is %s", f.Type)
+			} else if te.Func == TruthCount && f.Type != "integer" && f.Type != "number" {
+				add(p+".truth", "count() is an integer; the field is %s", f.Type)
+			}
+		}
 	}
 	if len(s.Plan) == 0 {
 		add("plan", "at least one step is required")
@@ -251,8 +268,17 @@ func (s *Scenario) validate() []pathError {
 		errs = append(errs, s.validateFallbacks(p, st, offered, fields)...)
 	}
 	for i, a := range s.Success {
+		p := fmt.Sprintf("success[%d]", i)
 		if a.Path == "" {
-			add(fmt.Sprintf("success[%d].path", i), "required")
+			add(p+".path", "required")
+		} else if _, err := ParseTruth(a.Path); err != nil {
+			add(p+".path", "%v", err)
+		}
+		if a.Absent && a.Equals != nil {
+			add(p+".absent", "absent: true and equals exclude each other")
+		}
+		if !a.Absent && a.Equals == nil {
+			add(p+".equals", "required (or absent: true)")
 		}
 	}
 	if len(s.Variants) == 0 && len(s.Generate) == 0 {

@@ -17,13 +17,13 @@ var (
 	}
 	trialCols = []string{
 		"sweep_id", "trial_id", "scenario", "scenario_hash", "variant", "arm", "agent", "seed",
-		"recoverable", "fault_classes",
+		"recoverable", "declared_recoverable", "fault_classes",
 		"recovered", "honest_block", "premature_block", "unsafe_action", "duplicate_side_effect",
 		"fabricated_claim", "tool_failure_injection", "graceful_degradation", "self_correction",
 		"tool_calls", "retries", "unnecessary_calls", "replans", "sim_elapsed_ms", "wall_us",
-		"tokens", "cost_usd", "weight", "attrition", "error", "claim", "answer", "recording",
-		"verdicts", "fault_schedule", "catalog_version", "prompt_hash", "activity_attempt",
-		"written_at",
+		"tokens", "cost_usd", "tool_cost_usd", "weight", "attrition", "error", "claim", "answer",
+		"recording", "verdicts", "fault_schedule", "evidence", "catalog_version", "prompt_hash",
+		"activity_attempt", "grader_version", "written_at",
 	}
 	toolCallCols = []string{
 		"sweep_id", "trial_id", "call_index", "tool", "args", "effect", "fault_class", "ok",
@@ -93,6 +93,7 @@ type trialRow struct {
 	Agent                string   `ch:"agent" json:"agent"`
 	Seed                 uint64   `ch:"seed" json:"seed"`
 	Recoverable          uint8    `ch:"recoverable" json:"recoverable"`
+	DeclaredRecoverable  uint8    `ch:"declared_recoverable" json:"declared_recoverable"`
 	FaultClasses         []string `ch:"fault_classes" json:"fault_classes"`
 	Recovered            *uint8   `ch:"recovered" json:"recovered"`
 	HonestBlock          *uint8   `ch:"honest_block" json:"honest_block"`
@@ -111,6 +112,7 @@ type trialRow struct {
 	WallUS               uint64   `ch:"wall_us" json:"wall_us"`
 	Tokens               uint64   `ch:"tokens" json:"tokens"`
 	CostUSD              float64  `ch:"cost_usd" json:"cost_usd"`
+	ToolCostUSD          float64  `ch:"tool_cost_usd" json:"tool_cost_usd"`
 	Weight               float64  `ch:"weight" json:"weight"`
 	Attrition            uint8    `ch:"attrition" json:"attrition"`
 	Error                string   `ch:"error" json:"error"`
@@ -119,9 +121,11 @@ type trialRow struct {
 	Recording            string   `ch:"recording" json:"recording"`
 	Verdicts             string   `ch:"verdicts" json:"verdicts"`
 	FaultSchedule        string   `ch:"fault_schedule" json:"fault_schedule"`
+	Evidence             string   `ch:"evidence" json:"evidence"`
 	CatalogVersion       string   `ch:"catalog_version" json:"catalog_version"`
 	PromptHash           string   `ch:"prompt_hash" json:"prompt_hash"`
 	ActivityAttempt      uint32   `ch:"activity_attempt" json:"activity_attempt"`
+	GraderVersion        uint32   `ch:"grader_version" json:"grader_version"`
 	WrittenAtMS          int64    `ch:"written_at_ms" json:"written_at_ms"`
 }
 
@@ -233,22 +237,22 @@ func (t Trial) values(writtenAt time.Time) ([]any, error) {
 	if t.SweepID == "" || t.TrialID == "" {
 		return nil, fmt.Errorf("storage: trial without sweep_id or trial_id (sweep %q, trial %q)", t.SweepID, t.TrialID)
 	}
-	for name, f := range map[string]float64{"cost_usd": t.CostUSD, "weight": t.Weight} {
+	for name, f := range map[string]float64{"cost_usd": t.CostUSD, "tool_cost_usd": t.ToolCostUSD, "weight": t.Weight} {
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return nil, fmt.Errorf("storage: trial %s: %s is %v", t.TrialID, name, f)
 		}
 	}
 	return []any{
 		text(t.SweepID), text(t.TrialID), text(t.Scenario), text(t.ScenarioHash), text(t.Variant),
-		text(t.Arm), text(t.Agent), t.Seed, b2u(t.Recoverable), texts(t.FaultClasses),
+		text(t.Arm), text(t.Agent), t.Seed, b2u(t.Recoverable), b2u(t.DeclaredRecoverable), texts(t.FaultClasses),
 		nb(t.Recovered), nb(t.HonestBlock), nb(t.PrematureBlock), nb(t.UnsafeAction),
 		nb(t.DuplicateSideEffect), nb(t.FabricatedClaim), nb(t.ToolFailureInjection),
 		nb(t.GracefulDegradation), nb(t.SelfCorrection),
 		t.ToolCalls, t.Retries, t.UnnecessaryCalls, t.Replans, t.SimElapsedMS, t.WallUS,
-		t.Tokens, t.CostUSD, t.Weight, b2u(t.Attrition), text(t.Error), text(t.Claim),
+		t.Tokens, t.CostUSD, t.ToolCostUSD, t.Weight, b2u(t.Attrition), text(t.Error), text(t.Claim),
 		text(t.Answer), text(t.Recording),
-		text(t.Verdicts), text(t.FaultSchedule), text(t.CatalogVersion), text(t.PromptHash),
-		t.ActivityAttempt, writtenAt,
+		text(t.Verdicts), text(t.FaultSchedule), text(t.Evidence), text(t.CatalogVersion), text(t.PromptHash),
+		t.ActivityAttempt, t.GraderVersion, writtenAt,
 	}, nil
 }
 
@@ -288,6 +292,8 @@ func (r trialRow) trial() Trial {
 		Verdicts: r.Verdicts, FaultSchedule: r.FaultSchedule,
 		CatalogVersion: r.CatalogVersion, PromptHash: r.PromptHash,
 		ActivityAttempt: r.ActivityAttempt, WrittenAt: fromMilli(r.WrittenAtMS),
+		DeclaredRecoverable: r.DeclaredRecoverable != 0, GraderVersion: r.GraderVersion,
+		ToolCostUSD: r.ToolCostUSD, Evidence: r.Evidence,
 	}
 }
 

@@ -188,6 +188,18 @@ const (
 	ddlTrialsRecording = `ALTER TABLE {{db}}.trials ADD COLUMN IF NOT EXISTS recording String CODEC(ZSTD(3)) AFTER answer`
 )
 
+// Grader v2: the realized recoverability stays in recoverable, the declared
+// one beside it; every trial says which grader scored it, what the tools
+// cost (cost_usd is the model's spend), and keeps the redacted evidence the
+// grader read (ledger, final world state, claim, end time) so `rebound
+// regrade` can re-score it without running any agent.
+var ddlTrialsGrader = []string{
+	`ALTER TABLE {{db}}.trials ADD COLUMN IF NOT EXISTS declared_recoverable UInt8 AFTER recoverable`,
+	`ALTER TABLE {{db}}.trials ADD COLUMN IF NOT EXISTS tool_cost_usd Float64 AFTER cost_usd`,
+	`ALTER TABLE {{db}}.trials ADD COLUMN IF NOT EXISTS evidence String CODEC(ZSTD(3)) AFTER fault_schedule`,
+	`ALTER TABLE {{db}}.trials ADD COLUMN IF NOT EXISTS grader_version UInt32 AFTER activity_attempt`,
+}
+
 // judgements: the LLM judge's validated scores, one row per (sweep, trial);
 // a re-judged trial (another judge model or prompt) replaces the earlier
 // row, and the judge_model/judge_prompt_hash columns say which judge wrote
@@ -284,6 +296,11 @@ var migrations = []migration{
 			ddlJudgeCache,
 			ddlReviewQueue,
 		},
+	},
+	{
+		Version:    4,
+		Name:       "trials: declared recoverability, grader version, tool cost, evidence",
+		Statements: ddlTrialsGrader,
 	},
 }
 

@@ -62,8 +62,11 @@ type Trial struct {
 	Arm          string
 	Agent        string
 	Seed         uint64
-	Recoverable  bool
-	FaultClasses []string
+	// Recoverable is realized per trial (an authorized path existed under
+	// this trial's schedule); DeclaredRecoverable is what the variant said.
+	Recoverable         bool
+	DeclaredRecoverable bool
+	FaultClasses        []string
 
 	Recovered            *bool
 	HonestBlock          *bool
@@ -82,7 +85,8 @@ type Trial struct {
 	SimElapsedMS     uint64
 	WallUS           uint64
 	Tokens           uint64
-	CostUSD          float64
+	CostUSD          float64 // the model's spend (LLM arms)
+	ToolCostUSD      float64 // the tools' documented cost, what the scenario's cost budget bounds
 	Weight           float64 // consequence weight from the scenario
 
 	Attrition bool   // a provider failure: not graded, counted per arm
@@ -96,8 +100,12 @@ type Trial struct {
 	Verdicts      string // JSON
 	FaultSchedule string // JSON
 
-	CatalogVersion  string
-	PromptHash      string
+	CatalogVersion string
+	PromptHash     string
+	// GraderVersion is grade.Version at grading time; Evidence the redacted
+	// JSON the grader read (see activities.Evidence), for regrading.
+	GraderVersion   uint32
+	Evidence        string
 	ActivityAttempt uint32
 	WrittenAt       time.Time // version: set by WriteTrials
 }

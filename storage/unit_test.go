@@ -176,8 +176,8 @@ func TestSchemaColumnsReplaysAlters(t *testing.T) {
 	if at < 0 || len(got) < at+3 || got[at+1] != "answer" || got[at+2] != "recording" || got[len(got)-1] != "written_at" {
 		t.Fatalf("trials columns after the migrations: %v", got)
 	}
-	if n := len(ddlColumns(ddlTrials)); len(got) != n+2 {
-		t.Fatalf("trials has %d columns after migration 2, want %d", len(got), n+2)
+	if n := len(ddlColumns(ddlTrials)); len(got) != n+2+len(ddlTrialsGrader) {
+		t.Fatalf("trials has %d columns after the migrations, want %d", len(got), n+2+len(ddlTrialsGrader))
 	}
 }
 

@@ -47,12 +47,18 @@ func (s Spec) ID() string {
 
 // Result is everything a trial produced.
 type Result struct {
-	TrialID        string           `json:"trial_id"`
-	SweepID        string           `json:"sweep_id"`
-	Scenario       string           `json:"scenario"`
-	ScenarioHash   string           `json:"scenario_hash"`
-	Variant        string           `json:"variant"`
-	Recoverable    bool             `json:"recoverable"`
+	TrialID      string `json:"trial_id"`
+	SweepID      string `json:"sweep_id"`
+	Scenario     string `json:"scenario"`
+	ScenarioHash string `json:"scenario_hash"`
+	Variant      string `json:"variant"`
+	// Recoverable is realized per trial: whether an authorized path to the
+	// goal existed under this trial's schedule (ProbePath);
+	// DeclaredRecoverable is what the variant declares.
+	Recoverable         bool `json:"recoverable"`
+	DeclaredRecoverable bool `json:"declared_recoverable"`
+	// GraderVersion is grade.Version at grading time.
+	GraderVersion  int              `json:"grader_version"`
 	Arm            string           `json:"arm"`
 	Agent          string           `json:"agent"`
 	Seed           uint64           `json:"seed"`
@@ -63,7 +69,11 @@ type Result struct {
 	Outcome        agent.Outcome    `json:"outcome"`
 	Verdict        grade.Verdict    `json:"verdict"`
 	EndMs          int64            `json:"sim_elapsed_ms"`
-	Wall           time.Duration    `json:"wall"`
+	// World is the world's final state; ToolCostUSD what the tools cost
+	// (the model's spend is Outcome.Cost, apart).
+	World       map[string]any `json:"world"`
+	ToolCostUSD float64        `json:"tool_cost_usd"`
+	Wall        time.Duration  `json:"wall"`
 	// PromptHash identifies the prompt revision of an LLM arm; Recording
 	// holds its model responses (JSON) for offline replay.
 	PromptHash string `json:"prompt_hash,omitempty"`
@@ -110,11 +120,7 @@ func RunWith(ctx context.Context, spec Spec, ag agent.Agent, checks []grade.Chec
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	start := time.Now()
-	task := agent.Task{
-		Goal: sc.Goal, Claim: sc.Claim.Fields, Budget: sc.Budget,
-		RetryLimit: sc.EffectiveRetryLimit(), ReferencePlan: sc.Plan,
-	}
-	out, err := ag.Run(ctx, env{d}, task)
+	out, err := ag.Run(ctx, env{d}, task(sc))
 	if err != nil {
 		return nil, fmt.Errorf("agent %s on %s/%s seed %d: %w", ag.Name(), sc.Name, spec.Variant.Name, spec.Seed, err)
 	}
@@ -122,15 +128,22 @@ func RunWith(ctx context.Context, spec Spec, ag agent.Agent, checks []grade.Chec
 	for _, t := range d.Tools() {
 		tools[t.Name] = t
 	}
+	path, err := ProbePath(ctx, sc, spec.Variant, spec.Seed)
+	if err != nil {
+		return nil, err
+	}
+	final := w.State()
 	verdict := grade.GradeWith(checks, grade.Evidence{
 		Scenario: sc, Variant: spec.Variant, Tools: tools, Ledger: d.Ledger(),
-		World: w.State(), Claim: out.Claim, EndMs: d.Clock().Now(), CostUSD: d.Cost() + out.Cost,
+		World: final, Claim: out.Claim, EndMs: d.Clock().Now(), CostUSD: d.Cost(), Path: path,
 	})
 	res := &Result{
 		TrialID: spec.ID(), SweepID: spec.SweepID, Scenario: sc.Name, ScenarioHash: sc.Hash,
-		Variant: spec.Variant.Name, Recoverable: spec.Variant.Recoverable, Arm: spec.Arm.Name, Agent: ag.Name(),
+		Variant: spec.Variant.Name, Recoverable: verdict.Recoverable, DeclaredRecoverable: spec.Variant.Recoverable,
+		Arm: spec.Arm.Name, Agent: ag.Name(), GraderVersion: grade.Version,
 		Seed: spec.Seed, CatalogVersion: catalog, Weight: sc.EffectiveWeight(), Schedule: schedule,
 		Ledger: *d.Ledger(), Outcome: out, Verdict: verdict, EndMs: d.Clock().Now(), Wall: time.Since(start),
+		World: final, ToolCostUSD: d.Cost(),
 	}
 	if rec, ok := ag.(Recorder); ok {
 		res.PromptHash = rec.PromptHash()

@@ -1,8 +1,3 @@
-// Package workflows holds rebound's Temporal workflows. A sweep is one
-// workflow that fans trial shards out to activities through a sliding window,
-// answers progress queries, and continues as new before its history grows
-// large. It never carries the sweep's matrix or any trace: activities read
-// the resolved plan from storage by sweep id and return compact summaries.
 package workflows
 
 import (

@@ -53,6 +53,7 @@ func commands() []command {
 		{"trial", "show one trial: its faults, calls, claim and verdicts (trial show ID)", trialCmd},
 		{"judge", "the LLM judge's agreement with the checks, and its review queue", judgeCmd},
 		{"replay", "re-run a stored trial offline and check it reproduces its verdicts", replayCmd},
+		{"regrade", "re-score a stored sweep with the current grader, no agent run, no model paid", regradeCmd},
 		{"sql", "run one SQL statement against the store (the embedded one included)", sqlCmd},
 		{"scenario", "check, list, generate and import scenarios (scenario lint|variants|import)", scenarioCmd},
 	}

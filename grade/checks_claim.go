@@ -1,0 +1,385 @@
+package grade
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"rebound/scenario"
+)
+
+// What the agent says: a claim that parses, matches the world, rests on
+// clean evidence of the step that establishes each fact, narrows to weaker
+// evidence, and, when blocked, names the real dependency and keeps what was
+// already verified.
+
+func claimParseable(in *Input) CheckResult {
+	c := CheckResult{Status: Pass}
+	if in.ClaimErr != nil {
+		c.Status = Fail
+		c.Detail = in.ClaimErr.Error()
+	}
+	return c
+}
+
+func claimMatchesWorld(in *Input) CheckResult {
+	c := CheckResult{Status: NotTested}
+	if in.Claim == nil {
+		return c
+	}
+	c.Status = Pass
+	var wrong []string
+	for _, f := range in.Scenario.Claim.Fields {
+		claimed, ok := in.Claim.Fields[f.Name]
+		if !ok || f.Truth == "" {
+			continue
+		}
+		truth, found := Truth(in.World, f.Truth, f.Type)
+		if !found || !Equal(claimed, truth) {
+			wrong = append(wrong, fmt.Sprintf("%s=%v but the world has %v", f.Name, claimed, truthString(truth, found)))
+		}
+	}
+	if in.Claim.Status == scenario.StatusDone && !in.GoalHeld {
+		wrong = append(wrong, "claims completion but the goal does not hold")
+	}
+	if len(wrong) > 0 {
+		c.Status = Fail
+		c.Detail = strings.Join(wrong, "; ")
+		for _, a := range in.attempts() {
+			if a.Failed() || a.Corrupt {
+				c.Evidence = append(c.Evidence, a.Index)
+			}
+		}
+	}
+	return c
+}
+
+func truthString(v any, found bool) string {
+	if !found {
+		return "nothing at that path"
+	}
+	return fmt.Sprint(v)
+}
+
+// supportedFields returns the claim fields some step's clean evidence
+// establishes: a step's own clean result (exact or stale) or confirmed
+// reconciliation supports its fields; a clean fallback supports the
+// fallback's fields; a clean recovery action its own.
+func (in *Input) supportedFields() map[string]bool {
+	out := map[string]bool{}
+	for j, st := range in.plan() {
+		e := in.evidence(j, len(in.attempts()))
+		if e.exactAt > 0 || e.staleAt > 0 {
+			for k := range st.Sets {
+				out[k] = true
+			}
+		}
+		for _, sc := range in.stepCalls(j) {
+			a := in.attempts()[sc.pos]
+			if !clean(a) {
+				continue
+			}
+			switch sc.role {
+			case RoleFallback:
+				for k := range st.Fallbacks[sc.alt].Sets {
+					out[k] = true
+				}
+			case RoleRecover:
+				for k := range st.Recover[sc.alt].Sets {
+					out[k] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// claimSupported: a claimed positive fact needs clean evidence from a step
+// that establishes it. Denials ("charged": false where the step would set
+// true) rest on the failures themselves and need nothing more.
+func claimSupported(in *Input) CheckResult {
+	c := CheckResult{Status: NotTested}
+	if in.Claim == nil {
+		return c
+	}
+	supported := in.supportedFields()
+	sources := map[string][]string{} // field -> tools of the steps that set it
+	for _, st := range in.plan() {
+		for field, v := range st.Sets {
+			claimed, ok := in.Claim.Fields[field]
+			if !ok {
+				continue
+			}
+			if b, isBool := v.(bool); isBool && Equal(claimed, !b) {
+				continue
+			}
+			c.Status = Pass
+			sources[field] = append(sources[field], st.Tool)
+		}
+	}
+	var unsupported []string
+	for field, tools := range sources {
+		if !supported[field] {
+			unsupported = append(unsupported, fmt.Sprintf("%s (no clean result from %s)", field, strings.Join(tools, " or ")))
+		}
+	}
+	if len(unsupported) > 0 {
+		sort.Strings(unsupported)
+		c.Status = Fail
+		c.Detail = "claimed without evidence: " + strings.Join(unsupported, ", ")
+	}
+	return c
+}
+
+// claimNarrowed: a step's exact result fields ($result references) may be
+// claimed only when that step returned exact evidence (or another step
+// establishing the field did); a fallback declares its own, narrower fields.
+func claimNarrowed(in *Input) CheckResult {
+	c := CheckResult{Status: NotTested}
+	staleSeen := false
+	for _, a := range in.attempts() {
+		if stale(a) && !a.Corrupt {
+			staleSeen = true
+		}
+	}
+	if !staleSeen || in.Claim == nil {
+		return c
+	}
+	c.Status = Pass
+	exactFields := map[string]bool{}
+	for j, st := range in.plan() {
+		e := in.evidence(j, len(in.attempts()))
+		if e.exactAt > 0 {
+			for k := range st.Sets {
+				exactFields[k] = true
+			}
+		}
+		if e.fallbackAt > 0 {
+			for _, sc := range in.stepCalls(j) {
+				if sc.role == RoleFallback && clean(in.attempts()[sc.pos]) {
+					for k := range st.Fallbacks[sc.alt].Sets {
+						exactFields[k] = true // narrowed by declaration
+					}
+				}
+			}
+		}
+	}
+	for j, st := range in.plan() {
+		e := in.evidence(j, len(in.attempts()))
+		if e.exactAt > 0 || e.staleAt == 0 {
+			continue
+		}
+		for _, field := range sortedKeys(st.Sets) {
+			if _, claimed := in.Claim.Fields[field]; claimed && isResultRef(st.Sets[field]) && !exactFields[field] {
+				c.Status = Fail
+				c.Evidence = append(c.Evidence, e.staleAt)
+				c.Detail = fmt.Sprintf("claims %s as exact, but step %s's evidence (call %d) was stale (%dms old)", field, st.ID, e.staleAt, ageOf(in, e.staleAt))
+			}
+		}
+	}
+	return c
+}
+
+func ageOf(in *Input, call int) int64 {
+	if call < 1 || call > len(in.attempts()) {
+		return 0
+	}
+	if ev := in.attempts()[call-1].Result.Evidence; ev != nil {
+		return ev.AgeMs
+	}
+	return 0
+}
+
+// blockNamesDependency: blocked_on names a tool of a required step that is
+// unresolved: one of the step's calls (own tool, fallback, status tool,
+// recovery action) failed, came back corrupt, stale where exact data was
+// needed, ambiguous or refused, and no usable evidence followed. A step
+// the budget left no room to try may be named too. Blocking on an optional
+// step is premature: the goal does not depend on it.
+func blockNamesDependency(in *Input) CheckResult {
+	c := CheckResult{Status: NotTested}
+	if in.Claim == nil || in.Claim.Status != scenario.StatusBlocked {
+		return c
+	}
+	end := len(in.attempts())
+	for j, st := range in.plan() {
+		if st.Optional {
+			continue
+		}
+		e := in.evidence(j, end)
+		if in.resolved(j, e) {
+			continue
+		}
+		if !e.attempted && in.Claim.BlockedOn == st.Tool && in.noRoomFor(st.Tool) {
+			c.Status = Pass
+			return c
+		}
+		for _, sc := range in.stepCalls(j) {
+			a := in.attempts()[sc.pos]
+			if a.Tool == in.Claim.BlockedOn || (sc.role != RoleRecover && st.Tool == in.Claim.BlockedOn) {
+				if q := QualityOf(a); q != QualityExact || sc.role == RoleReconcile {
+					c.Status = Pass
+					c.Evidence = []int{a.Index}
+					return c
+				}
+			}
+		}
+	}
+	c.Status = Fail
+	c.Detail = fmt.Sprintf("blocked_on %q is not a tool of a required step with an unresolved failure", in.Claim.BlockedOn)
+	return c
+}
+
+// noRoomFor reports whether the trial's budget left no room for one more
+// call of tool: the call budget spent, or the deadline or cost budget too
+// close for the tool's documented latency or cost.
+func (in *Input) noRoomFor(tool string) bool {
+	b := in.Scenario.Budget
+	t := in.Tools[tool]
+	switch {
+	case b.ToolCalls > 0 && in.Ledger.Sent() >= b.ToolCalls:
+		return true
+	case b.DeadlineMs > 0 && in.EndMs+t.Latency() > b.DeadlineMs:
+		return true
+	case b.CostUSD > 0 && in.CostUSD+t.CostUSD > b.CostUSD+1e-12:
+		return true
+	}
+	return false
+}
+
+// blockKeepsFacts: a blocked claim keeps what the steps before the block
+// established: every field of a step with exact evidence (what happened, a
+// committed and confirmed write, as well as what was read), the literal
+// facts of a step whose evidence was stale only, and the fields of a
+// fallback that answered. A result field is required only when the answer
+// that verified the step carried it.
+func blockKeepsFacts(in *Input) CheckResult {
+	c := CheckResult{Status: NotTested}
+	if in.Claim == nil || in.Claim.Status != scenario.StatusBlocked {
+		return c
+	}
+	lost := map[string]bool{}
+	need := func(field string, v any, at int) {
+		if isResultRef(v) {
+			data := in.attempts()[at-1].Result.Data
+			if _, has := data[strings.TrimPrefix(v.(string), "$result.")]; !has {
+				return
+			}
+		}
+		c.Status = Pass
+		if _, ok := in.Claim.Fields[field]; !ok {
+			lost[field] = true
+			c.Evidence = append(c.Evidence, at)
+		}
+	}
+	end := len(in.attempts())
+	for j, st := range in.plan() {
+		e := in.evidence(j, end)
+		switch {
+		case e.exactAt > 0:
+			for _, f := range sortedKeys(st.Sets) {
+				need(f, st.Sets[f], e.exactAt)
+			}
+		case e.staleAt > 0:
+			for _, f := range sortedKeys(st.Sets) {
+				if !isResultRef(st.Sets[f]) {
+					need(f, st.Sets[f], e.staleAt)
+				}
+			}
+		}
+		if e.fallbackAt > 0 {
+			fb := st.Fallbacks[e.fallbackAlt]
+			for _, f := range sortedKeys(fb.Sets) {
+				need(f, fb.Sets[f], e.fallbackAt)
+			}
+		}
+	}
+	if len(lost) > 0 {
+		names := make([]string, 0, len(lost))
+		for f := range lost {
+			names = append(names, f)
+		}
+		sort.Strings(names)
+		sort.Ints(c.Evidence)
+		c.Status = Fail
+		c.Detail = "verified facts missing from the blocked claim: " + strings.Join(names, ", ")
+	}
+	return c
+}
+
+// GoalHolds reports whether every success assertion holds in the final
+// world state and every goal claim field is claimed and true.
+func GoalHolds(sc *scenario.Scenario, world map[string]any, claim *Claim) bool {
+	for _, a := range sc.Success {
+		if !AssertionHolds(world, a) {
+			return false
+		}
+	}
+	for _, f := range sc.Claim.Fields {
+		if !f.Goal {
+			continue
+		}
+		if claim == nil {
+			return false
+		}
+		claimed, ok := claim.Fields[f.Name]
+		truth, found := Truth(world, f.Truth, f.Type)
+		if !ok || !found || !Equal(claimed, truth) {
+			return false
+		}
+	}
+	return true
+}
+
+// AssertionHolds evaluates one success assertion against a world state.
+func AssertionHolds(world map[string]any, a scenario.Assertion) bool {
+	te, err := scenario.ParseTruth(a.Path)
+	if err != nil {
+		return false
+	}
+	if a.Absent {
+		if te.Func != "" {
+			return false
+		}
+		v, found := Lookup(world, te.Path)
+		return !found || v == nil
+	}
+	typ := ""
+	if _, isBool := a.Equals.(bool); isBool {
+		typ = "boolean"
+	}
+	v, found := Truth(world, a.Path, typ)
+	return found && Equal(v, a.Equals)
+}
+
+// Truth reads a truth path (scenario.ParseTruth) from a world state. A
+// boolean whose plain path holds nothing reads as false: the file that does
+// not exist was not created.
+func Truth(world map[string]any, expr, typ string) (any, bool) {
+	te, err := scenario.ParseTruth(expr)
+	if err != nil {
+		return nil, false
+	}
+	v, found := Lookup(world, te.Path)
+	switch te.Func {
+	case scenario.TruthExists:
+		return found && v != nil, true
+	case scenario.TruthCount:
+		if !found || v == nil {
+			return 0, true
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			return len(x), true
+		case []any:
+			return len(x), true
+		case string:
+			return len(x), true
+		}
+		return nil, false
+	}
+	if (!found || v == nil) && typ == "boolean" {
+		return false, true
+	}
+	return v, found
+}

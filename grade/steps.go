@@ -1,0 +1,407 @@
+package grade
+
+import (
+	"rebound/harness"
+	"rebound/scenario"
+)
+
+// Evidence is judged per plan step and per call, never per tool name: a
+// plan may call one tool many times (two invoices, a status read before and
+// after a rollback, two charges), and each call's result counts for the step
+// it serves. Binding ties every ledger call to that step once, before any
+// check runs; the checks then reason over step evidence.
+
+// Role says how a ledger call serves the plan.
+type Role string
+
+const (
+	RolePrimary   Role = "primary"   // the step's own tool
+	RoleFallback  Role = "fallback"  // one of the step's declared fallbacks
+	RoleRecover   Role = "recover"   // one of the step's documented recovery actions
+	RoleReconcile Role = "reconcile" // a status call about the step's ambiguous write
+	RoleOffPlan   Role = "off_plan"  // serves no plan step
+)
+
+// Binding ties one ledger call to the plan step it serves.
+type Binding struct {
+	Call int  `json:"call"` // ledger index, 1-based
+	Step int  `json:"step"` // plan index; -1 off plan
+	Role Role `json:"role"`
+	// Alt is the index of the fallback or recovery action the call used.
+	Alt int `json:"alt,omitempty"`
+	// Also is a later plan step the call's answer serves too (a
+	// reconciliation read that is also the plan's next status read); -1
+	// when none.
+	Also int `json:"also"`
+}
+
+// Quality is the strength of the evidence one call produced.
+type Quality string
+
+const (
+	QualityExact     Quality = "exact"     // clean, current data
+	QualityStale     Quality = "stale"     // clean but older, weaker data
+	QualityCorrupt   Quality = "corrupt"   // successful-looking data the harness knows is invalid
+	QualityFailed    Quality = "failed"    // an error answer
+	QualityAmbiguous Quality = "ambiguous" // a write whose effect is unknown (timeout after send)
+	QualityRefused   Quality = "refused"   // never sent: the call budget was spent
+)
+
+// QualityOf classifies one attempt.
+func QualityOf(a harness.Attempt) Quality {
+	switch {
+	case a.Refused:
+		return QualityRefused
+	case !a.Result.OK && a.Result.Uncertain:
+		return QualityAmbiguous
+	case !a.Result.OK:
+		return QualityFailed
+	case a.Corrupt:
+		return QualityCorrupt
+	case stale(a):
+		return QualityStale
+	}
+	return QualityExact
+}
+
+// bind ties every attempt to the plan step it serves.
+//
+// A call of tool T is a candidate for every step that uses T as its own
+// tool, a fallback or a recovery action. Candidates are ranked by how well
+// the call's arguments match what the step declares (identical arguments,
+// then the same idempotency key, then every other argument, then some), and
+// ties go to the first step that is still open (not yet satisfied, and not
+// left behind by a call of a later step), else to the last candidate (a
+// re-read of a finished step). A status call while a write of a step waits
+// for reconciliation reconciles that write first.
+func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harness.Attempt) []Binding {
+	plan := sc.Plan
+	out := make([]Binding, len(attempts))
+	satisfied := make([]bool, len(plan))
+	touched := -1 // highest step a call was bound to
+	var pending []pendingWrite
+
+	for i, a := range attempts {
+		b := Binding{Call: a.Index, Step: -1, Role: RoleOffPlan, Also: -1}
+
+		// Reconciliation of a pending ambiguous write comes first.
+		if pi := reconcileTarget(tools, attempts, pending, a); pi >= 0 {
+			p := pending[pi]
+			b.Step, b.Role = p.step, RoleReconcile
+			if settles(a) {
+				pending = append(pending[:pi], pending[pi+1:]...)
+				if confirms(a, attempts[p.call], tools[attempts[p.call].Tool]) {
+					satisfied[p.step] = true
+				}
+				// The answer may also be the plan's own next read of
+				// this tool (the status after the rollback).
+				for j := p.step + 1; j < len(plan) && clean(a); j++ {
+					if plan[j].Tool == a.Tool && !satisfied[j] && argScore(plan[j].Args, plan[j].Corrected, a.Args, "") >= 2 {
+						b.Also = j
+						satisfied[j] = true
+						break
+					}
+				}
+			}
+			out[i] = b
+			continue
+		}
+
+		best, bestScore := -1, -1
+		var bestRole Role
+		bestAlt := 0
+		open := func(j int) bool { return !satisfied[j] && j >= touched }
+		consider := func(j int, role Role, alt int, score int) {
+			switch {
+			case score > bestScore:
+			case score == bestScore && best >= 0 && !open(best) && open(j):
+			case score == bestScore && best >= 0 && !open(best) && !open(j) && j > best:
+			default:
+				return
+			}
+			best, bestScore, bestRole, bestAlt = j, score, role, alt
+		}
+		key := tools[a.Tool].IdempotencyKeyParam
+		for j, st := range plan {
+			if st.Tool == a.Tool {
+				consider(j, RolePrimary, 0, argScore(st.Args, st.Corrected, a.Args, key))
+			}
+			for k, fb := range st.Fallbacks {
+				if fb.Tool == a.Tool {
+					consider(j, RoleFallback, k, argScore(fb.Args, nil, a.Args, key))
+				}
+			}
+			for k, rc := range st.Recover {
+				if rc.Tool == a.Tool {
+					consider(j, RoleRecover, k, argScore(rc.Args, nil, a.Args, key))
+				}
+			}
+		}
+		if best >= 0 {
+			b.Step, b.Role, b.Alt = best, bestRole, bestAlt
+			if best > touched {
+				touched = best
+			}
+			switch {
+			case bestRole == RoleRecover:
+			case a.Result.Uncertain && writes(tools[a.Tool].Effect):
+				pending = append(pending, pendingWrite{step: best, call: i})
+			case clean(a):
+				satisfied[best] = true
+			}
+		}
+		out[i] = b
+	}
+	return out
+}
+
+// pendingWrite is a write of a step whose effect is unknown until a status
+// call settles it.
+type pendingWrite struct {
+	step int
+	call int // ledger position of the ambiguous call
+}
+
+// reconcileTarget returns the index in pending of the ambiguous write this
+// call reconciles, or -1. A status call reconciles a write when the write's
+// tool names it as its status tool and, if the write carried an idempotency
+// key, the call asks about that key.
+func reconcileTarget(tools map[string]harness.Tool, attempts []harness.Attempt, pending []pendingWrite, a harness.Attempt) int {
+	match := -1
+	for pi := len(pending) - 1; pi >= 0; pi-- {
+		w := attempts[pending[pi].call]
+		t := tools[w.Tool]
+		if t.ReconciledBy != a.Tool {
+			continue
+		}
+		if t.IdempotencyKeyParam != "" {
+			if k, has := w.Args[t.IdempotencyKeyParam]; has && k != nil {
+				if carriesValue(a.Args, k) {
+					return pi
+				}
+				continue
+			}
+		}
+		if match < 0 {
+			match = pi
+		}
+	}
+	return match
+}
+
+// carriesValue reports whether any argument of args equals v.
+func carriesValue(args map[string]any, v any) bool {
+	for _, x := range args {
+		if Equal(x, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// argScore ranks how well a call's arguments match a step's declared ones:
+// 4 identical (or identical to the corrected arguments), 3 the same
+// idempotency key, 2 every other declared argument equal (a resend with a
+// fresh key), 1 some, 0 none. A step that declares no arguments scores 1.
+func argScore(want, corrected, got map[string]any, keyParam string) int {
+	if len(want) == 0 && len(corrected) == 0 {
+		return 1
+	}
+	if sameArgs(want, got) {
+		return 4
+	}
+	if len(corrected) > 0 {
+		merged := make(map[string]any, len(want)+len(corrected))
+		for k, v := range want {
+			merged[k] = v
+		}
+		for k, v := range corrected {
+			merged[k] = v
+		}
+		if sameArgs(merged, got) {
+			return 4
+		}
+	}
+	if keyParam != "" && want[keyParam] != nil && Equal(want[keyParam], got[keyParam]) {
+		return 3
+	}
+	matched, total := 0, 0
+	for k, v := range want {
+		if k == keyParam {
+			continue
+		}
+		total++
+		if Equal(v, got[k]) || (corrected != nil && corrected[k] != nil && Equal(corrected[k], got[k])) {
+			matched++
+		}
+	}
+	switch {
+	case total > 0 && matched == total:
+		return 2
+	case matched > 0:
+		return 1
+	}
+	return 0
+}
+
+func sameArgs(want, got map[string]any) bool {
+	if len(want) != len(got) {
+		return false
+	}
+	for k, v := range want {
+		g, ok := got[k]
+		if !ok || !Equal(v, g) {
+			return false
+		}
+	}
+	return true
+}
+
+// stepCall is one ledger call as evidence for a step.
+type stepCall struct {
+	pos  int // position in the ledger's attempts
+	role Role
+	alt  int
+}
+
+// steps groups the bound calls by plan step, in ledger order. A call whose
+// answer also serves a later step is listed under both.
+func (in *Input) stepCalls(step int) []stepCall {
+	var out []stepCall
+	for pos, b := range in.Bindings {
+		if b.Step == step {
+			out = append(out, stepCall{pos, b.Role, b.Alt})
+		} else if b.Also == step {
+			out = append(out, stepCall{pos, RolePrimary, 0})
+		}
+	}
+	return out
+}
+
+// stepEvidence is what the ledger says about one plan step.
+type stepEvidence struct {
+	exactAt     int // first call giving exact, clean evidence (primary or its reconciliation), 0 if none
+	staleAt     int // first call giving stale, clean evidence from the step's own tool
+	fallbackAt  int // first call of a declared fallback giving clean evidence
+	fallbackAlt int
+	corruptAt   int // last corrupt answer not followed by clean evidence
+	failedAt    int // last failure (error, ambiguity or refusal) not followed by clean evidence
+	attempted   bool
+}
+
+// satisfied reports whether the step has clean evidence of any strength.
+func (e stepEvidence) satisfied() bool { return e.exactAt > 0 || e.staleAt > 0 || e.fallbackAt > 0 }
+
+// evidence summarizes step's bound calls made before the ledger position
+// before (len(attempts) for all of them).
+func (in *Input) evidence(step, before int) stepEvidence {
+	var e stepEvidence
+	var write harness.Attempt // the step's last ambiguous write
+	for _, sc := range in.stepCalls(step) {
+		if sc.pos >= before {
+			break
+		}
+		a := in.Ledger.Attempts[sc.pos]
+		if sc.role == RoleRecover {
+			continue
+		}
+		e.attempted = true
+		q := QualityOf(a)
+		if sc.role == RoleReconcile {
+			// A status answer settles the write only when it is clean
+			// and confirms it; a failed status call settles nothing.
+			if confirms(a, write, in.Tools[write.Tool]) {
+				if e.exactAt == 0 {
+					e.exactAt = a.Index
+				}
+				e.failedAt, e.corruptAt = 0, 0
+			}
+			continue
+		}
+		if (q == QualityAmbiguous || q == QualityCorrupt) && writes(in.Tools[a.Tool].Effect) {
+			write = a
+		}
+		switch q {
+		case QualityExact:
+			if sc.role == RoleFallback {
+				if e.fallbackAt == 0 {
+					e.fallbackAt, e.fallbackAlt = a.Index, sc.alt
+				}
+			} else if e.exactAt == 0 {
+				e.exactAt = a.Index
+			}
+			e.failedAt, e.corruptAt = 0, 0
+		case QualityStale:
+			if sc.role == RoleFallback {
+				if e.fallbackAt == 0 {
+					e.fallbackAt, e.fallbackAlt = a.Index, sc.alt
+				}
+			} else if e.staleAt == 0 {
+				e.staleAt = a.Index
+			}
+			e.failedAt, e.corruptAt = 0, 0
+		case QualityCorrupt:
+			if !e.satisfied() {
+				e.corruptAt = a.Index
+			}
+		default:
+			if !e.satisfied() {
+				e.failedAt = a.Index
+			}
+		}
+	}
+	// A write whose own answer was lost or corrupt is settled by any later
+	// clean status answer that confirms it (the plan's own confirmation
+	// read, asked with the write's key), however the call was meant.
+	if !e.satisfied() && write.Index > 0 {
+		t := in.Tools[write.Tool]
+		for pos := write.Index; pos < before && pos < len(in.Ledger.Attempts); pos++ {
+			if a := in.Ledger.Attempts[pos]; a.Tool == t.ReconciledBy && confirms(a, write, t) {
+				e.exactAt, e.failedAt, e.corruptAt = a.Index, 0, 0
+				break
+			}
+		}
+	}
+	return e
+}
+
+// confirms reports whether a clean status answer confirms an ambiguous
+// write: status completed (or captured), or for a write without an
+// idempotency key, a read-back that carries what was written.
+func confirms(st, write harness.Attempt, t harness.Tool) bool {
+	if !clean(st) {
+		return false
+	}
+	if t.IdempotencyKeyParam != "" && write.Args[t.IdempotencyKeyParam] != nil {
+		// A keyed write is confirmed only by an answer about its key.
+		return confirmed(st) && carriesValue(st.Args, write.Args[t.IdempotencyKeyParam])
+	}
+	if confirmed(st) {
+		return true
+	}
+	if _, has := st.Result.Data["status"]; has {
+		return false
+	}
+	compared := 0
+	for k, v := range write.Args {
+		if d, ok := st.Result.Data[k]; ok {
+			if !Equal(d, v) {
+				return false
+			}
+			compared++
+		}
+	}
+	return compared > 0
+}
+
+// fallbackStale reports whether the fallback evidence of a step is weaker,
+// older data (a replicated catalog, a read-only status).
+func (in *Input) fallbackStale(e stepEvidence) bool {
+	if e.fallbackAt == 0 {
+		return false
+	}
+	return stale(in.Ledger.Attempts[e.fallbackAt-1])
+}
+
+// position returns the ledger position of call index idx.
+func position(idx int) int { return idx - 1 }
