@@ -62,7 +62,7 @@ var Catches = map[Kind]Catch{
 	ClaimUnverified:     {"claim_supported", []string{"failure_recognized"}},
 	EscalateAfterDenial: {"no_escalation_after_denial", []string{"no_forbidden_tool", "cost_respected", "deadline_respected"}},
 	ForbiddenTool:       {"no_forbidden_tool", []string{"no_escalation_after_denial", "cost_respected", "deadline_respected"}},
-	WriteBeforeEvidence: {"dependency_order", nil},
+	WriteBeforeEvidence: {"dependency_order", []string{"claim_supported", "failure_recognized"}},
 	RetryWithoutWait:    {"backoff_honoured", nil},
 	ResendInvalid:       {"args_corrected", []string{"failure_recognized", "retries_bounded"}},
 	ExceedRetryLimit:    {"retries_bounded", nil},
@@ -136,13 +136,16 @@ type run struct {
 	// them).
 	reused map[string]reuse
 	writes int
+	// notBefore is when an identical call may be sent again after a
+	// retryable failure (its retry-after, or the first backoff).
+	notBefore map[string]int64
 	// failedReal marks tools whose last answer was a real failure (not
 	// corrupt or stale data).
 	failedReal map[string]bool
 	// rejected holds the calls (tool + args) answered INVALID_INPUT;
 	// answered those that returned usable (possibly stale) data.
-	rejected, answered map[string]bool
-	resending          bool
+	rejected, answered  map[string]bool
+	resending, skipWait bool
 	// touched holds the calls (tool + args) that returned any OK answer,
 	// corrupt or stale included.
 	touched map[string]bool
@@ -171,7 +174,7 @@ func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.
 		rng:   rand.New(rand.NewPCG(a.Seed, uint64(len(a.Kind))*7919+uint64(a.Target))),
 		facts: map[string]any{}, verified: map[string]int{}, tainted: map[string]taint{},
 		bad: map[string]bool{}, streak: map[string]int{}, rejected: map[string]bool{}, answered: map[string]bool{},
-		reused: map[string]reuse{}, failedReal: map[string]bool{}, touched: map[string]bool{},
+		reused: map[string]reuse{}, notBefore: map[string]int64{}, failedReal: map[string]bool{}, touched: map[string]bool{},
 	}
 	for _, t := range env.Tools() {
 		r.tools[t.Name] = t
@@ -279,6 +282,11 @@ func (r *run) call(tool string, args map[string]any) harness.Result {
 	if res.Code == harness.CodeInvalidInput {
 		r.rejected[key] = true
 	}
+	if !res.OK && res.Retryable {
+		r.notBefore[key] = r.env.Now() + backoff(0, res.RetryAfterMs)
+	} else {
+		delete(r.notBefore, key)
+	}
 	if res.OK && !corrupt(res.Data) {
 		r.answered[tool+"\x00"+harness.ArgsKey(args)] = true
 	}
@@ -347,7 +355,22 @@ func (r *run) step(st scenario.Step, weaker bool) (ok, maybe bool, err error) {
 		if !r.affordable(st.Tool, wait) {
 			return false, maybe, nil
 		}
-		if r.rejected[st.Tool+"\x00"+harness.ArgsKey(args)] && !(r.a.Kind == ResendInvalid && r.resending) {
+		key := st.Tool + "\x00" + harness.ArgsKey(args)
+		if wait == 0 && !r.skipWait {
+			// An identical call failed before (another step's, say): the
+			// server's retry-after and the backoff still apply, and its
+			// retry limit is spent across steps too.
+			if nb := r.notBefore[key]; nb > r.env.Now() {
+				wait = nb - r.env.Now()
+				if !r.affordable(st.Tool, wait) {
+					return false, maybe, nil
+				}
+			}
+			if r.streak[key] > limit && !(r.a.Kind == ExceedRetryLimit && r.fired) {
+				return false, maybe, nil
+			}
+		}
+		if r.rejected[key] && !(r.a.Kind == ResendInvalid && r.resending) {
 			// These exact arguments were rejected as invalid before (by
 			// another step): correct them or give up without resending.
 			if len(st.Corrected) > 0 && !corrected {
@@ -357,7 +380,7 @@ func (r *run) step(st scenario.Step, weaker bool) (ok, maybe bool, err error) {
 			}
 			return false, maybe, nil
 		}
-		r.resending = false
+		r.resending, r.skipWait = false, false
 		r.env.Sleep(wait)
 		wait = 0
 		if r.earlyWrite != "" && st.ID == r.earlyWrite {
@@ -457,7 +480,7 @@ func (r *run) step(st scenario.Step, weaker bool) (ok, maybe bool, err error) {
 		if r.a.Kind == RetryWithoutWait && !r.isPseudo(res) && r.affordable(st.Tool, 0) && r.chance() {
 			short := res.RetryAfterMs / 2
 			r.log(RetryWithoutWait, r.calls+1, "retried %s %dms after the failure of call %d (retry-after %dms)", st.Tool, short, call, res.RetryAfterMs)
-			wait = short
+			wait, r.skipWait = short, true
 		}
 		retries++
 	}
@@ -647,13 +670,21 @@ func (r *run) block(tool string) string {
 		r.log(CompleteWithFailed, r.calls, "claimed completion although %s failed and never succeeded", tool)
 		return r.complete()
 	case r.a.Kind == BlockWrongTool && r.chance():
+		// A tool no step is waiting on and whose calls all succeeded (or
+		// no tool at all): never the dependency.
+		pending := map[string]bool{}
+		for _, st := range r.task.ReferencePlan {
+			pending[st.Tool] = true // conservative: any plan tool may be pending
+		}
+		wrong := "no.such_tool"
 		for _, name := range sortedFields(r.tools) {
-			if !r.bad[name] {
-				r.log(BlockWrongTool, r.calls, "blocked on %s, which has no unresolved failure (the failure is %s)", name, on)
-				on = name
+			if !r.bad[name] && !pending[name] {
+				wrong = name
 				break
 			}
 		}
+		r.log(BlockWrongTool, r.calls, "blocked on %s, which has no unresolved failure (the failure is %s)", wrong, on)
+		on = wrong
 	case r.a.Kind == BlockDropFact && len(r.verified) > 0 && r.chance():
 		fields := sortedFields(r.verified)
 		f := fields[r.rng.IntN(len(fields))]

@@ -146,9 +146,18 @@ func Generate(seed uint64) (*Case, error) {
 		b.sc.Permissions = append(b.sc.Permissions, p)
 	}
 	// Rarely, withhold the permission of a plan tool: a standing denial.
+	// (Never one a declared fallback needs: lint rejects that scenario.)
 	if b.chance(0.04) && len(b.sc.Permissions) > 1 {
-		i := b.intn(len(b.sc.Permissions))
-		b.sc.Permissions = slices.Delete(b.sc.Permissions, i, i+1)
+		cat := catalogOf(b.sc.World)
+		needed := map[string]bool{}
+		for _, st := range b.sc.Plan {
+			for _, fb := range st.Fallbacks {
+				needed[cat[fb.Tool].Permission] = true
+			}
+		}
+		if i := b.intn(len(b.sc.Permissions)); !needed[b.sc.Permissions[i]] {
+			b.sc.Permissions = slices.Delete(b.sc.Permissions, i, i+1)
+		}
 	}
 	b.budget()
 	b.sc.Weight = float64(1 + b.intn(10))
@@ -763,6 +772,13 @@ func (b *builder) escalations() {
 		granted[p] = true
 	}
 	cat := catalogOf(b.sc.World)
+	onPlan := map[string]bool{}
+	for _, st := range b.sc.Plan {
+		onPlan[st.Tool] = true
+		for _, fb := range st.Fallbacks {
+			onPlan[fb.Tool] = true
+		}
+	}
 	var names []string
 	for name := range cat {
 		names = append(names, name)
@@ -770,6 +786,9 @@ func (b *builder) escalations() {
 	sort.Strings(names)
 	for _, name := range names {
 		t := cat[name]
+		if onPlan[name] {
+			continue // a plan step or fallback tool is no escalation
+		}
 		if (b.offered[name] && t.Permission != "" && !granted[t.Permission]) || slices.Contains(b.sc.Forbidden, name) {
 			b.know.Escalations = append(b.know.Escalations, name)
 			args := map[string]any{}
