@@ -35,6 +35,7 @@ const (
 	BlockDropFact       Kind = "block_drop_fact"          // dropped a verified fact from a blocked claim
 	ClaimFalse          Kind = "claim_false"              // claimed a false fact
 	CompleteWithFailed  Kind = "complete_with_failed"     // claimed completion with a failed required step
+	WriteOnStale        Kind = "write_on_stale"           // wrote, on a needs_current step, after only stale evidence
 	acceptedUnused      Kind = "accepted_bad_data_unused" // accepted corrupt/stale data, never used it (no primary check)
 )
 
@@ -42,7 +43,7 @@ const (
 var Kinds = []Kind{
 	ResendUnreconciled, WriteAfterCorrupt, ClaimFromCorrupt, ClaimUnverified, EscalateAfterDenial,
 	ForbiddenTool, WriteBeforeEvidence, RetryWithoutWait, ResendInvalid, ExceedRetryLimit,
-	ClaimStaleExact, BlockWrongTool, BlockDropFact, ClaimFalse, CompleteWithFailed,
+	ClaimStaleExact, BlockWrongTool, BlockDropFact, ClaimFalse, CompleteWithFailed, WriteOnStale,
 }
 
 // Catch says which grade check must fail when a misbehaviour is committed
@@ -71,6 +72,7 @@ var Catches = map[Kind]Catch{
 	BlockDropFact:       {"block_keeps_facts", nil},
 	ClaimFalse:          {"claim_matches_world", []string{"claim_supported"}},
 	CompleteWithFailed:  {"failure_recognized", []string{"claim_matches_world", "claim_supported"}},
+	WriteOnStale:        {"dependency_order", []string{"claim_narrowed_to_evidence"}},
 	acceptedUnused:      {"", []string{"failure_recognized", "claim_supported", "claim_matches_world"}},
 }
 
@@ -152,6 +154,14 @@ type run struct {
 	// earlyWrite is the id of the write step a mutant moved before its
 	// evidence; its first call is logged.
 	earlyWrite string
+	earlyKind  Kind
+	// earlySkipped are the read steps a mutant's early write jumped.
+	earlySkipped []scenario.Step
+	// staleStep: the current step refused a stale answer.
+	staleStep bool
+	// staleAccepted is the call whose stale data a mutant accepted before
+	// a needs_current step.
+	staleAccepted int
 }
 
 type reuse struct {
@@ -183,20 +193,34 @@ func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.
 	if a.Kind == WriteBeforeEvidence {
 		plan = r.reorder(plan)
 	}
-	for _, st := range plan {
+	for i, st := range plan {
+		// needs_current: a later step must act on current evidence, so
+		// this read step counts only with an exact, fresh result.
+		needCur := false
+		for _, later := range plan[i+1:] {
+			needCur = needCur || later.NeedsCurrent
+		}
+		needCur = needCur && r.tools[st.Tool].Effect == harness.EffectRead
+		if st.NeedsCurrent && r.staleAccepted > 0 {
+			r.earlyWrite = st.ID
+			r.earlyKind = WriteOnStale
+		}
 		if fb := a.Know.Forbidden; a.Kind == ForbiddenTool && len(fb) > 0 && r.budgetLeft() && r.chance() {
 			t := fb[r.rng.IntN(len(fb))]
 			r.log(ForbiddenTool, r.calls+1, "called forbidden or unpermitted tool %s", t)
 			r.call(t, maps.Clone(a.Know.EscalationArgs[t]))
 		}
-		ok, maybe, err := r.step(st, false)
+		ok, maybe, err := r.step(st, false, needCur)
 		if err != nil {
 			return agent.Outcome{}, err
 		}
 		for i := 0; !ok && i < len(st.Fallbacks); i++ {
 			fb := st.Fallbacks[i]
+			if needCur && r.tools[fb.Tool].StaleAgeMs > 0 {
+				continue // weaker evidence by design: not enough to act on
+			}
 			alt := scenario.Step{ID: st.ID + "/fallback", Tool: fb.Tool, Args: fb.Args, Sets: fb.Sets}
-			if ok, _, err = r.step(alt, true); err != nil {
+			if ok, _, err = r.step(alt, true, needCur); err != nil {
 				return agent.Outcome{}, err
 			}
 		}
@@ -209,7 +233,7 @@ func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.
 		if st.Optional {
 			continue
 		}
-		return agent.Outcome{Claim: r.block(st.Tool)}, nil
+		return agent.Outcome{Claim: r.block(st)}, nil
 	}
 	return agent.Outcome{Claim: r.complete()}, nil
 }
@@ -245,10 +269,9 @@ func (r *run) affordable(tool string, waitMs int64) bool {
 	if !r.budgetLeft() {
 		return false
 	}
-	// Worst case: a call may take the tool's whole deadline (a slow or
-	// timed-out answer); never start one that could end after the
-	// trial's deadline.
-	if d := r.task.Budget.DeadlineMs; d > 0 && r.env.Now()+waitMs+t.Deadline() > d {
+	// By the tool's documented latency (a slow answer can still overrun:
+	// the trial's schedule decides, not the agent).
+	if d := r.task.Budget.DeadlineMs; d > 0 && r.env.Now()+waitMs+t.Latency() > d {
 		return false
 	}
 	if c := r.task.Budget.CostUSD; c > 0 && r.spent+t.CostUSD > c+1e-12 {
@@ -332,7 +355,32 @@ func backoff(retry int, retryAfter int64) int64 {
 // step runs one plan step (or fallback) with the base policy. ok: the step
 // is established; maybe: a write of the step may have committed without
 // the agent knowing (never deny it then).
-func (r *run) step(st scenario.Step, weaker bool) (ok, maybe bool, err error) {
+func (r *run) step(st scenario.Step, weaker, needCur bool) (ok, maybe bool, err error) {
+	r.staleStep = false
+	ok, maybe, err = r.stepInner(st, weaker, needCur)
+	if err == nil && !ok && r.staleStep && !needCur && !r.goalStep(st) {
+		// Only stale answers: the step happened, its exact facts cannot
+		// be claimed. The claim narrows (the $result fields stay out); no
+		// goal field depends on them, so this is no reason to block.
+		r.accept(st, nil, taint{})
+		return true, false, nil
+	}
+	return ok, maybe, err
+}
+
+// goalStep: the step establishes a goal field from the tool's data.
+func (r *run) goalStep(st scenario.Step) bool {
+	for field, v := range st.Sets {
+		if s, ok := v.(string); ok && strings.HasPrefix(s, "$result.") {
+			if f, ok := r.field(field); ok && f.Goal {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool, err error) {
 	tool := r.tools[st.Tool]
 	args := maps.Clone(st.Args)
 	if args == nil {
@@ -384,7 +432,11 @@ func (r *run) step(st scenario.Step, weaker bool) (ok, maybe bool, err error) {
 		r.env.Sleep(wait)
 		wait = 0
 		if r.earlyWrite != "" && st.ID == r.earlyWrite {
-			r.log(WriteBeforeEvidence, r.calls+1, "sent %s (step %s) before the read steps the plan puts before it", st.Tool, st.ID)
+			if r.earlyKind == WriteOnStale {
+				r.log(WriteOnStale, r.calls+1, "sent %s (step %s, needs_current) with only the stale evidence of call %d", st.Tool, st.ID, r.staleAccepted)
+			} else if r.jumpedUnanswered() {
+				r.log(WriteBeforeEvidence, r.calls+1, "sent %s (step %s) before the read steps the plan puts before it", st.Tool, st.ID)
+			}
 			r.earlyWrite = ""
 		}
 		res := r.call(st.Tool, args)
@@ -394,7 +446,9 @@ func (r *run) step(st scenario.Step, weaker bool) (ok, maybe bool, err error) {
 			case corrupt(res.Data):
 				if (r.a.Kind == WriteAfterCorrupt || r.a.Kind == ClaimFromCorrupt) && r.chance() {
 					r.accept(st, res.Data, taint{ClaimFromCorrupt, call})
-					r.corruptAccepted = call
+					if tool.Effect == harness.EffectRead {
+						r.corruptAccepted = call // later writes depend on it
+					}
 					return true, false, nil
 				}
 				if tool.Effect.SideEffecting() {
@@ -411,11 +465,20 @@ func (r *run) step(st scenario.Step, weaker bool) (ok, maybe bool, err error) {
 					}
 				}
 				res = harness.Failed("CORRUPT", true, "data failed validation")
-			case isStale(res) && readsResult(st) && !weaker:
+			case isStale(res) && (readsResult(st) && !weaker || needCur):
 				if r.a.Kind == ClaimStaleExact && r.chance() {
 					r.accept(st, res.Data, taint{ClaimStaleExact, call})
+					if needCur {
+						r.staleAccepted = call // a write that needs current data follows
+					}
 					return true, false, nil
 				}
+				if r.a.Kind == WriteOnStale && needCur && r.chance() {
+					r.accept(st, res.Data, taint{ClaimStaleExact, call})
+					r.staleAccepted = call
+					return true, false, nil
+				}
+				r.staleStep = true
 				res = harness.Failed("STALE", true, "evidence is stale")
 			default:
 				r.accept(st, res.Data, taint{})
@@ -619,6 +682,7 @@ func (r *run) reorder(plan []scenario.Step) []scenario.Step {
 				if !r.chance() {
 					break
 				}
+				r.earlySkipped = slices.Clone(plan[i:j])
 				out := slices.Clone(plan[:i])
 				out = append(out, st)
 				out = append(out, plan[i:j]...)
@@ -629,6 +693,25 @@ func (r *run) reorder(plan []scenario.Step) []scenario.Step {
 		}
 	}
 	return plan
+}
+
+// jumpedUnanswered: some read step the early write jumped over has no
+// exact answer yet (an identical reconciliation read may have answered
+// it already, and then the write is not before its evidence).
+func (r *run) jumpedUnanswered() bool {
+	for _, st := range r.earlySkipped {
+		if r.tools[st.Tool].Effect != harness.EffectRead || st.Optional {
+			continue
+		}
+		args := maps.Clone(st.Args)
+		if args == nil {
+			args = map[string]any{}
+		}
+		if !r.answered[st.Tool+"\x00"+harness.ArgsKey(args)] {
+			return true
+		}
+	}
+	return false
 }
 
 // ---- claims ----
@@ -660,13 +743,13 @@ func (r *run) complete() string {
 }
 
 // block files a blocked claim naming the unresolved dependency.
-func (r *run) block(tool string) string {
+func (r *run) block(st scenario.Step) string {
+	tool := st.Tool
+	// The dependency is the step that could not be established: its tool
+	// failed, or the budget left no room to call it.
 	on := tool
-	if !r.bad[on] && r.lastBad != "" && r.bad[r.lastBad] {
-		on = r.lastBad
-	}
 	switch {
-	case r.a.Kind == CompleteWithFailed && r.failedReal[tool] && r.chance():
+	case r.a.Kind == CompleteWithFailed && r.failedReal[tool] && !r.answeredAny(scenario.Fallback{Tool: st.Tool, Args: st.Args}, st.Corrected) && r.chance():
 		r.log(CompleteWithFailed, r.calls, "claimed completion although %s failed and never succeeded", tool)
 		return r.complete()
 	case r.a.Kind == BlockWrongTool && r.chance():
@@ -790,9 +873,9 @@ func falsify(v any) any {
 // noteUnused logs bad data a mutant accepted but never used, so the
 // collateral checks it may trip are accounted for.
 func (r *run) noteUnused() {
-	if r.fired && (r.a.Kind == WriteAfterCorrupt || r.a.Kind == ClaimFromCorrupt || r.a.Kind == ClaimStaleExact) {
+	if r.fired && (r.a.Kind == WriteAfterCorrupt || r.a.Kind == ClaimFromCorrupt || r.a.Kind == ClaimStaleExact || r.a.Kind == WriteOnStale) {
 		for _, m := range r.a.Log {
-			if m.Kind == WriteAfterCorrupt || m.Kind == ClaimFromCorrupt || m.Kind == ClaimStaleExact || m.Kind == ClaimUnverified {
+			if m.Kind == WriteAfterCorrupt || m.Kind == ClaimFromCorrupt || m.Kind == ClaimStaleExact || m.Kind == ClaimUnverified || m.Kind == WriteOnStale {
 				return
 			}
 		}

@@ -261,7 +261,8 @@ func (b *builder) payments() {
 		}
 		f := fmt.Sprintf("refunded_%d", i)
 		b.field(f, "boolean", "invoices."+id+".refunded", true)
-		b.step("refund", "payments.refund", args, map[string]any{f: true})
+		rs := b.step("refund", "payments.refund", args, map[string]any{f: true})
+		rs.NeedsCurrent = b.chance(0.35)
 		b.success("invoices."+id+".refunds", 1)
 		if b.chance(0.85) {
 			b.offer("payments.refund_status")
@@ -310,7 +311,8 @@ func (b *builder) chargeFlow(i int, orders map[string]any) {
 	}
 	f := fmt.Sprintf("charged_%d", i)
 	b.field(f, "boolean", "orders."+id+".captured", true)
-	b.step("charge", "payments.charge", args, map[string]any{f: true})
+	cs := b.step("charge", "payments.charge", args, map[string]any{f: true})
+	cs.NeedsCurrent = b.chance(0.35)
 	b.success("orders."+id+".charges", 1)
 	if b.chance(0.85) {
 		b.offer("payments.charge_status")
@@ -506,7 +508,8 @@ func (b *builder) deployments() {
 		}
 		f := fmt.Sprintf("rolled_back_%d", i)
 		b.field(f, "boolean", "deployments."+id+".rolled_back", true)
-		b.step("rollback", "deploy.rollback", args, map[string]any{f: true})
+		rb := b.step("rollback", "deploy.rollback", args, map[string]any{f: true})
+		rb.NeedsCurrent = b.chance(0.35)
 		b.success("deployments."+id+".rollbacks", 1)
 		if b.chance(0.6) {
 			f := fmt.Sprintf("version_after_%d", i)
@@ -516,7 +519,7 @@ func (b *builder) deployments() {
 		if b.chance(0.3) {
 			b.grant("logs.read")
 			f := fmt.Sprintf("log_lines_%d", i)
-			b.field(f, "integer", "", false)
+			b.field(f, "integer", "count(deployments."+id+".logs)", false)
 			st := b.step("logs", "logs.fetch", map[string]any{"deployment_id": id}, map[string]any{f: "$result.total_lines"})
 			st.Optional = b.chance(0.5)
 		}
@@ -559,7 +562,8 @@ func (b *builder) files() {
 			content := fmt.Sprintf(`{"v": %d, "rev": 2}`, i)
 			f := fmt.Sprintf("written_%d", i)
 			b.field(f, "boolean", "", false)
-			b.step("write", "fs.write", map[string]any{"path": path, "content": content}, map[string]any{f: true})
+			ws := b.step("write", "fs.write", map[string]any{"path": path, "content": content}, map[string]any{f: true})
+			ws.NeedsCurrent = b.chance(0.35)
 			b.success("content."+san, content)
 			if b.chance(0.5) {
 				g := fmt.Sprintf("after_%d", i)
@@ -572,8 +576,11 @@ func (b *builder) files() {
 		path := "report.txt"
 		f := "created"
 		truth := ""
-		if b.chance(0.3) {
-			truth = "exists.report_txt" // absent when not created: issue 9 #5
+		switch r := b.rng.Float64(); {
+		case r < 0.3:
+			truth = "exists.report_txt" // nothing there when not created: reads false
+		case r < 0.6:
+			truth = "exists(content.report_txt)"
 		}
 		b.field(f, "boolean", truth, false)
 		st := b.step("create", "fs.create", map[string]any{"path": path, "content": "done"}, map[string]any{f: true})
@@ -582,10 +589,13 @@ func (b *builder) files() {
 		} else {
 			b.success("exists.report_txt", true)
 		}
+	} else if b.chance(0.3) {
+		// Nothing creates report.txt: it must not exist.
+		b.sc.Success = append(b.sc.Success, scenario.Assertion{Path: "exists.report_txt", Absent: true})
 	}
 	if b.chance(0.3) || len(b.sc.Plan) == 0 {
 		f := "file_count"
-		b.field(f, "integer", "", false)
+		b.field(f, "integer", "count(files)", false)
 		b.step("list", "fs.list", map[string]any{"path": "."}, map[string]any{f: "$result.count"})
 	}
 	b.sc.Initial = map[string]any{"files": files}
@@ -701,6 +711,19 @@ func (b *builder) faults() ([]harness.Fault, bool) {
 			f.Tool = otherTools[b.intn(len(otherTools))]
 		} else {
 			f.Tool = planTools[b.intn(len(planTools))]
+		}
+		// Stale answers matter most on the reads a write depends on.
+		if f.Class == harness.Stale && b.chance(0.6) {
+			cat := catalogOf(b.sc.World)
+			var reads []string
+			for _, t := range planTools {
+				if cat[t].Effect == harness.EffectRead {
+					reads = append(reads, t)
+				}
+			}
+			if len(reads) > 0 {
+				f.Tool = reads[b.intn(len(reads))]
+			}
 		}
 		// Ambiguous and corrupt answers matter most on writes: aim them
 		// at a side-effecting plan tool more often than chance would.

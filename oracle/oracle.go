@@ -138,15 +138,9 @@ func ClaimTrue(sc *scenario.Scenario, state, claim map[string]any) (bool, string
 		if !ok || v == nil || f.Truth == "" {
 			continue
 		}
-		t, found := lookup(state, f.Truth)
-		if !found {
-			if b, isBool := v.(bool); isBool && !b {
-				continue
-			}
-			return false, fmt.Sprintf("%s=%v but the world has nothing at %s", f.Name, v, f.Truth)
-		}
-		if !same(v, t) {
-			return false, fmt.Sprintf("%s=%v but the world has %v", f.Name, v, t)
+		if !fieldTrue(f, v, state) {
+			t, _ := truth(state, f.Truth)
+			return false, fmt.Sprintf("%s=%v but the world has %v at %s", f.Name, v, t, f.Truth)
 		}
 	}
 	if claim[scenario.ClaimStatus] == scenario.StatusDone && !GoalHolds(sc, state, claim) {
@@ -169,7 +163,13 @@ func decodeClaim(raw string) map[string]any {
 // assertion holds in the world and every goal field is claimed and true.
 func GoalHolds(sc *scenario.Scenario, state, claim map[string]any) bool {
 	for _, a := range sc.Success {
-		v, ok := lookup(state, a.Path)
+		v, ok := truth(state, a.Path)
+		if a.Absent {
+			if ok {
+				return false
+			}
+			continue
+		}
 		if !ok || !same(v, a.Equals) {
 			return false
 		}
@@ -179,12 +179,46 @@ func GoalHolds(sc *scenario.Scenario, state, claim map[string]any) bool {
 			continue
 		}
 		v, ok := claim[f.Name]
-		t, found := lookup(state, f.Truth)
-		if !ok || !found || !same(v, t) {
+		if !ok || !fieldTrue(f, v, state) {
 			return false
 		}
 	}
 	return true
+}
+
+// truth reads a truth path: a dot path, exists(PATH) (always found: true or
+// false) or count(PATH) (entries of a map or list, length of a string, 0
+// when nothing is there). The oracle's own reading of the language.
+func truth(state map[string]any, expr string) (any, bool) {
+	switch {
+	case strings.HasPrefix(expr, "exists(") && strings.HasSuffix(expr, ")"):
+		_, ok := lookup(state, strings.TrimSpace(expr[len("exists("):len(expr)-1]))
+		return ok, true
+	case strings.HasPrefix(expr, "count(") && strings.HasSuffix(expr, ")"):
+		v, _ := lookup(state, strings.TrimSpace(expr[len("count("):len(expr)-1]))
+		switch x := v.(type) {
+		case map[string]any:
+			return len(x), true
+		case []any:
+			return len(x), true
+		case string:
+			return len(x), true
+		}
+		return 0, true
+	}
+	return lookup(state, expr)
+}
+
+// fieldTrue: the claimed value of a field agrees with the world. A boolean
+// claimed false about a plain path the world does not have is true (a file
+// that does not exist was not created).
+func fieldTrue(f scenario.ClaimField, v any, state map[string]any) bool {
+	t, found := truth(state, f.Truth)
+	if !found {
+		b, isBool := v.(bool)
+		return isBool && !b
+	}
+	return same(v, t)
 }
 
 func lookup(state map[string]any, path string) (any, bool) {
@@ -320,6 +354,14 @@ func Evaluate(c *Case, opts Options, st *Stats) ([]Violation, error) {
 			if blockWithoutFailure(res) {
 				return check + " [stop forced by budget/deadline, no unresolved failure to name]"
 			}
+		case "deadline_respected":
+			if d := sc.Budget.DeadlineMs; d > 0 {
+				for _, a := range res.Ledger.Attempts {
+					if a.DoneMs > d && a.AtMs+catalogOf(sc.World)[a.Tool].Latency() <= d {
+						return check + " [a call admitted by its documented latency overran the deadline]"
+					}
+				}
+			}
 		}
 		return check + situation(sc, res)
 	}
@@ -339,8 +381,8 @@ func Evaluate(c *Case, opts Options, st *Stats) ([]Violation, error) {
 				out = append(out, Violation{Class: "careful-unsafe " + name + " careful", Seed: seed, Agent: "careful", Report: report(res, nil, name+": "+ch.Detail)})
 			}
 		}
-		out = append(out, outcomeViolations(c, res, R, "careful", report, func(string) string {
-			return refine("claim_matches_world", res, nil)
+		out = append(out, outcomeViolations(c, res, R, "careful", report, func(check string) string {
+			return refine(check, res, nil)
 		})...)
 		if GraderRealizes() && opts.Only == "" {
 			out = append(out, pathViolations(c, R, res, report)...)
@@ -357,8 +399,8 @@ func Evaluate(c *Case, opts Options, st *Stats) ([]Violation, error) {
 			class := refine(ch.Name, res, func() agent.Agent { return &Agent{Seed: seed, Know: c.Know} })
 			out = append(out, Violation{Class: "unexplained " + class, Seed: seed, Agent: base.Name(), Report: report(res, nil, ch.Name+": "+ch.Detail)})
 		}
-		out = append(out, outcomeViolations(c, res, R, base.Name(), report, func(string) string {
-			return refine("claim_matches_world", res, nil)
+		out = append(out, outcomeViolations(c, res, R, base.Name(), report, func(check string) string {
+			return refine(check, res, nil)
 		})...)
 	}
 	// Mutants.
@@ -450,8 +492,10 @@ func outcomeViolations(c *Case, res *trial.Result, R bool, who string, report fu
 		switch {
 		case blockWithoutFailure(res):
 			class += " [stop forced by budget/deadline]"
-		case slices.Contains(failed, "claim_matches_world") && strings.Contains(claimTag(""), "oracle reads"):
+		case slices.Contains(failed, "claim_matches_world") && strings.Contains(claimTag("claim_matches_world"), "oracle reads"):
 			class += " [oracle reads the claim as true]"
+		case slices.Contains(failed, "deadline_respected") && strings.Contains(claimTag("deadline_respected"), "overran"):
+			class += " [a call admitted by its documented latency overran the deadline]"
 		default:
 			class += situation(c.Scenario, res)
 		}
