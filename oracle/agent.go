@@ -312,6 +312,9 @@ func (r *run) call(tool string, args map[string]any) harness.Result {
 	}
 	if res.OK && !corrupt(res.Data) {
 		r.answered[tool+"\x00"+harness.ArgsKey(args)] = true
+		if k, ok := args["idempotency_key"].(string); ok {
+			r.answered[tool+"\x00key:"+k] = true // a status read answers by key
+		}
 	}
 	if !res.OK || corrupt(res.Data) || isStale(res) {
 		r.bad[tool] = true
@@ -446,8 +449,8 @@ func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool,
 			case corrupt(res.Data):
 				if (r.a.Kind == WriteAfterCorrupt || r.a.Kind == ClaimFromCorrupt) && r.chance() {
 					r.accept(st, res.Data, taint{ClaimFromCorrupt, call})
-					if tool.Effect == harness.EffectRead {
-						r.corruptAccepted = call // later writes depend on it
+					if !st.Optional {
+						r.corruptAccepted = call // later writes depend on a required step
 					}
 					return true, false, nil
 				}
@@ -468,12 +471,12 @@ func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool,
 			case isStale(res) && (readsResult(st) && !weaker || needCur):
 				if r.a.Kind == ClaimStaleExact && r.chance() {
 					r.accept(st, res.Data, taint{ClaimStaleExact, call})
-					if needCur {
+					if needCur && !st.Optional {
 						r.staleAccepted = call // a write that needs current data follows
 					}
 					return true, false, nil
 				}
-				if r.a.Kind == WriteOnStale && needCur && r.chance() {
+				if r.a.Kind == WriteOnStale && needCur && !st.Optional && r.chance() {
 					r.accept(st, res.Data, taint{ClaimStaleExact, call})
 					r.staleAccepted = call
 					return true, false, nil
@@ -707,7 +710,8 @@ func (r *run) jumpedUnanswered() bool {
 		if args == nil {
 			args = map[string]any{}
 		}
-		if !r.answered[st.Tool+"\x00"+harness.ArgsKey(args)] {
+		k, _ := args["idempotency_key"].(string)
+		if !r.answered[st.Tool+"\x00"+harness.ArgsKey(args)] && (k == "" || !r.answered[st.Tool+"\x00key:"+k]) {
 			return true
 		}
 	}

@@ -384,7 +384,7 @@ func Evaluate(c *Case, opts Options, st *Stats) ([]Violation, error) {
 		out = append(out, outcomeViolations(c, res, R, "careful", report, func(check string) string {
 			return refine(check, res, nil)
 		})...)
-		if GraderRealizes() && opts.Only == "" {
+		if GraderRealizes() && (opts.Only == "" || opts.Only == "careful") {
 			out = append(out, pathViolations(c, R, res, report)...)
 		}
 	}
@@ -571,6 +571,9 @@ func situation(sc *scenario.Scenario, res *trial.Result) string {
 	if corruptWrite(res) {
 		return " [corrupt answer from a write]"
 	}
+	if staleOnly(res) {
+		return " [a step answered only stale data]"
+	}
 	if withheld(sc) {
 		return " [plan tool lacks its permission]"
 	}
@@ -597,6 +600,31 @@ func keylessReadBack(res *trial.Result) bool {
 func corruptWrite(res *trial.Result) bool {
 	for _, a := range res.Ledger.Attempts {
 		if a.Corrupt && a.Effect != harness.EffectRead {
+			return true
+		}
+	}
+	return false
+}
+
+// staleOnly: some (tool, arguments) was answered only with stale data.
+func staleOnly(res *trial.Result) bool {
+	if res == nil {
+		return false
+	}
+	stale, exact := map[string]bool{}, map[string]bool{}
+	for _, a := range res.Ledger.Attempts {
+		if !a.Result.OK || a.Corrupt {
+			continue
+		}
+		k := a.Tool + "\x00" + a.ArgsKey
+		if a.Result.Evidence != nil && a.Result.Evidence.Strength == "stale" {
+			stale[k] = true
+		} else {
+			exact[k] = true
+		}
+	}
+	for k := range stale {
+		if !exact[k] {
 			return true
 		}
 	}
@@ -743,7 +771,7 @@ func Minimize(c *Case, v Violation) Violation {
 			return Violation{}, false
 		}
 		for _, x := range vs {
-			if x.Class == v.Class && x.Agent == v.Agent {
+			if stripTag(x.Class) == stripTag(v.Class) && x.Agent == v.Agent {
 				return x, true
 			}
 		}
@@ -803,6 +831,19 @@ func cloneCase(c *Case) *Case {
 	out.Scenario = sc
 	out.LintProbe = nil
 	return &out
+}
+
+// stripTag drops a class's bracketed situation tag.
+func stripTag(class string) string {
+	i := strings.Index(class, " [")
+	if i < 0 {
+		return class
+	}
+	out := class[:i]
+	if j := strings.LastIndex(class, "]"); j > i {
+		out += class[j+1:]
+	}
+	return out
 }
 
 // Classes groups violations by class, sorted by count.
