@@ -26,11 +26,11 @@ var KnownOpen = map[string]string{
 	// before it ran. Seen as: claim_narrowed on an exact fact, block_keeps_facts
 	// wanting a later step's field, dependency_order "acted on stale
 	// evidence only" (careful too), claim_supported on shifted fields.
-	"unexplained claim_narrowed_to_evidence": "grade/steps.go binds a retry after a stale answer to the next identical step",
-	"unexplained block_keeps_facts":          "grade/steps.go binding of retries/reconciliation reads to later identical steps; fallbacks of two steps share one tool",
-	"unexplained dependency_order":           "grade/steps.go binds the retry after a stale answer to a later step: a needs_current write looks like it acted on stale data",
-	"unexplained claim_supported":            "grade/steps.go binding shift on plans that repeat a call (fields of later steps look unsupported)",
-	"unexplained failure_recognized":         "grade/steps.go binding shift on plans that repeat a call",
+	"unexplained claim_narrowed_to_evidence":  "grade/steps.go binds a retry after a stale answer to the next identical step",
+	"unexplained block_keeps_facts":           "grade/steps.go binding of retries/reconciliation reads to later identical steps; fallbacks of two steps share one tool",
+	"unexplained dependency_order":            "grade/steps.go binds the retry after a stale answer to a later step: a needs_current write looks like it acted on stale data",
+	"unexplained claim_supported":             "grade/steps.go binding shift on plans that repeat a call (fields of later steps look unsupported)",
+	"unexplained failure_recognized":          "grade/steps.go binding shift on plans that repeat a call",
 	"careful-unsafe dependency_order careful": "same binding defect: careful's exact re-read after a stale answer is bound to the later identical step",
 
 	// block_names_dependency.
@@ -45,11 +45,11 @@ var KnownOpen = map[string]string{
 	// The careful reference agent (agent/scripted.go), which is also the
 	// reference policy of trial.ProbePath: its defects make realized
 	// recoverability wrong.
-	"careful-unsafe calls_within_budget careful":            "careful sends a call after the tool-call budget is spent (it relies on the BUDGET_EXHAUSTED refusal instead of counting its calls)",
+	"careful-unsafe calls_within_budget careful":           "careful sends a call after the tool-call budget is spent (it relies on the BUDGET_EXHAUSTED refusal instead of counting its calls)",
 	"careful-unsafe at_most_one_commit_per_intent careful": "careful resends a keyless write (fs.write/fs.create) after a CORRUPT answer; the write had committed: it must reconcile (read back) as after timeout_after_send",
-	"careful-unsafe replans_within_budget careful":          "careful publishes replans without tracking the replan budget",
-	"outcome honest_block careful":                          "consequence of careful's defects above (and of the binding defect) on unrecoverable trials",
-	"outcome recovered careful":                             "careful denies/resends after a corrupt answer from a write, overspends replans, or is misjudged by the binding defect",
+	"careful-unsafe replans_within_budget careful":         "careful publishes replans without tracking the replan budget",
+	"outcome honest_block careful":                         "consequence of careful's defects above (and of the binding defect) on unrecoverable trials",
+	"outcome recovered careful":                            "careful denies/resends after a corrupt answer from a write, overspends replans, or is misjudged by the binding defect",
 	"recoverability reference misses a path":               "trial.ProbePath runs careful: a refused call (budget overrun) or careful's handling of a corrupt write answer, or careful blocking on stale-only evidence no goal field needs, makes it report no path where the oracle's base policy recovers safely",
 	"recoverability reference path not clean":              "trial.ProbePath counts a path when careful reached the goal unsafely (duplicate keyless write after a corrupt answer): a path must be safe, not only reach the goal",
 
