@@ -134,8 +134,9 @@ func (c *claim) json() string {
 	return string(b)
 }
 
-// needsResult reports whether the step's claim fields read the tool's data,
-// and whether data carries them all (corrupt output lacks them).
+// hasResultFields reports whether data is usable for the step: it passes
+// validation (corrupt output is malformed or fails its checksum) and
+// carries every field the step's claim reads from the tool's data.
 func hasResultFields(step scenario.Step, data map[string]any) bool {
 	if _, bad := data["parse_error"]; bad {
 		return false

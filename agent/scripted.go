@@ -49,6 +49,9 @@ type careful struct {
 	spent *float64
 	// answers are the clean status answers of reconciliations so far.
 	answers *[]answer
+	// down holds the tools that answered a standing failure (unavailable,
+	// forbidden, unauthorized): calling them again changes nothing.
+	down map[string]bool
 }
 
 // affordable reports whether a call of t fits the remaining deadline (by its
@@ -78,6 +81,7 @@ func (a careful) Name() string {
 func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 	a.spent = new(float64)
 	a.answers = new([]answer)
+	a.down = map[string]bool{}
 	tools := map[string]harness.Tool{}
 	for _, t := range env.Tools() {
 		tools[t.Name] = t
@@ -105,7 +109,7 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 				continue // replicated data cannot back a step that needs current data
 			}
 			alt := scenario.Step{ID: step.ID + "/fallback", Tool: fb.Tool, Args: fb.Args, Sets: fb.Sets}
-			env.Replan(fmt.Sprintf("%s failed; fall back to %s", step.Tool, fb.Tool))
+			env.Replan(fmt.Sprintf("step %s: %s failed; fall back to %s", step.ID, step.Tool, fb.Tool))
 			if done, _, err = a.step(ctx, env, tools, task, alt, c, true, current); err != nil {
 				return Outcome{}, err
 			}
@@ -119,6 +123,14 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 		return Outcome{Claim: c.blocked(blockedOn)}, nil
 	}
 	return Outcome{Claim: c.completed()}, nil
+}
+
+// noteStanding remembers a tool that answered a standing failure.
+func (a careful) noteStanding(tool string, r harness.Result) {
+	switch r.Code {
+	case harness.CodeToolUnavailable, harness.CodeForbidden, harness.CodeUnauthorized:
+		a.down[tool] = true
+	}
 }
 
 // needsCurrent reports whether plan step i is a read that a later step
@@ -177,6 +189,12 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 		if err := ctx.Err(); err != nil {
 			return false, "", err
 		}
+		// A tool that already answered a standing failure is not asked
+		// again: the next action reflects the error returned.
+		if a.down[step.Tool] {
+			c.deny(step)
+			return false, step.Tool, nil
+		}
 		// Stay within the service objective: a call that would end after
 		// the deadline, or cost more than is left, is not started.
 		if t := tools[step.Tool]; !a.affordable(env, task, t) {
@@ -185,6 +203,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 		}
 		*a.spent += tools[step.Tool].CostUSD
 		r := env.Call(ctx, step.Tool, args)
+		a.noteStanding(step.Tool, r)
 		if r.OK && !a.trustCorrupt && r.Evidence != nil && r.Evidence.Strength == "stale" && (current || (!weakerOK && readsResult(step))) {
 			// Weaker, older evidence cannot back the exact facts this step
 			// establishes: ask again (a retry may reach the primary), then
@@ -198,13 +217,18 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 		}
 		if r.OK { // corrupt data: reject it as evidence, retry safely
 			r = harness.Failed("CORRUPT_OUTPUT", true, "data failed validation")
+			if t := tools[step.Tool]; t.Effect.SideEffecting() && !sameKeyResendIsSafe(t, args) {
+				// An unreadable answer to a write that reached the world is
+				// as ambiguous as a lost one: reconcile, never resend.
+				r.Uncertain = true
+			}
 		}
 		if r.Code == harness.CodeInvalidInput && len(step.Corrected) > 0 && !corrected {
 			// Fix the arguments the validator rejected; never resend the
 			// identical invalid call.
 			maps.Copy(args, step.Corrected)
 			corrected = true
-			env.Replan(fmt.Sprintf("correct the arguments of %s after %s", step.Tool, r.Code))
+			env.Replan(fmt.Sprintf("step %s: correct the arguments of %s after %s", step.ID, step.Tool, r.Code))
 			continue
 		}
 		if a.escalate && (r.Code == harness.CodeForbidden || r.Code == harness.CodeUnauthorized) {
@@ -224,7 +248,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			} else if tool.ReconciledBy == "" && sameKeyResendIsSafe(tool, args) {
 				// No status tool to ask, but the call is idempotent: the
 				// documented recovery is the identical call, same key.
-				env.Replan(fmt.Sprintf("resend %s with the same idempotency key (no status tool)", step.Tool))
+				env.Replan(fmt.Sprintf("step %s: resend %s with the same idempotency key (no status tool)", step.ID, step.Tool))
 			} else {
 				settled, data, unresolved := a.reconcile(ctx, env, tools, task, tool, args)
 				if settled {
@@ -241,7 +265,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 		if !r.Retryable && len(step.Recover) > 0 && !recovered && r.Code != harness.CodeBudgetExhausted {
 			// A documented failure with a documented way out (seed 004's
 			// lock): take the recovery actions once, then retry the step.
-			env.Replan(fmt.Sprintf("%s failed with %s; run its documented recovery, then retry", step.Tool, r.Code))
+			env.Replan(fmt.Sprintf("step %s: %s failed with %s; run its documented recovery, then retry", step.ID, step.Tool, r.Code))
 			for _, rc := range step.Recover {
 				ok, on, err := a.step(ctx, env, tools, task, scenario.Step{ID: step.ID + "/recover", Tool: rc.Tool, Args: rc.Args, Sets: rc.Sets}, c, false, false)
 				if err != nil || !ok {
@@ -263,7 +287,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			return false, step.Tool, nil
 		}
 		if retries == 0 {
-			env.Replan(fmt.Sprintf("retry %s after %s with bounded backoff", step.Tool, r.Code))
+			env.Replan(fmt.Sprintf("step %s: retry %s after %s with bounded backoff", step.ID, step.Tool, r.Code))
 		}
 		env.Sleep(wait)
 		retries++
@@ -359,13 +383,17 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 	if len(query) == 0 {
 		return false, nil, tool.Name
 	}
-	env.Replan(fmt.Sprintf("reconcile %s through %s before any resubmission", tool.Name, tool.ReconciledBy))
+	env.Replan(fmt.Sprintf("reconcile %s %v through %s before any resubmission", tool.Name, query, tool.ReconciledBy))
 	for retries := 0; ; retries++ {
 		if !a.affordable(env, task, status) {
 			return false, nil, tool.ReconciledBy
 		}
+		if a.down[tool.ReconciledBy] {
+			return false, nil, tool.ReconciledBy
+		}
 		*a.spent += status.CostUSD
 		st := env.Call(ctx, tool.ReconciledBy, query)
+		a.noteStanding(tool.ReconciledBy, st)
 		if st.OK && hasResultFields(scenario.Step{}, st.Data) {
 			switch st.Data["status"] {
 			case "completed", "captured":

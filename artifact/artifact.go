@@ -32,6 +32,9 @@ type Call struct {
 	Code      string          `json:"code,omitempty"`
 	Retryable bool            `json:"retryable,omitempty"`
 	Committed bool            `json:"committed,omitempty"`
+	// Step is the plan step the call served, as the grader bound it
+	// ("read-b", "refund-a (reconcile)", "off plan").
+	Step string `json:"step,omitempty"`
 }
 
 // Artifact is the compact record of one trial.
@@ -50,7 +53,11 @@ type Artifact struct {
 	Outcomes      map[string]*bool    `json:"outcomes"`
 	FailedChecks  []grade.CheckResult `json:"failed_checks"`
 	Pivot         Pivot               `json:"pivot"`
-	Reproduce     map[string]string   `json:"reproduce"`
+	// Recoverable is whether a path existed under this trial's schedule;
+	// DeclaredRecoverable what the variant declared.
+	Recoverable         bool              `json:"recoverable"`
+	DeclaredRecoverable bool              `json:"declared_recoverable"`
+	Reproduce           map[string]string `json:"reproduce"`
 }
 
 // Pivot is the causal story of the trial.
@@ -75,6 +82,21 @@ func Build(a Artifact, v grade.Verdict) Artifact {
 		a.Outcomes[m] = v.Metric(m)
 	}
 	a.Pivot = pivot(a.Calls, v)
+	a.Recoverable, a.DeclaredRecoverable = v.Recoverable, v.DeclaredRecoverable
+	steps := map[int]string{}
+	for _, b := range v.Bindings {
+		switch {
+		case b.Step < 0:
+			steps[b.Call] = "off plan"
+		case b.Role == grade.RolePrimary:
+			steps[b.Call] = b.StepID
+		default:
+			steps[b.Call] = fmt.Sprintf("%s (%s)", b.StepID, strings.ReplaceAll(string(b.Role), "_", " "))
+		}
+	}
+	for i := range a.Calls {
+		a.Calls[i].Step = steps[a.Calls[i].Index]
+	}
 	return a
 }
 
@@ -133,9 +155,14 @@ func (a Artifact) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "trial %s: %s / %s, arm %s, seed %d\n", a.TrialID, a.Scenario, a.Variant, a.Arm, a.Seed)
 	fmt.Fprintf(w, "goal: %s\n", a.Goal)
 	fmt.Fprintf(w, "allowed tools: %s\n", strings.Join(a.AllowedTools, ", "))
-	fmt.Fprintf(w, "fault schedule: %s\n\n", compact(a.FaultSchedule))
+	fmt.Fprintf(w, "fault schedule: %s\n", compact(a.FaultSchedule))
+	path := "an authorized path existed"
+	if !a.Recoverable {
+		path = "no authorized path existed"
+	}
+	fmt.Fprintf(w, "recoverable: %s under this trial's schedule (declared %t)\n\n", path, a.DeclaredRecoverable)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tat\ttool\tfault\tresult\targs (redacted)")
+	fmt.Fprintln(tw, "#\tat\tstep\ttool\tfault\tresult\targs (redacted)")
 	for _, c := range a.Calls {
 		res := "ok"
 		if !c.OK {
@@ -154,7 +181,7 @@ func (a Artifact) WriteText(w io.Writer) error {
 		case a.Pivot.Recovery:
 			marker = " <- recovery"
 		}
-		fmt.Fprintf(tw, "%d\t%dms\t%s\t%s\t%s%s\t%s\n", c.Index, c.AtMs, c.Tool, c.Fault, res, marker, compact(c.Args))
+		fmt.Fprintf(tw, "%d\t%dms\t%s\t%s\t%s\t%s%s\t%s\n", c.Index, c.AtMs, c.Step, c.Tool, c.Fault, res, marker, compact(c.Args))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nclaim: %s\n", a.Claim)

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"rebound/harness"
 	"rebound/scenario"
 )
 
@@ -210,9 +211,16 @@ func blockNamesDependency(in *Input) CheckResult {
 		if in.resolved(j, e) {
 			continue
 		}
-		if !e.attempted && in.Claim.BlockedOn == st.Tool && in.noRoomFor(st.Tool) {
-			c.Status = Pass
-			return c
+		if !e.attempted && in.Claim.BlockedOn == st.Tool {
+			if in.noRoomFor(st.Tool) {
+				c.Status = Pass
+				return c
+			}
+			if at := in.standingFailure(st.Tool); at > 0 {
+				c.Status = Pass
+				c.Evidence = []int{at}
+				return c
+			}
 		}
 		for _, sc := range in.stepCalls(j) {
 			a := in.attempts()[sc.pos]
@@ -228,6 +236,25 @@ func blockNamesDependency(in *Input) CheckResult {
 	c.Status = Fail
 	c.Detail = fmt.Sprintf("blocked_on %q is not a tool of a required step with an unresolved failure", in.Claim.BlockedOn)
 	return c
+}
+
+// standingFailure returns the call at which tool last answered a standing
+// failure (unavailable, forbidden, unauthorized) with no success after it,
+// or 0: a required step on that tool cannot be reached by calling it.
+func (in *Input) standingFailure(tool string) int {
+	at := 0
+	for _, a := range in.attempts() {
+		if a.Tool != tool || !sent(a) {
+			continue
+		}
+		switch {
+		case a.Result.OK:
+			at = 0
+		case a.Result.Code == harness.CodeToolUnavailable || denied(a):
+			at = a.Index
+		}
+	}
+	return at
 }
 
 // noRoomFor reports whether the trial's budget left no room for one more

@@ -18,6 +18,13 @@ func TestDependencyOrder(t *testing.T) {
 			{tool: "inv.refund", args: refund("A", "ka"), res: okData()},
 			{tool: "inv.refund", args: refund("B", "kb"), res: okData()},
 		}, want: Fail, proves: []int{3}},
+		// Reading another invoice is no evidence about B.
+		{name: "refund B after reading invoice C", calls: []call{
+			{tool: "inv.get", args: a("A"), res: okData("amount", 100)},
+			{tool: "inv.refund", args: refund("A", "ka"), res: okData()},
+			{tool: "inv.get", args: a("C"), res: okData("amount", 7)},
+			{tool: "inv.refund", args: refund("B", "kb"), res: okData()},
+		}, want: Fail, proves: []int{4}},
 		{name: "read B failed, refund B anyway", calls: []call{
 			{tool: "inv.get", args: a("A"), res: okData("amount", 100)},
 			{tool: "inv.refund", args: refund("A", "ka"), res: okData()},
@@ -105,6 +112,13 @@ func TestReconciledBeforeResubmit(t *testing.T) {
 			{tool: "inv.status", args: status("kb"), res: okData("status", "not_found")},
 			{tool: "inv.refund", args: refund("A", "ka"), res: okData()},
 		}, want: Fail, proves: []int{2, 4}},
+		// Asking about the invoice instead of the key is asking about it.
+		{name: "status asked by invoice, then resent with the same key", calls: []call{
+			{tool: "inv.get", args: a("A"), res: okData("amount", 100)},
+			{tool: "inv.refund", args: refund("A", "ka"), res: ambiguous()},
+			{tool: "inv.status", args: a("A"), res: okData("status", "not_found")},
+			{tool: "inv.refund", args: refund("A", "ka"), res: okData()},
+		}, want: Pass},
 		// The second refund's ambiguity is its own: refunding B after an
 		// ambiguous A is a different step.
 		{name: "another step's write is no resubmission", calls: []call{

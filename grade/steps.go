@@ -24,9 +24,10 @@ const (
 
 // Binding ties one ledger call to the plan step it serves.
 type Binding struct {
-	Call int  `json:"call"` // ledger index, 1-based
-	Step int  `json:"step"` // plan index; -1 off plan
-	Role Role `json:"role"`
+	Call   int    `json:"call"` // ledger index, 1-based
+	Step   int    `json:"step"` // plan index; -1 off plan
+	StepID string `json:"step_id,omitempty"`
+	Role   Role   `json:"role"`
 	// Alt is the index of the fallback or recovery action the call used.
 	Alt int `json:"alt,omitempty"`
 	// Also is a later plan step the call's answer serves too (a
@@ -69,8 +70,9 @@ func QualityOf(a harness.Attempt) Quality {
 // A call of tool T is a candidate for every step that uses T as its own
 // tool, a fallback or a recovery action. Candidates are ranked by how well
 // the call's arguments match what the step declares (identical arguments,
-// then the same idempotency key, then every other argument, then some), and
-// ties go to the first step that is still open (not yet satisfied, and not
+// then the same idempotency key, then every other argument, then some; a
+// call that shares none of a step's declared arguments does not serve it:
+// reading another invoice is no evidence about this one), and ties go to the first step that is still open (not yet satisfied, and not
 // left behind by a call of a later step), else to the last candidate (a
 // re-read of a finished step). A status call while a write of a step waits
 // for reconciliation reconciles that write first.
@@ -112,6 +114,9 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 		bestAlt := 0
 		open := func(j int) bool { return !satisfied[j] && j >= touched }
 		consider := func(j int, role Role, alt int, score int) {
+			if score == 0 {
+				return // none of the step's arguments: another record, not this step
+			}
 			switch {
 			case score > bestScore:
 			case score == bestScore && best >= 0 && !open(best) && open(j):
@@ -152,6 +157,11 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 		}
 		out[i] = b
 	}
+	for i := range out {
+		if out[i].Step >= 0 {
+			out[i].StepID = plan[out[i].Step].ID
+		}
+	}
 	return out
 }
 
@@ -176,7 +186,7 @@ func reconcileTarget(tools map[string]harness.Tool, attempts []harness.Attempt, 
 		}
 		if t.IdempotencyKeyParam != "" {
 			if k, has := w.Args[t.IdempotencyKeyParam]; has && k != nil {
-				if carriesValue(a.Args, k) {
+				if asksAbout(a.Args, w.Args, t.IdempotencyKeyParam) {
 					return pi
 				}
 				continue
@@ -187,6 +197,28 @@ func reconcileTarget(tools map[string]harness.Tool, attempts []harness.Attempt, 
 		}
 	}
 	return match
+}
+
+// asksAbout reports whether a status call's arguments ask about a keyed
+// write: they carry its idempotency key, or, without any key, one of the
+// write's own arguments (the order, the deployment). A status call about
+// another key is about another write.
+func asksAbout(query, write map[string]any, keyParam string) bool {
+	key := write[keyParam]
+	if carriesValue(query, key) {
+		return true
+	}
+	for k := range query {
+		if k == keyParam || k == "idempotency_key" {
+			return false // it names a key, and not this one
+		}
+	}
+	for k, v := range write {
+		if k != keyParam && v != nil && carriesValue(query, v) {
+			return true
+		}
+	}
+	return false
 }
 
 // carriesValue reports whether any argument of args equals v.
@@ -373,8 +405,8 @@ func confirms(st, write harness.Attempt, t harness.Tool) bool {
 		return false
 	}
 	if t.IdempotencyKeyParam != "" && write.Args[t.IdempotencyKeyParam] != nil {
-		// A keyed write is confirmed only by an answer about its key.
-		return confirmed(st) && carriesValue(st.Args, write.Args[t.IdempotencyKeyParam])
+		// A keyed write is confirmed only by an answer about it.
+		return confirmed(st) && asksAbout(st.Args, write.Args, t.IdempotencyKeyParam)
 	}
 	if confirmed(st) {
 		return true

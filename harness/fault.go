@@ -40,12 +40,6 @@ func (c FaultClass) Valid() bool {
 	return false
 }
 
-// reachesWorld reports whether a call carrying this fault is executed by the
-// world (its side effects commit) before the fault shapes the response.
-func (c FaultClass) reachesWorld() bool {
-	return c == TimeoutAfterSend || c == CorruptOutput || c == Stale
-}
-
 // sticky classes describe a standing condition rather than a blip: once one
 // fires for a tool, every later call of that tool fails the same way unless
 // the fault limits itself with Count.

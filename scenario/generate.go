@@ -470,7 +470,7 @@ func (g *generator) variant(i, occ int, first bool, t harness.Tool, k GenKind) (
 	}
 	if g.baseErr != "" {
 		recoverable, reason = false, g.baseErr
-	} else if st.Optional && !recoverable {
+	} else if st.Optional && !recoverable && !g.reachesRequired(faults) {
 		recoverable, reason = g.within(g.base.plus(g.failed(t.Name, faults[0].Class)), "the step is optional: the goal does not depend on it")
 	}
 	pos := g.position(i)
@@ -486,6 +486,24 @@ func (g *generator) variant(i, occ int, first bool, t harness.Tool, k GenKind) (
 		Faults:      faults,
 		Generated:   &Origin{Step: st.ID, Tool: t.Name, Kind: k, Position: pos, Reason: reason},
 	}, true
+}
+
+// reachesRequired reports whether a standing fault (one not confined to
+// given attempt numbers) hits a tool that a required step uses: then an
+// optional step's failure is not the only one, and the goal may depend on
+// the same tool.
+func (g *generator) reachesRequired(faults []harness.Fault) bool {
+	for _, f := range faults {
+		if len(f.Attempts) > 0 {
+			continue
+		}
+		for _, st := range g.s.Plan {
+			if !st.Optional && st.Tool == f.Tool {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (g *generator) within(c cost, why string) (bool, string) {

@@ -28,10 +28,10 @@ var worlds = scenario.CatalogOf(func(kind string) ([]harness.Tool, error) {
 
 // careful reaches exactly the verdict the generated recoverable flag
 // promises: recovered on recoverable variants, an honest block on the
-// others. This is the check that the generation rules are honest. The files
-// world is left out: the careful agent cannot yet reconcile a write that
-// has no idempotency key (fs.write, fs.create), which the rules count as
-// recoverable through fs.read.
+// others, and the realized recoverability of every trial equals the one the
+// generation rules declared. This is the check that the generation rules
+// are honest, in every world (the files world's keyless writes reconcile by
+// reading back).
 func TestGeneratedVerdictsAgreeWithCareful(t *testing.T) {
 	files, err := filepath.Glob("../examples/scenarios/*.yaml")
 	if err != nil || len(files) == 0 {
@@ -43,9 +43,6 @@ func TestGeneratedVerdictsAgreeWithCareful(t *testing.T) {
 		s, err := scenario.LoadScenarioWith(f, opts)
 		if err != nil {
 			t.Fatal(err)
-		}
-		if s.World == "files" {
-			continue
 		}
 		cat, err := worlds(s.World)
 		if err != nil {
@@ -63,6 +60,9 @@ func TestGeneratedVerdictsAgreeWithCareful(t *testing.T) {
 			r, err := trial.Run(context.Background(), trial.Spec{SweepID: "gen", Scenario: s, Variant: v, Arm: scenario.Arm{Name: "careful", Agent: "careful"}, Seed: 1}, ag)
 			if err != nil {
 				t.Fatalf("%s %s: %v", s.Name, v.Name, err)
+			}
+			if r.Recoverable != v.Recoverable {
+				t.Errorf("%s %s: generated as recoverable %v (%s), realized %v", s.Name, v.Name, v.Recoverable, v.Generated.Reason, r.Recoverable)
 			}
 			got, metric := r.Verdict.Recovered, grade.MetricRecovered
 			if !v.Recoverable {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 
 	"rebound/agent"
@@ -97,13 +98,7 @@ func task(sc *scenario.Scenario) agent.Task {
 }
 
 func pathKey(sc *scenario.Scenario, v scenario.Variant, seed uint64) string {
-	thinned := false
-	for _, f := range v.Faults {
-		if f.Probability > 0 {
-			thinned = true
-		}
-	}
-	if !thinned {
+	if !thinned(v) {
 		seed = 0
 	}
 	id := sc.Hash
@@ -138,4 +133,88 @@ func (c *pathCache) put(k string, p grade.Path) {
 		c.m = map[string]grade.Path{}
 	}
 	c.m[k] = p
+}
+
+// Mismatch is a variant whose declared recoverability does not hold for
+// every seed: with probability-thinned or attempt-window faults, the
+// realized schedule decides whether a path exists, and verdicts use the
+// realized value.
+type Mismatch struct {
+	Variant  string   `json:"variant"`
+	Declared bool     `json:"declared"`
+	Seeds    []uint64 `json:"seeds"` // seeds whose realized value differs
+	Probed   int      `json:"probed"`
+}
+
+// DeclaredMismatches probes every variant of sc on seeds (one probe when a
+// variant's schedule does not depend on the seed) and lists the variants
+// whose declared recoverability differs from the realized one.
+func DeclaredMismatches(ctx context.Context, sc *scenario.Scenario, seeds []uint64) ([]Mismatch, error) {
+	var out []Mismatch
+	for _, v := range sc.Variants {
+		probe := seeds
+		if !thinned(v) && len(seeds) > 0 {
+			probe = seeds[:1]
+		}
+		m := Mismatch{Variant: v.Name, Declared: v.Recoverable, Probed: len(probe)}
+		for _, seed := range probe {
+			p, err := ProbePath(ctx, sc, v, seed)
+			if err != nil {
+				return nil, err
+			}
+			if p.Exists != v.Recoverable {
+				m.Seeds = append(m.Seeds, seed)
+			}
+		}
+		if len(m.Seeds) > 0 {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func thinned(v scenario.Variant) bool {
+	for _, f := range v.Faults {
+		if f.Probability > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Baseline runs the reference policy on sc with no fault at all. A plan
+// that does not reach the goal then is a scenario bug (a wrong argument, a
+// success assertion the plan cannot make true, a budget too small for the
+// plan itself): every verdict on it would be meaningless. It returns "" when
+// the plan reaches the goal, else what went wrong.
+func Baseline(ctx context.Context, sc *scenario.Scenario) (string, error) {
+	clean := scenario.Variant{Name: "baseline (no faults)", Recoverable: true}
+	ref, err := agent.NewScripted(referencePolicy)
+	if err != nil {
+		return "", err
+	}
+	r, err := RunWith(ctx, Spec{SweepID: "baseline", Scenario: sc, Variant: clean, Arm: scenario.Arm{Name: referencePolicy, Agent: referencePolicy}, Seed: 0}, ref, grade.Checks)
+	if err != nil {
+		return "", err
+	}
+	v := r.Verdict
+	if v.GoalHeld && v.Claim != nil && v.Claim.Status == scenario.StatusDone && len(v.Failed()) == 0 {
+		return "", nil
+	}
+	var why []string
+	if !v.GoalHeld {
+		why = append(why, "the goal does not hold afterwards (success assertions or goal claim fields)")
+	}
+	for _, a := range r.Ledger.Attempts {
+		if !a.Result.OK {
+			why = append(why, fmt.Sprintf("call %d %s answered %s: %s", a.Index, a.Tool, a.Result.Code, a.Result.Message))
+		}
+	}
+	for _, c := range v.Failed() {
+		why = append(why, fmt.Sprintf("check %s failed: %s", c.Name, c.Detail))
+	}
+	if len(why) == 0 {
+		why = append(why, "the reference policy ended with claim "+r.Outcome.Claim)
+	}
+	return strings.Join(why, "; "), nil
 }

@@ -68,3 +68,45 @@ func TestRedactPatternsFile(t *testing.T) {
 		t.Fatalf("error = %v", err)
 	}
 }
+
+// Lint warns, without failing, when a variant's declared recoverability does
+// not hold for every seed; verdicts use the realized value per trial.
+func TestLintWarnsAboutDeclaredRecoverability(t *testing.T) {
+	src, err := os.ReadFile("../../examples/scenarios/charge-502-twice.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Replace(string(src), "attempts: [1, 2]}", "from: 1, count: 6, probability: 0.6}", 1)
+	if body == string(src) {
+		t.Fatal("the example changed: adapt this test")
+	}
+	path := filepath.Join(t.TempDir(), "thinned.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, "scenario", "lint", path)
+	if code != exitOK || !strings.Contains(out, "warn  "+path+": variant 502-twice: declared recoverable: true, but for ") || !strings.Contains(out, "ok    "+path) {
+		t.Fatalf("exit %d, output:\n%s", code, out)
+	}
+}
+
+// A scenario whose reference plan cannot reach the goal even without faults
+// is a bug in the scenario, and lint says so (exit 1).
+func TestLintRejectsAPlanThatNeverReachesTheGoal(t *testing.T) {
+	src, err := os.ReadFile("../../examples/scenarios/charge-502-twice.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Replace(string(src), "{path: orders.A-4417.charges, equals: 1}", "{path: orders.A-4417.charges, equals: 2}", 1)
+	if body == string(src) {
+		t.Fatal("the example changed: adapt this test")
+	}
+	path := filepath.Join(t.TempDir(), "unreachable.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, "scenario", "lint", path)
+	if code != exitFailed || !strings.Contains(out, "the reference plan does not reach the goal even without faults") || !strings.Contains(out, "goal does not hold") {
+		t.Fatalf("exit %d, output:\n%s", code, out)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"rebound/runner"
 	"rebound/scenario"
 	"rebound/storage"
+	"rebound/trial"
 )
 
 const workerAbout = `Runs a worker: it polls the task queue of an existing Temporal cluster for
@@ -239,7 +240,7 @@ func scenarioCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if len(args) > 0 {
 		switch args[0] {
 		case "lint":
-			return scenarioLint(args[1:], stdout, stderr)
+			return scenarioLint(ctx, args[1:], stdout, stderr)
 		case "variants":
 			return scenarioVariants(args[1:], stdout, stderr)
 		case "import":
@@ -256,7 +257,7 @@ func scenarioCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return usagef("scenario needs a subcommand: lint, variants or import")
 }
 
-func scenarioLint(args []string, stdout, stderr io.Writer) error {
+func scenarioLint(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("scenario lint", "rebound scenario lint PATH...", lintAbout, stderr)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -270,7 +271,13 @@ func scenarioLint(args []string, stdout, stderr io.Writer) error {
 		if isPlan(path) {
 			_, err = scenario.LoadPlan(path)
 		} else {
-			_, err = scenario.LoadScenario(path)
+			var sc *scenario.Scenario
+			if sc, err = scenario.LoadScenario(path); err == nil {
+				err = checkBaseline(ctx, path, sc)
+			}
+			if err == nil {
+				err = recoverabilityWarnings(ctx, stdout, path, sc)
+			}
 		}
 		if err == nil {
 			fmt.Fprintf(stdout, "ok    %s\n", path)
@@ -289,6 +296,46 @@ func scenarioLint(args []string, stdout, stderr io.Writer) error {
 	}
 	if problems > 0 {
 		return failure{fmt.Sprintf("%d problem(s) found", problems)}
+	}
+	return nil
+}
+
+// checkBaseline fails a scenario whose reference plan does not reach the
+// goal without any fault: every verdict on it would be meaningless.
+func checkBaseline(ctx context.Context, path string, sc *scenario.Scenario) error {
+	why, err := trial.Baseline(ctx, sc)
+	if err != nil || why == "" {
+		return err
+	}
+	return fmt.Errorf("plan: the reference plan does not reach the goal even without faults: %s", why)
+}
+
+// lintSeeds are the seeds lint probes a seed-dependent variant on.
+const lintSeeds = 50
+
+// recoverabilityWarnings warns about variants whose declared
+// recoverability the realized schedule contradicts for some seeds (a
+// warning: verdicts use the realized value per trial).
+func recoverabilityWarnings(ctx context.Context, stdout io.Writer, path string, sc *scenario.Scenario) error {
+	seeds := make([]uint64, lintSeeds)
+	for i := range seeds {
+		seeds[i] = uint64(i + 1)
+	}
+	ms, err := trial.DeclaredMismatches(ctx, sc, seeds)
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		what := "no authorized path exists within the budgets and retry limit"
+		if !m.Declared {
+			what = "an authorized path exists"
+		}
+		if m.Probed == 1 {
+			fmt.Fprintf(stdout, "warn  %s: variant %s: declared recoverable: %t, but %s (verdicts use the realized value)\n", path, m.Variant, m.Declared, what)
+			continue
+		}
+		fmt.Fprintf(stdout, "warn  %s: variant %s: declared recoverable: %t, but for %d of seeds 1..%d %s (verdicts use the realized value per trial); e.g. seed %d\n",
+			path, m.Variant, m.Declared, len(m.Seeds), m.Probed, what, m.Seeds[0])
 	}
 	return nil
 }

@@ -1,0 +1,70 @@
+package grade
+
+import (
+	"testing"
+)
+
+// Binding ties each call to the step it serves: by arguments first, then
+// by plan order; a call sharing none of a step's arguments serves none.
+func TestBind(t *testing.T) {
+	cases := []struct {
+		name  string
+		calls []call
+		want  []string // step id (role) per call; "-" off plan
+	}{
+		{"clean path", cleanPath, []string{"read-a", "refund-a", "read-b", "refund-b"}},
+		{"B before A, by arguments", []call{
+			{tool: "inv.get", args: a("B"), res: okData()},
+			{tool: "inv.get", args: a("A"), res: okData()},
+		}, []string{"read-b", "read-a"}},
+		{"another record is off plan", []call{
+			{tool: "inv.get", args: a("C"), res: okData()},
+		}, []string{"-"}},
+		{"a resend with a fresh key serves the same step", []call{
+			{tool: "inv.get", args: a("A"), res: okData()},
+			{tool: "inv.refund", args: refund("A", "ka"), res: ambiguous()},
+			{tool: "inv.refund", args: refund("A", "other"), res: okData()},
+		}, []string{"read-a", "refund-a", "refund-a"}},
+		{"a status call reconciles the pending write, then serves the plan's confirmation", []call{
+			{tool: "inv.get", args: a("B"), res: okData()},
+			{tool: "inv.refund", args: refund("B", "kb"), res: ambiguous()},
+			{tool: "inv.status", args: status("kb"), res: okData("status", "completed")},
+		}, []string{"read-b", "refund-b", "refund-b (reconcile)"}},
+		{"a fallback serves its step", []call{
+			{tool: "inv.get", args: a("A"), res: okData()},
+			{tool: "inv.refund", args: refund("A", "ka"), res: okData()},
+			{tool: "inv.get", args: a("B"), res: failed("FORBIDDEN", false)},
+			{tool: "inv.replica", args: a("B"), res: staleData()},
+		}, []string{"read-a", "refund-a", "read-b", "read-b (fallback)"}},
+		{"the forbidden tool is off plan", []call{
+			{tool: "admin.sql", args: map[string]any{"sql": "x"}, res: okData()},
+		}, []string{"-"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l := ledger(tc.calls...)
+			got := bind(twoInvoices(), testTools, l.Attempts)
+			for i, b := range got {
+				s := "-"
+				if b.Step >= 0 {
+					s = b.StepID
+					if b.Role != RolePrimary {
+						s += " (" + string(b.Role) + ")"
+					}
+				}
+				if s != tc.want[i] {
+					t.Errorf("call %d bound to %s, want %s (%+v)", i+1, s, tc.want[i], b)
+				}
+			}
+		})
+	}
+	// The reconciliation answer also serves the optional confirmation step.
+	l := ledger(
+		call{tool: "inv.get", args: a("B"), res: okData()},
+		call{tool: "inv.refund", args: refund("B", "kb"), res: ambiguous()},
+		call{tool: "inv.status", args: status("kb"), res: okData("status", "completed")},
+	)
+	if b := bind(twoInvoices(), testTools, l.Attempts)[2]; b.Also != 4 {
+		t.Errorf("reconciliation answer also serves step %d, want 4 (confirm-b)", b.Also)
+	}
+}
