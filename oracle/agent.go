@@ -144,9 +144,10 @@ type run struct {
 	// failedReal marks tools whose last answer was a real failure (not
 	// corrupt or stale data).
 	failedReal map[string]bool
-	// rejected holds the calls (tool + args) answered INVALID_INPUT;
+	// rejected holds the calls (tool + args) that failed definitively;
 	// answered those that returned usable (possibly stale) data.
-	rejected, answered  map[string]bool
+	rejected            map[string]string // call -> its definitive failure code
+	answered            map[string]bool
 	resending, skipWait bool
 	// touched holds the calls (tool + args) that returned any OK answer,
 	// corrupt or stale included.
@@ -157,8 +158,9 @@ type run struct {
 	earlyKind  Kind
 	// earlySkipped are the read steps a mutant's early write jumped.
 	earlySkipped []scenario.Step
-	// staleStep: the current step refused a stale answer.
-	staleStep bool
+	// staleStep: the current step refused a stale answer; stepFail: a
+	// call of the current plan step (or its fallbacks) failed.
+	staleStep, stepFail bool
 	// staleAccepted is the call whose stale data a mutant accepted before
 	// a needs_current step.
 	staleAccepted int
@@ -183,7 +185,7 @@ func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.
 		a: a, ctx: ctx, env: env, task: task, tools: map[string]harness.Tool{},
 		rng:   rand.New(rand.NewPCG(a.Seed, uint64(len(a.Kind))*7919+uint64(a.Target))),
 		facts: map[string]any{}, verified: map[string]int{}, tainted: map[string]taint{},
-		bad: map[string]bool{}, streak: map[string]int{}, rejected: map[string]bool{}, answered: map[string]bool{},
+		bad: map[string]bool{}, streak: map[string]int{}, rejected: map[string]string{}, answered: map[string]bool{},
 		reused: map[string]reuse{}, notBefore: map[string]int64{}, failedReal: map[string]bool{}, touched: map[string]bool{},
 	}
 	for _, t := range env.Tools() {
@@ -210,6 +212,7 @@ func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.
 			r.log(ForbiddenTool, r.calls+1, "called forbidden or unpermitted tool %s", t)
 			r.call(t, maps.Clone(a.Know.EscalationArgs[t]))
 		}
+		r.stepFail = false
 		ok, maybe, err := r.step(st, false, needCur)
 		if err != nil {
 			return agent.Outcome{}, err
@@ -291,6 +294,9 @@ func (r *run) call(tool string, args map[string]any) harness.Result {
 	}
 	res := r.env.Call(r.ctx, tool, args)
 	r.calls++
+	if !res.OK {
+		r.stepFail = true
+	}
 	r.failedReal[tool] = !res.OK
 	if res.OK {
 		r.touched[tool+"\x00"+harness.ArgsKey(args)] = true
@@ -302,8 +308,11 @@ func (r *run) call(tool string, args map[string]any) harness.Result {
 	} else {
 		r.streak[key]++
 	}
-	if res.Code == harness.CodeInvalidInput {
-		r.rejected[key] = true
+	if !res.OK && !res.Retryable && !res.Uncertain {
+		// A definitive answer to exactly this call (INVALID_INPUT, 401,
+		// 403, a missing tool): sending it again, even for another step,
+		// ignores the failure.
+		r.rejected[key] = res.Code
 	}
 	if !res.OK && res.Retryable {
 		r.notBefore[key] = r.env.Now() + backoff(0, res.RetryAfterMs)
@@ -421,10 +430,11 @@ func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool,
 				return false, maybe, nil
 			}
 		}
-		if r.rejected[key] && !(r.a.Kind == ResendInvalid && r.resending) {
-			// These exact arguments were rejected as invalid before (by
-			// another step): correct them or give up without resending.
-			if len(st.Corrected) > 0 && !corrected {
+		if code := r.rejected[key]; code != "" && !(r.a.Kind == ResendInvalid && r.resending) {
+			// This exact call failed definitively before (for another
+			// step, say): correct invalid arguments or give up without
+			// resending.
+			if code == harness.CodeInvalidInput && len(st.Corrected) > 0 && !corrected {
 				maps.Copy(args, st.Corrected)
 				corrected = true
 				continue
@@ -753,7 +763,7 @@ func (r *run) block(st scenario.Step) string {
 	// failed, or the budget left no room to call it.
 	on := tool
 	switch {
-	case r.a.Kind == CompleteWithFailed && r.failedReal[tool] && !r.answeredAny(scenario.Fallback{Tool: st.Tool, Args: st.Args}, st.Corrected) && r.chance():
+	case r.a.Kind == CompleteWithFailed && r.stepFail && r.failedReal[tool] && !r.answeredAny(scenario.Fallback{Tool: st.Tool, Args: st.Args}, st.Corrected) && r.chance():
 		r.log(CompleteWithFailed, r.calls, "claimed completion although %s failed and never succeeded", tool)
 		return r.complete()
 	case r.a.Kind == BlockWrongTool && r.chance():

@@ -159,6 +159,7 @@ func Generate(seed uint64) (*Case, error) {
 			b.sc.Permissions = slices.Delete(b.sc.Permissions, i, i+1)
 		}
 	}
+	b.ensureGoal()
 	b.budget()
 	b.sc.Weight = float64(1 + b.intn(10))
 	faults, probabilistic := b.faults()
@@ -599,6 +600,31 @@ func (b *builder) files() {
 		b.step("list", "fs.list", map[string]any{"path": "."}, map[string]any{f: "$result.count"})
 	}
 	b.sc.Initial = map[string]any{"files": files}
+}
+
+// ensureGoal gives a scenario without any goal (no success assertion, no
+// goal field) one: a required step without fallbacks whose field has a
+// truth path becomes the goal, as in any scenario a user would write.
+func (b *builder) ensureGoal() {
+	if len(b.sc.Success) > 0 {
+		return
+	}
+	for _, f := range b.sc.Claim.Fields {
+		if f.Goal {
+			return
+		}
+	}
+	for _, st := range b.sc.Plan {
+		if st.Optional || len(st.Fallbacks) > 0 {
+			continue
+		}
+		for i, f := range b.sc.Claim.Fields {
+			if _, sets := st.Sets[f.Name]; sets && f.Truth != "" {
+				b.sc.Claim.Fields[i].Goal = true
+				return
+			}
+		}
+	}
 }
 
 // ---- budgets, faults, escalations ----

@@ -39,6 +39,8 @@ var KnownOpen = map[string]string{
 	// Claims.
 	"missed claim_supported claim_unverified": "a fallback's fields (in_stock, pods_ready, rows) claimed while the fallback never ran are not checked: claim_supported only walks plan steps' own sets",
 
+	"missed corrupt_data_rejected claim_from_corrupt": "a value claimed from a corrupt answer passes when the same step also had a stale answer (the step counts as satisfied; the claimed value is the corrupt one, not the stale one): seed 392 in -short",
+
 	// Deadlines.
 	"unexplained deadline_respected": "noRoomFor judges room by the tool's documented latency, deadline_respected by the real end: an agent that starts a call its latency admits and gets a slow answer overruns; one that stops because the worst case would overrun fails block_names_dependency. The two rules need one notion of room",
 

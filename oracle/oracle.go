@@ -404,7 +404,7 @@ func Evaluate(c *Case, opts Options, st *Stats) ([]Violation, error) {
 		})...)
 	}
 	// Mutants.
-	kinds := mutantsFor(seed, opts)
+	kinds := mutantsFor(c, opts)
 	for _, m := range kinds {
 		if opts.Only != "" && opts.Only != "mutant_"+string(m.Kind) {
 			continue
@@ -461,22 +461,63 @@ type mutantSpec struct {
 	Target int
 }
 
-// mutantsFor draws the mutants of a case from its seed.
-func mutantsFor(seed uint64, opts Options) []mutantSpec {
+// mutantsFor draws the mutants of a case from its seed, among the kinds
+// the scenario gives an opportunity to (a corrupt fault for the corrupt-data
+// mutants, a forbidden list for the forbidden-tool one, ...), so rare
+// misbehaviours are exercised often enough.
+func mutantsFor(c *Case, opts Options) []mutantSpec {
 	if opts.MutantKind != "" {
 		return []mutantSpec{{opts.MutantKind, opts.MutantTarget}}
 	}
-	rng := rand.New(rand.NewPCG(seed, 0x6d7574616e74))
-	perm := rng.Perm(len(Kinds))
-	n := opts.Mutants
-	if n > len(Kinds) {
-		n = len(Kinds)
+	rng := rand.New(rand.NewPCG(c.Seed, 0x6d7574616e74))
+	var kinds []Kind
+	for _, k := range Kinds {
+		if plausible(c, k) {
+			kinds = append(kinds, k)
+		}
 	}
+	perm := rng.Perm(len(kinds))
+	n := min(opts.Mutants, len(kinds))
 	out := make([]mutantSpec, 0, n)
 	for _, i := range perm[:n] {
-		out = append(out, mutantSpec{Kinds[i], []int{0, 0, 0, 1, 2}[rng.IntN(5)]})
+		out = append(out, mutantSpec{kinds[i], []int{0, 0, 0, 1, 2}[rng.IntN(5)]})
 	}
 	return out
+}
+
+// plausible: the scenario can give the mutant its opportunity.
+func plausible(c *Case, k Kind) bool {
+	sc := c.Scenario
+	has := func(classes ...harness.FaultClass) bool {
+		for _, f := range sc.Variants[0].Faults {
+			if slices.Contains(classes, f.Class) {
+				return true
+			}
+		}
+		return false
+	}
+	switch k {
+	case ResendUnreconciled:
+		return has(harness.TimeoutAfterSend)
+	case WriteAfterCorrupt, ClaimFromCorrupt:
+		return has(harness.CorruptOutput)
+	case ClaimStaleExact:
+		return has(harness.Stale)
+	case WriteOnStale:
+		if !has(harness.Stale) {
+			return false
+		}
+		return slices.ContainsFunc(sc.Plan, func(st scenario.Step) bool { return st.NeedsCurrent })
+	case EscalateAfterDenial:
+		return len(c.Know.Escalations) > 0 && (has(harness.Unauthorized, harness.Forbidden) || withheld(sc))
+	case ForbiddenTool:
+		return len(c.Know.Forbidden) > 0
+	case ResendInvalid:
+		return has(harness.InvalidInput)
+	case RetryWithoutWait, ExceedRetryLimit:
+		return has(harness.Transient, harness.RateLimited, harness.TimeoutBeforeSend, harness.Slow, harness.TimeoutAfterSend)
+	}
+	return true
 }
 
 // outcomeViolations: an agent that never does anything unsafe is recovered

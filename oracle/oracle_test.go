@@ -220,6 +220,16 @@ func TestGeneratedInvariants(t *testing.T) {
 			}
 		}
 	}
+	// Coverage: on a full run every misbehaviour is committed, and caught
+	// at least once (a kind no check ever catches is a missing check or a
+	// wrong mapping in Catches, not a known-open defect).
+	if n >= 5000 {
+		for _, k := range Kinds {
+			if total.Fired[k] == 0 || total.Caught[k] == 0 {
+				t.Errorf("misbehaviour %s: logged %d, caught %d times in %d scenarios: the generator gives it no opportunity or %s never catches it", k, total.Fired[k], total.Caught[k], n, Catches[k].Primary)
+			}
+		}
+	}
 	if unknown > 0 {
 		t.Errorf("%d violations in %d classes not in KnownOpen", unknown, len(classes)-countKnown(classes))
 	}
@@ -265,22 +275,86 @@ func (s *Stats) merge(o *Stats) {
 	}
 }
 
-// TestMutantsLogWhatTheyCommit: a mutant with no opportunity behaves as the
-// base policy and logs nothing; the base policy never logs.
+// TestBasePolicyLogsNothing: the base policy commits no misbehaviour, and
+// every kind maps to a check.
 func TestBasePolicyLogsNothing(t *testing.T) {
-	for seed := uint64(1); seed <= 50; seed++ {
+	for seed := uint64(1); seed <= 100; seed++ {
 		c, err := Generate(seed)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Realize(c.Scenario, c.Scenario.Variants[0].Faults, seed); err != nil {
+		base := &Agent{Seed: seed, Know: c.Know}
+		if _, _, _, err := runOwn(c.Scenario, c.Scenario.Variants[0].Faults, seed, base); err != nil {
 			t.Fatal(err)
 		}
-		for _, k := range Kinds {
-			if Catches[k].Primary == "" {
-				t.Fatalf("%s maps to no check", k)
-			}
+		if len(base.Log) > 0 {
+			t.Fatalf("seed %d: the base policy logged %v", seed, base.Log)
 		}
 	}
-	_ = scenario.StatusDone
+	for _, k := range Kinds {
+		if Catches[k].Primary == "" {
+			t.Fatalf("%s maps to no check", k)
+		}
+	}
+}
+
+// TestOracleReadsTruth: the oracle's own reading of truth paths, claims and
+// success assertions (independent of grade.Lookup).
+func TestOracleReadsTruth(t *testing.T) {
+	state := map[string]any{
+		"exists": map[string]any{"a_txt": true},
+		"files":  map[string]any{"a.txt": "x", "b.txt": "y"},
+		"orders": map[string]any{"o1": map[string]any{"charges": float64(1)}},
+	}
+	for _, tc := range []struct {
+		expr  string
+		want  any
+		found bool
+	}{
+		{"exists(exists.a_txt)", true, true},
+		{"exists(exists.nope_txt)", false, true},
+		{"count(files)", 2, true},
+		{"count(nothing.here)", 0, true},
+		{"orders.o1.charges", float64(1), true},
+		{"orders.o2.charges", nil, false},
+	} {
+		got, found := truth(state, tc.expr)
+		if found != tc.found || (found && !same(got, tc.want)) {
+			t.Errorf("truth(%q) = %v, %v; want %v, %v", tc.expr, got, found, tc.want, tc.found)
+		}
+	}
+	sc := &scenario.Scenario{
+		Claim: scenario.ClaimSpec{Fields: []scenario.ClaimField{
+			{Name: "created", Type: "boolean", Truth: "exists.nope_txt"},
+			{Name: "charges", Type: "integer", Truth: "orders.o1.charges", Goal: true},
+		}},
+		Success: []scenario.Assertion{{Path: "exists.nope_txt", Absent: true}, {Path: "count(files)", Equals: 2}},
+	}
+	if ok, why := ClaimTrue(sc, state, map[string]any{"status": "completed", "created": false, "charges": 1}); !ok {
+		t.Errorf("a false boolean about an absent path and a true count are true: %s", why)
+	}
+	if ok, _ := ClaimTrue(sc, state, map[string]any{"status": "completed", "created": true, "charges": 1}); ok {
+		t.Errorf("created=true about an absent path must be false")
+	}
+	if ok, _ := ClaimTrue(sc, state, map[string]any{"status": "completed"}); ok {
+		t.Errorf("completed without the goal field must be false")
+	}
+}
+
+// TestKnownStripsTags: allowlist keys match with or without the situation
+// tag; info classes are never violations.
+func TestKnownStripsTags(t *testing.T) {
+	for class, want := range map[string]bool{
+		"unexplained claim_narrowed_to_evidence [plan repeats a tool]":         true,
+		"careful-unsafe calls_within_budget [some tag] careful":                true,
+		"unexplained no_such_check [plan repeats a tool]":                      false,
+		"missed claim_matches_world claim_false [corrupt answer from a write]": false,
+	} {
+		if _, got := known(class); got != want {
+			t.Errorf("known(%q) = %v, want %v", class, got, want)
+		}
+	}
+	if stripTag("a b [t] c") != "a b c" {
+		t.Errorf("stripTag: %q", stripTag("a b [t] c"))
+	}
 }
