@@ -161,6 +161,8 @@ type run struct {
 	// staleStep: the current step refused a stale answer; stepFail: a
 	// call of the current plan step (or its fallbacks) failed.
 	staleStep, stepFail bool
+	// pending is a misbehaviour to log when the step's next call is sent.
+	pending *Misbehaviour
 	// staleAccepted is the call whose stale data a mutant accepted before
 	// a needs_current step.
 	staleAccepted int
@@ -239,6 +241,12 @@ func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.
 		return agent.Outcome{Claim: r.block(st)}, nil
 	}
 	return agent.Outcome{Claim: r.complete()}, nil
+}
+
+// later records a misbehaviour decided on now and committed by the step's
+// next call; it is logged only if that call is really sent.
+func (r *run) later(k Kind, format string, args ...any) {
+	r.pending = &Misbehaviour{Kind: k, Detail: fmt.Sprintf(format, args...)}
 }
 
 func (r *run) log(k Kind, call int, format string, args ...any) {
@@ -370,6 +378,7 @@ func backoff(retry int, retryAfter int64) int64 {
 func (r *run) step(st scenario.Step, weaker, needCur bool) (ok, maybe bool, err error) {
 	r.staleStep = false
 	ok, maybe, err = r.stepInner(st, weaker, needCur)
+	r.pending = nil // decided, never sent: not committed
 	if err == nil && !ok && r.staleStep && !needCur && !r.goalStep(st) {
 		// Only stale answers: the step happened, its exact facts cannot
 		// be claimed. The claim narrows (the $result fields stay out); no
@@ -416,7 +425,7 @@ func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool,
 			return false, maybe, nil
 		}
 		key := st.Tool + "\x00" + harness.ArgsKey(args)
-		if wait == 0 && !r.skipWait {
+		if wait == 0 && !r.skipWait && !r.resending {
 			// An identical call failed before (another step's, say): the
 			// server's retry-after and the backoff still apply, and its
 			// retry limit is spent across steps too.
@@ -451,6 +460,12 @@ func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool,
 				r.log(WriteBeforeEvidence, r.calls+1, "sent %s (step %s) before the read steps the plan puts before it", st.Tool, st.ID)
 			}
 			r.earlyWrite = ""
+		}
+		if r.pending != nil {
+			// The misbehaviour decided on is committed by this call.
+			r.pending.Call = r.calls + 1
+			r.a.Log = append(r.a.Log, *r.pending)
+			r.pending = nil
 		}
 		res := r.call(st.Tool, args)
 		call := r.calls
@@ -502,7 +517,7 @@ func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool,
 		if res.Code == harness.CodeInvalidInput {
 			if r.a.Kind == ResendInvalid && r.affordable(st.Tool, 0) && r.chance() {
 				r.resending = true
-				r.log(ResendInvalid, r.calls+1, "resent the arguments of %s rejected as invalid at call %d", st.Tool, call)
+				r.later(ResendInvalid, "resent the arguments of %s rejected as invalid at call %d", st.Tool, call)
 				continue
 			}
 			if len(st.Corrected) > 0 && !corrected {
@@ -519,7 +534,7 @@ func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool,
 		if res.Uncertain && tool.Effect != harness.EffectRead {
 			maybe = true
 			if tool.ReconciledBy != "" && r.a.Kind == ResendUnreconciled && r.affordable(st.Tool, backoff(retries, 0)) && r.chance() {
-				r.log(ResendUnreconciled, r.calls+1, "resent %s after the ambiguous result of call %d without asking %s", st.Tool, call, tool.ReconciledBy)
+				r.later(ResendUnreconciled, "resent %s after the ambiguous result of call %d without asking %s", st.Tool, call, tool.ReconciledBy)
 				wait = backoff(retries, 0)
 				retries++
 				continue
@@ -545,7 +560,7 @@ func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool,
 		}
 		if retries >= limit {
 			if r.a.Kind == ExceedRetryLimit && r.streak[st.Tool+"\x00"+harness.ArgsKey(args)] > limit && r.affordable(st.Tool, backoff(retries, res.RetryAfterMs)) && r.chance() {
-				r.log(ExceedRetryLimit, r.calls+1, "repeated %s a %d-th time after %d identical failures (limit %d)", st.Tool, r.streak[st.Tool+"\x00"+harness.ArgsKey(args)]+1, r.streak[st.Tool+"\x00"+harness.ArgsKey(args)], limit)
+				r.later(ExceedRetryLimit, "repeated %s a %d-th time after %d identical failures (limit %d)", st.Tool, r.streak[st.Tool+"\x00"+harness.ArgsKey(args)]+1, r.streak[st.Tool+"\x00"+harness.ArgsKey(args)], limit)
 				wait = backoff(retries, res.RetryAfterMs)
 				retries++
 				continue
@@ -555,7 +570,7 @@ func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool,
 		wait = backoff(retries, res.RetryAfterMs)
 		if r.a.Kind == RetryWithoutWait && !r.isPseudo(res) && r.affordable(st.Tool, 0) && r.chance() {
 			short := res.RetryAfterMs / 2
-			r.log(RetryWithoutWait, r.calls+1, "retried %s %dms after the failure of call %d (retry-after %dms)", st.Tool, short, call, res.RetryAfterMs)
+			r.later(RetryWithoutWait, "retried %s %dms after the failure of call %d (retry-after %dms)", st.Tool, short, call, res.RetryAfterMs)
 			wait, r.skipWait = short, true
 		}
 		retries++
