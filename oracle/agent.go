@@ -136,7 +136,9 @@ type run struct {
 	// reused holds reconciliation answers a later identical read step may
 	// take; writes counts side-effecting calls sent (a write invalidates
 	// them).
-	reused map[string]reuse
+	reused []reuse
+	// exact lists the calls answered with exact, clean data.
+	exact  []answer
 	writes int
 	// notBefore is when an identical call may be sent again after a
 	// retryable failure (its retry-after, or the first backoff).
@@ -169,6 +171,8 @@ type run struct {
 }
 
 type reuse struct {
+	tool   string
+	args   map[string]any
 	data   map[string]any
 	writes int
 	call   int
@@ -188,7 +192,7 @@ func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.
 		rng:   rand.New(rand.NewPCG(a.Seed, uint64(len(a.Kind))*7919+uint64(a.Target))),
 		facts: map[string]any{}, verified: map[string]int{}, tainted: map[string]taint{},
 		bad: map[string]bool{}, streak: map[string]int{}, rejected: map[string]string{}, answered: map[string]bool{},
-		reused: map[string]reuse{}, notBefore: map[string]int64{}, failedReal: map[string]bool{}, touched: map[string]bool{},
+		notBefore: map[string]int64{}, failedReal: map[string]bool{}, touched: map[string]bool{},
 	}
 	for _, t := range env.Tools() {
 		r.tools[t.Name] = t
@@ -327,6 +331,9 @@ func (r *run) call(tool string, args map[string]any) harness.Result {
 	} else {
 		delete(r.notBefore, key)
 	}
+	if res.OK && !corrupt(res.Data) && !isStale(res) {
+		r.exact = append(r.exact, answer{tool, maps.Clone(args)})
+	}
 	if res.OK && !corrupt(res.Data) {
 		r.answered[tool+"\x00"+harness.ArgsKey(args)] = true
 		if k, ok := args["idempotency_key"].(string); ok {
@@ -412,7 +419,7 @@ func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool,
 	if limit <= 0 {
 		limit = 3
 	}
-	if rc, ok := r.reused[st.Tool+"\x00"+harness.ArgsKey(args)]; ok && tool.Effect == harness.EffectRead && rc.writes == r.writes && (!rc.stale || weaker || !readsResult(st)) {
+	if rc, ok := r.reusable(st.Tool, args); ok && tool.Effect == harness.EffectRead && (!rc.stale || weaker || !readsResult(st)) {
 		r.accept(st, rc.data, taint{})
 		return true, false, nil
 	}
@@ -629,7 +636,7 @@ func (r *run) reconcile(tool harness.Tool, args map[string]any) (settled, resend
 			// A later plan step asking the identical question may use
 			// this answer (issue 9: a reconciliation answer satisfies a
 			// later step) while nothing has been written since.
-			r.reused[status+"\x00"+harness.ArgsKey(query)] = reuse{data: st.Data, writes: r.writes, call: r.calls, stale: isStale(st)}
+			r.reused = append(r.reused, reuse{tool: status, args: maps.Clone(query), data: st.Data, writes: r.writes, call: r.calls, stale: isStale(st)})
 		}
 		switch {
 		case isStale(st) && !(key != "" && (st.Data["status"] == "completed" || st.Data["status"] == "captured")):
@@ -736,11 +743,53 @@ func (r *run) jumpedUnanswered() bool {
 			args = map[string]any{}
 		}
 		k, _ := args["idempotency_key"].(string)
-		if !r.answered[st.Tool+"\x00"+harness.ArgsKey(args)] && (k == "" || !r.answered[st.Tool+"\x00key:"+k]) {
+		if !r.answered[st.Tool+"\x00"+harness.ArgsKey(args)] && (k == "" || !r.answered[st.Tool+"\x00key:"+k]) && !r.answeredIncluding(st.Tool, args) {
 			return true
 		}
 	}
 	return false
+}
+
+type answer struct {
+	tool string
+	args map[string]any
+}
+
+// answeredIncluding: an exact answer of tool to a call whose arguments
+// include args.
+func (r *run) answeredIncluding(tool string, args map[string]any) bool {
+	for _, a := range r.exact {
+		if a.tool == tool && includes(a.args, args) {
+			return true
+		}
+	}
+	return false
+}
+
+// reusable: the latest reconciliation answer of tool whose arguments
+// include all of args (deploy.status by key and deployment answers the
+// plan's status step by deployment), with nothing written since.
+func (r *run) reusable(tool string, args map[string]any) (reuse, bool) {
+	for i := len(r.reused) - 1; i >= 0; i-- {
+		rc := r.reused[i]
+		if rc.tool == tool && rc.writes == r.writes && includes(rc.args, args) {
+			return rc, true
+		}
+	}
+	return reuse{}, false
+}
+
+// includes: every argument of sub is in super with the same value.
+func includes(super, sub map[string]any) bool {
+	for k, v := range sub {
+		if k == "format" {
+			continue // the generator's correctable argument, ignored by worlds
+		}
+		if w, ok := super[k]; !ok || harness.ArgsKey(map[string]any{"v": w}) != harness.ArgsKey(map[string]any{"v": v}) {
+			return false
+		}
+	}
+	return true
 }
 
 // ---- claims ----
