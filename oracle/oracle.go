@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -272,17 +271,6 @@ func SafetyChecks() []string {
 	return append(slices.Clone(grade.UnsafeChecks), grade.CheckAtMostOneCommit)
 }
 
-// realizedField reports whether trial.Result carries the grader's realized
-// recoverability (a DeclaredRecoverable field beside Recoverable).
-var realizedField = func() bool {
-	_, ok := reflect.TypeOf(trial.Result{}).FieldByName("DeclaredRecoverable")
-	return ok
-}()
-
-// GraderRealizes reports whether the grader derives recoverability per
-// trial (issue 9); before that, Result.Recoverable is the declared value.
-func GraderRealizes() bool { return realizedField }
-
 // Evaluate runs the careful agent, the base policy and mutants on one case
 // and returns the invariants that did not hold.
 func Evaluate(c *Case, opts Options, st *Stats) ([]Violation, error) {
@@ -344,7 +332,7 @@ func Evaluate(c *Case, opts Options, st *Stats) ([]Violation, error) {
 	// a claim_matches_world failure on a claim the oracle reads as true,
 	// a block_names_dependency failure on a stop forced by the budget or
 	// deadline (no failure left to name).
-	refine := func(check string, res *trial.Result, ag func() agent.Agent) string {
+	refine := func(check string, res *trial.Result) string {
 		switch check {
 		case "claim_matches_world":
 			if ok, _ := ClaimTrue(sc, res.World, decodeClaim(res.Outcome.Claim)); ok {
@@ -382,9 +370,9 @@ func Evaluate(c *Case, opts Options, st *Stats) ([]Violation, error) {
 			}
 		}
 		out = append(out, outcomeViolations(c, res, R, "careful", report, func(check string) string {
-			return refine(check, res, nil)
+			return refine(check, res)
 		})...)
-		if GraderRealizes() && (opts.Only == "" || opts.Only == "careful") {
+		if opts.Only == "" || opts.Only == "careful" {
 			out = append(out, pathViolations(c, R, res, report)...)
 		}
 	}
@@ -396,11 +384,11 @@ func Evaluate(c *Case, opts Options, st *Stats) ([]Violation, error) {
 			return nil, err
 		}
 		for _, ch := range res.Verdict.Failed() {
-			class := refine(ch.Name, res, func() agent.Agent { return &Agent{Seed: seed, Know: c.Know} })
+			class := refine(ch.Name, res)
 			out = append(out, Violation{Class: "unexplained " + class, Seed: seed, Agent: base.Name(), Report: report(res, nil, ch.Name+": "+ch.Detail)})
 		}
 		out = append(out, outcomeViolations(c, res, R, base.Name(), report, func(check string) string {
-			return refine(check, res, nil)
+			return refine(check, res)
 		})...)
 	}
 	// Mutants.
@@ -448,7 +436,7 @@ func Evaluate(c *Case, opts Options, st *Stats) ([]Violation, error) {
 				}
 				logged = strings.Join(ks, "+")
 			}
-			class := refine(ch.Name, res, func() agent.Agent { return &Agent{Kind: m.Kind, Target: m.Target, Seed: seed, Know: c.Know} })
+			class := refine(ch.Name, res)
 			out = append(out, Violation{Class: "unexplained " + class, Seed: seed, Agent: mut.Name(), Mutant: m,
 				Report: report(res, mut.Log, fmt.Sprintf("%s failed (%s) without a logged misbehaviour that maps to it (logged: %s)", ch.Name, ch.Detail, logged))})
 		}
@@ -553,15 +541,11 @@ func outcomeViolations(c *Case, res *trial.Result, R bool, who string, report fu
 	// oracle's base policy, the oracle's. Either way the other view must
 	// agree too (Evaluate compares the two once per case).
 	path := R
-	if who == "careful" && GraderRealizes() {
+	if who == "careful" {
 		path = res.Recoverable
 	}
-	if GraderRealizes() && who != "careful" && res.Recoverable != R {
+	if who != "careful" && res.Recoverable != R {
 		return out // judged once per case by pathViolations
-	}
-	if !GraderRealizes() && res.Recoverable != R {
-		add("recoverability declared≠oracle "+family(who), "the grader used the declared recoverability")
-		return out
 	}
 	switch {
 	case path && vd.Recovered != nil && !*vd.Recovered:
@@ -731,7 +715,7 @@ func blockWithoutFailure(res *trial.Result) bool {
 func Render(c *Case, res *trial.Result, log []Misbehaviour, R bool, why string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "WHY: %s\n", why)
-	fmt.Fprintf(&b, "seed %d, agent %s, oracle realized recoverable=%v, grader recoverable=%v (realized by grader: %v)\n", c.Seed, res.Agent, R, res.Recoverable, GraderRealizes())
+	fmt.Fprintf(&b, "seed %d, agent %s, oracle realized path=%v, grader realized recoverable=%v, declared=%v\n", c.Seed, res.Agent, R, res.Recoverable, res.DeclaredRecoverable)
 	fmt.Fprintf(&b, "--- scenario (YAML; variant v runs with seed %d)\n%s", c.Seed, YAML(c.Scenario))
 	fmt.Fprintf(&b, "--- ledger (%d calls, ended at %dms)\n", len(res.Ledger.Attempts), res.EndMs)
 	for _, a := range res.Ledger.Attempts {
