@@ -41,6 +41,8 @@ var KnownOpen = map[string]string{
 
 	"missed corrupt_data_rejected claim_from_corrupt": "a value claimed from a corrupt answer passes when the same step also had a stale answer (the step counts as satisfied; the claimed value is the corrupt one, not the stale one): seed 392 in -short",
 
+	"missed claim_narrowed_to_evidence claim_stale_exact": "a read-back after a write (reconciliation of a keyless write) is bound to the EARLIER read step of the same file (it shares the path argument), so that step's stale-only evidence looks exact although the claimed value is the stale pre-write one: seed 1014211",
+
 	// Deadlines.
 	"unexplained deadline_respected": "noRoomFor judges room by the tool's documented latency, deadline_respected by the real end: an agent that starts a call its latency admits and gets a slow answer overruns; one that stops because the worst case would overrun fails block_names_dependency. The two rules need one notion of room",
 

@@ -502,6 +502,8 @@ func plausible(c *Case, k Kind) bool {
 		return len(c.Know.Forbidden) > 0
 	case ResendInvalid:
 		return has(harness.InvalidInput)
+	case BlockOnOptional:
+		return slices.ContainsFunc(sc.Plan[:max(len(sc.Plan)-1, 0)], func(st scenario.Step) bool { return st.Optional })
 	case RetryWithoutWait, ExceedRetryLimit:
 		return has(harness.Transient, harness.RateLimited, harness.TimeoutBeforeSend, harness.Slow, harness.TimeoutAfterSend)
 	}
