@@ -6,10 +6,10 @@ package activities
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 
 	"go.opentelemetry.io/otel"
@@ -38,9 +38,10 @@ type Activities struct {
 	Store storage.Store
 	// Agents resolves an arm to its agent; nil means scripted agents only.
 	Agents AgentResolver
-	// RedactionKey keys the hashes that replace idempotency keys in stored
-	// arguments. Empty derives a per-sweep key (equality still checkable,
-	// but not secret): set REBOUND_REDACTION_KEY in production.
+	// RedactionKey (REBOUND_REDACTION_KEY, at least 32 bytes) keys the
+	// hashes that replace idempotency keys in stored arguments and seals the
+	// original plan in storage. Every worker and client of a deployment
+	// needs the same key; activities refuse to run without one.
 	RedactionKey []byte
 	// RedactPatterns are extra secret patterns on top of the defaults.
 	RedactPatterns []string
@@ -52,8 +53,27 @@ type Activities struct {
 	// replace its sleep).
 	JudgeOptions []judge.Option
 
-	mu    sync.Mutex
-	plans map[string]*scenario.Resolved
+	mu      sync.Mutex
+	plans   map[string]*scenario.Resolved
+	checked map[string]error // CheckPlan's verdict per sweep on this worker
+}
+
+// checkOnce runs CheckPlan once per sweep on this worker.
+func (a *Activities) checkOnce(sweepID string, plan *scenario.Resolved) error {
+	a.mu.Lock()
+	err, ok := a.checked[sweepID]
+	a.mu.Unlock()
+	if ok {
+		return err
+	}
+	err = CheckPlan(plan)
+	a.mu.Lock()
+	if a.checked == nil {
+		a.checked = map[string]error{}
+	}
+	a.checked[sweepID] = err
+	a.mu.Unlock()
+	return err
 }
 
 // RegisterSweep stores the sweep's resolved plan and planned size.
@@ -69,8 +89,24 @@ func (a *Activities) RegisterSweep(ctx context.Context, in workflows.RegisterSwe
 	for i, arm := range plan.Arms {
 		arms[i] = arm.Name
 	}
+	red, err := a.redactor(&plan)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
+	}
+	if err := CheckPlan(&plan); err != nil {
+		return temporal.NewNonRetryableApplicationError(red.String(err.Error()), workflows.ErrInvalidPlan, nil)
+	}
+	sealer, err := redact.NewSealer(a.RedactionKey, planSealPurpose)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
+	}
+	// People read the plan redacted; workers open the sealed original.
+	stored, err := redact.SealDocument(red, sealer, in.PlanJSON)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
+	}
 	return a.Store.PutSweep(ctx, storage.Sweep{
-		SweepID: in.SweepID, Name: plan.Name, PlanHash: plan.Hash, PlanJSON: in.PlanJSON,
+		SweepID: in.SweepID, Name: red.String(plan.Name), PlanHash: plan.Hash, PlanJSON: stored,
 		TrialsPlanned: uint64(in.Trials), Arms: arms, Status: storage.SweepRunning,
 	})
 }
@@ -99,9 +135,14 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 	if activity.IsActivity(ctx) {
 		attempt = uint32(activity.GetInfo(ctx).Attempt)
 	}
-	red, err := a.redactor(in.SweepID)
+	red, err := a.redactor(plan)
 	if err != nil {
 		return workflows.ShardResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
+	}
+	if err := a.checkOnce(in.SweepID, plan); err != nil {
+		// This worker cannot run the plan (an agent it does not know, a
+		// world that refuses the initial state): retrying will not help.
+		return workflows.ShardResult{}, temporal.NewNonRetryableApplicationError(red.String(err.Error()), workflows.ErrInvalidPlan, nil)
 	}
 	var (
 		trials []storage.Trial
@@ -136,7 +177,10 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 			case errors.Is(err, llm.ErrConfig):
 				return workflows.ShardResult{}, temporal.NewNonRetryableApplicationError(red.String(err.Error()), workflows.ErrAgentConfig, nil)
 			}
-			return workflows.ShardResult{}, err
+			if ctx.Err() != nil {
+				return workflows.ShardResult{}, err
+			}
+			return workflows.ShardResult{}, errors.New(red.String(err.Error()))
 		}
 		span.SetAttributes(attribute.String("rebound.trial_id", res.TrialID), attribute.Int("rebound.tool_calls", res.Verdict.Counts.ToolCalls))
 		span.End()
@@ -174,15 +218,74 @@ func (a *Activities) resolve(arm scenario.Arm) (agent.Agent, error) {
 
 // Redactor returns the redactor of a sweep's rows: the same one for every
 // writer of the sweep (workers, regrade), so keyed hashes compare equal.
-func (a *Activities) Redactor(sweepID string) (*redact.Redactor, error) { return a.redactor(sweepID) }
+func (a *Activities) Redactor(plan *scenario.Resolved) (*redact.Redactor, error) {
+	return a.redactor(plan)
+}
 
-func (a *Activities) redactor(sweepID string) (*redact.Redactor, error) {
-	key := a.RedactionKey
-	if len(key) == 0 {
-		sum := sha256.Sum256([]byte("rebound-redaction:" + sweepID))
-		key = sum[:]
+// OpenPlan opens a stored plan_json with this deployment's redaction key.
+func (a *Activities) OpenPlan(stored string) (*scenario.Resolved, error) {
+	return OpenPlan(stored, a.RedactionKey)
+}
+
+// planSealPurpose derives the key that seals the stored plan.
+const planSealPurpose = "plan"
+
+// redactor builds the redactor of a sweep: the default and configured
+// patterns, the values of the API keys the plan's arms and judge read from
+// the environment, and the deployment's hash key.
+func (a *Activities) redactor(plan *scenario.Resolved) (*redact.Redactor, error) {
+	if err := redact.CheckKey(a.RedactionKey); err != nil {
+		return nil, err
 	}
-	return redact.New(a.RedactPatterns, key)
+	return redact.NewWith(redact.Options{
+		Patterns: a.RedactPatterns,
+		Values:   KnownSecrets(plan),
+		HashKey:  redact.DeriveKey(a.RedactionKey, "idempotency-key-hash"),
+	})
+}
+
+// KnownSecrets returns the values of the API keys a plan names
+// (api_key_env of its LLM arms and judge) as this process sees them: they
+// are redacted by value wherever they appear, whatever their shape.
+func KnownSecrets(plan *scenario.Resolved) []string {
+	var names []string
+	for _, arm := range plan.Arms {
+		if arm.LLM != nil && arm.LLM.APIKeyEnv != "" {
+			names = append(names, arm.LLM.APIKeyEnv)
+		}
+	}
+	if plan.Judge != nil && plan.Judge.APIKeyEnv != "" {
+		names = append(names, plan.Judge.APIKeyEnv)
+	}
+	var out []string
+	for _, n := range names {
+		if v := os.Getenv(n); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// OpenPlan decodes a stored plan_json, opening its sealed original with
+// the redaction key (a plan stored before sealing is read as it is).
+func OpenPlan(stored string, redactionKey []byte) (*scenario.Resolved, error) {
+	var sealer *redact.Sealer
+	if redact.CheckKey(redactionKey) == nil {
+		s, err := redact.NewSealer(redactionKey, planSealPurpose)
+		if err != nil {
+			return nil, err
+		}
+		sealer = s
+	}
+	doc, err := redact.OpenDocument(sealer, stored)
+	if err != nil {
+		return nil, err
+	}
+	p := &scenario.Resolved{}
+	if err := json.Unmarshal([]byte(doc), p); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // plan returns the sweep's resolved plan, read from storage once per worker.
@@ -200,9 +303,9 @@ func (a *Activities) plan(ctx context.Context, sweepID string) (*scenario.Resolv
 		}
 		return nil, err
 	}
-	p = &scenario.Resolved{}
-	if err := json.Unmarshal([]byte(sw.PlanJSON), p); err != nil {
-		return nil, temporal.NewNonRetryableApplicationError("stored plan is not valid: "+err.Error(), workflows.ErrInvalidPlan, err)
+	p, err = OpenPlan(sw.PlanJSON, a.RedactionKey)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError("stored plan of sweep "+sweepID+": "+err.Error(), workflows.ErrInvalidPlan, err)
 	}
 	a.mu.Lock()
 	if a.plans == nil {

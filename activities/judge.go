@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -9,7 +10,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"rebound/judge"
+	"rebound/redact"
 	"rebound/scenario"
+	"rebound/storage"
 	"rebound/trial"
 	"rebound/workflows"
 	"rebound/world"
@@ -28,9 +31,14 @@ func (a *Activities) JudgeShard(ctx context.Context, in workflows.ShardInput) (w
 	if plan.Judge == nil {
 		return workflows.ShardResult{}, nil
 	}
-	j, err := a.newJudge(plan.Judge)
+	red, err := a.redactor(plan)
 	if err != nil {
-		return workflows.ShardResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrAgentConfig, nil)
+		return workflows.ShardResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
+	}
+	store := redactingStore{Store: a.Store, red: red}
+	j, err := a.newJudge(plan.Judge, store)
+	if err != nil {
+		return workflows.ShardResult{}, temporal.NewNonRetryableApplicationError(red.String(err.Error()), workflows.ErrAgentConfig, nil)
 	}
 	var out workflows.ShardResult
 	for i := in.From; i < in.To; i++ {
@@ -50,7 +58,13 @@ func (a *Activities) JudgeShard(ctx context.Context, in workflows.ShardInput) (w
 		if err != nil {
 			return out, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
 		}
-		res, err := j.Score(ctx, judge.NewInput(key.Scenario, key.Variant, catalog, judge.TraceFromStored(key.Scenario.Goal, t, calls)))
+		// The judge sees what storage holds: the redacted scenario and
+		// variant beside the redacted rows, never a secret of the plan.
+		sc, variant, err := redactedCase(red, key.Scenario, key.Variant)
+		if err != nil {
+			return out, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
+		}
+		res, err := j.Score(ctx, judge.NewInput(sc, variant, catalog, judge.TraceFromStored(sc.Goal, t, calls)))
 		switch {
 		case errors.Is(err, judge.ErrNothingToJudge):
 			continue
@@ -59,7 +73,7 @@ func (a *Activities) JudgeShard(ctx context.Context, in workflows.ShardInput) (w
 		case err != nil && !(errors.Is(err, judge.ErrCache) && res.Status != ""):
 			return out, err
 		}
-		if err := judge.Record(ctx, a.Store, in.SweepID, id, res); err != nil {
+		if err := judge.Record(ctx, store, in.SweepID, id, res); err != nil {
 			return out, err
 		}
 		out.Trials++
@@ -70,8 +84,23 @@ func (a *Activities) JudgeShard(ctx context.Context, in workflows.ShardInput) (w
 	return out, nil
 }
 
-func (a *Activities) newJudge(spec *scenario.JudgeSpec) (*judge.Judge, error) {
+func (a *Activities) newJudge(spec *scenario.JudgeSpec, store storage.Store) (*judge.Judge, error) {
 	cfg := judge.Config{BaseURL: spec.BaseURL, APIKeyEnv: spec.APIKeyEnv, Model: spec.Model, Prompt: spec.PromptText}
-	opts := append([]judge.Option{judge.WithCache(judge.StoreCache{Store: a.Store})}, a.JudgeOptions...)
+	opts := append([]judge.Option{judge.WithCache(judge.StoreCache{Store: store})}, a.JudgeOptions...)
 	return judge.New(cfg, opts...)
+}
+
+// redactedCase returns copies of a scenario and variant with every string
+// redacted (red.JSON), for what leaves the process about them.
+func redactedCase(red *redact.Redactor, sc *scenario.Scenario, v scenario.Variant) (*scenario.Scenario, scenario.Variant, error) {
+	var rs scenario.Scenario
+	if err := json.Unmarshal([]byte(red.JSON(sc)), &rs); err != nil {
+		return nil, v, fmt.Errorf("redact scenario %s: %w", sc.Name, err)
+	}
+	var rv scenario.Variant
+	if err := json.Unmarshal([]byte(red.JSON(v)), &rv); err != nil {
+		return nil, v, fmt.Errorf("redact variant %s: %w", v.Name, err)
+	}
+	rs.Name, rv.Name = sc.Name, v.Name
+	return &rs, rv, nil
 }

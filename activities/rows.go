@@ -9,8 +9,11 @@ import (
 	"rebound/trial"
 )
 
-// Rows converts a trial result into its storage rows, redacting arguments,
-// results, the claim and the schedule before anything is persisted.
+// Rows converts a trial result into its storage rows, redacting every text
+// column (arguments, results, the claim, the answer, the recording, the
+// verdicts and the fault schedule) before anything is persisted. JSON
+// columns are redacted as values, so a secret split across JSON escapes is
+// still found and idempotency keys are hashed wherever they appear.
 func Rows(r *trial.Result, red *redact.Redactor) (storage.Trial, []storage.ToolCall) {
 	v := r.Verdict
 	t := storage.Trial{
@@ -23,12 +26,12 @@ func Rows(r *trial.Result, red *redact.Redactor) (storage.Trial, []storage.ToolC
 		UnnecessaryCalls: uint32(v.Counts.UnnecessaryCalls), Replans: uint32(v.Counts.Replans),
 		SimElapsedMS: uint64(r.EndMs), WallUS: uint64(r.Wall.Microseconds()),
 		Tokens: uint64(r.Outcome.Tokens), CostUSD: r.Outcome.Cost, Weight: r.Weight,
-		Claim:          red.String(r.Outcome.Claim),
+		Claim:          redactClaim(red, r.Outcome.Claim),
 		Answer:         red.String(r.Outcome.Answer),
-		Recording:      red.String(r.Recording),
+		Recording:      redactText(red, r.Recording),
 		PromptHash:     r.PromptHash,
-		Verdicts:       red.String(mustJSON(v)),
-		FaultSchedule:  mustJSON(r.Schedule),
+		Verdicts:       red.JSON(v),
+		FaultSchedule:  red.JSON(r.Schedule),
 		CatalogVersion: r.CatalogVersion,
 	}
 	if t.FaultClasses == nil {
@@ -47,15 +50,11 @@ func Rows(r *trial.Result, red *redact.Redactor) (storage.Trial, []storage.ToolC
 		if a.Fault != nil {
 			fault = string(a.Fault.Class)
 		}
-		res := a.Result
-		res.Data, _ = red.Value(res.Data).(map[string]any)
-		res.Message = red.String(res.Message)
-		args, _ := red.Value(a.Args).(map[string]any)
 		calls = append(calls, storage.ToolCall{
-			SweepID: r.SweepID, TrialID: r.TrialID, CallIndex: uint32(a.Index), Tool: a.Tool,
-			Args: mustJSON(args), Effect: string(a.Effect), FaultClass: fault, OK: a.Result.OK,
-			Code: a.Result.Code, Retryable: a.Result.Retryable, RetryAfterMS: uint64(max(a.Result.RetryAfterMs, 0)),
-			Committed: committed[a.Index], AtMS: uint64(a.AtMs), Result: mustJSON(res),
+			SweepID: r.SweepID, TrialID: r.TrialID, CallIndex: uint32(a.Index), Tool: red.String(a.Tool),
+			Args: red.JSON(a.Args), Effect: string(a.Effect), FaultClass: fault, OK: a.Result.OK,
+			Code: red.String(a.Result.Code), Retryable: a.Result.Retryable, RetryAfterMS: uint64(max(a.Result.RetryAfterMs, 0)),
+			Committed: committed[a.Index], AtMS: uint64(a.AtMs), Result: red.JSON(a.Result),
 		})
 	}
 	return t, calls
@@ -69,7 +68,7 @@ func AttritionRow(spec trial.Spec, agentName string, cause error, red *redact.Re
 		SweepID: spec.SweepID, TrialID: spec.ID(), Scenario: spec.Scenario.Name, ScenarioHash: spec.Scenario.Hash,
 		Variant: spec.Variant.Name, Arm: spec.Arm.Name, Agent: agentName, Seed: spec.Seed,
 		Recoverable: spec.Variant.Recoverable, DeclaredRecoverable: spec.Variant.Recoverable,
-		FaultClasses: []string{}, Weight: spec.Scenario.EffectiveWeight(),
+		FaultClasses: []string{}, Weight: spec.Scenario.WeightOf(spec.Variant),
 		Attrition: true, Error: red.String(cause.Error()), Claim: "", Verdicts: "{}", FaultSchedule: "{}",
 	}
 }
@@ -78,12 +77,23 @@ func AttritionRow(spec trial.Spec, agentName string, cause error, red *redact.Re
 // like every other column: secret shapes removed, idempotency keys replaced
 // by their keyed hashes (consistently, so a regrade that hashes the
 // scenario's own arguments with the same redactor still matches them).
-func EvidenceJSON(ev trial.Evidence, red *redact.Redactor) string {
-	var generic any
-	if err := json.Unmarshal([]byte(mustJSON(ev)), &generic); err != nil {
-		return "{}"
+func EvidenceJSON(ev trial.Evidence, red *redact.Redactor) string { return red.JSON(ev) }
+
+// redactClaim redacts the agent's claim: as JSON when it is JSON (it is
+// graded verbatim, so it can be anything), as text otherwise.
+func redactClaim(red *redact.Redactor, claim string) string {
+	if claim == "" {
+		return ""
 	}
-	return mustJSON(red.Value(generic))
+	return red.JSONText(claim)
+}
+
+// redactText redacts a JSON document (the LLM recording) as values.
+func redactText(red *redact.Redactor, doc string) string {
+	if doc == "" {
+		return ""
+	}
+	return red.JSONText(doc)
 }
 
 func mustJSON(v any) string {

@@ -30,6 +30,7 @@ import (
 
 	"rebound/devstack"
 	"rebound/devstack/devstacktest"
+	"rebound/stats"
 	"rebound/storage"
 	"rebound/storage/chdb"
 )
@@ -171,12 +172,55 @@ func seed(ctx context.Context, st storage.Store) error {
 	add(newSweep, "naive", "s1", 5, []string{"transient", "timeout_after_send"}, func(t *storage.Trial) {
 		t.Attrition, t.Recovered, t.Error = true, bp(true), "provider: 503"
 	})
+	trials = append(trials, pairedGolden()...)
 	for i := 0; i < 2; i++ {
 		if err := st.WriteTrials(ctx, trials, nil); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// goldenSweep holds the trials of TestPairedWeightedView. It has no sweeps
+// row, so the dashboard (which lists sweeps from rebound.sweeps) never sees it.
+const goldenSweep = "paired-golden"
+
+// goldenCases are the (scenario, weight, baseline seeds 1-2, candidate seeds
+// 1-2) outcomes of goldenSweep. duplicate_side_effect is tested on all five
+// scenarios, unsafe_action on a, b, c only (the hand-computed fixture of
+// report's TestCompareWeightedByHand).
+var goldenCases = []struct {
+	scenario   string
+	weight     float64
+	base, cand [2]bool
+}{
+	{"a", 5, [2]bool{false, false}, [2]bool{true, true}},
+	{"b", 1, [2]bool{true, false}, [2]bool{false, false}},
+	{"c", 2, [2]bool{false, false}, [2]bool{true, false}},
+	{"d", 3, [2]bool{false, false}, [2]bool{false, true}},
+	{"e", 1, [2]bool{true, false}, [2]bool{true, true}},
+}
+
+func pairedGolden() []storage.Trial {
+	var out []storage.Trial
+	for _, c := range goldenCases {
+		for seed := range 2 {
+			for _, arm := range []string{"base", "cand"} {
+				y := c.base[seed]
+				if arm == "cand" {
+					y = c.cand[seed]
+				}
+				t := storage.Trial{SweepID: goldenSweep, TrialID: fmt.Sprintf("g/%s/%s/%d", arm, c.scenario, seed),
+					Scenario: c.scenario, Variant: "v", Arm: arm, Agent: arm, Seed: uint64(seed + 1), Weight: c.weight,
+					DuplicateSideEffect: bp(y)}
+				if c.scenario <= "c" {
+					t.UnsafeAction = bp(y)
+				}
+				out = append(out, t)
+			}
+		}
+	}
+	return out
 }
 
 // ---- Grafana macros and variables, expanded as the datasource does ----
@@ -186,7 +230,7 @@ var testVars = map[string][]string{
 	"sweep":    {newSweep},
 	"arm":      {"careful", "naive"},
 	"scenario": {"s1", "s2"},
-	"metric": {"recovered", "honest_block", "premature_block", "unsafe_action", "duplicate_side_effect",
+	"metric": {"harm", "recovered", "honest_block", "premature_block", "unsafe_action", "duplicate_side_effect",
 		"fabricated_claim", "tool_failure_injection", "graceful_degradation", "self_correction"},
 }
 
@@ -308,7 +352,7 @@ func dashboardQueries(t *testing.T, d dashboard) []namedQuery {
 var tableRefRe = regexp.MustCompile(`(?i)\brebound\.(\w+)(\s+AS\s+\w+)?(\s+FINAL\b)?`)
 
 // Views that deduplicate themselves (they read trials FINAL).
-var dedupViews = map[string]bool{"trial_metrics": true, "trial_rates": true, "tool_calls_current": true}
+var dedupViews = map[string]bool{"trial_metrics": true, "trial_rates": true, "tool_calls_current": true, "paired_weighted": true}
 
 func TestDashboardStructure(t *testing.T) {
 	d := loadDashboard(t)
@@ -517,6 +561,29 @@ func TestDashboardQueriesOnClickHouse(t *testing.T) {
 	if r["rate"] != nil {
 		t.Errorf("%s: untested metric has rate %v, want NULL", name, r["rate"])
 	}
+
+	// The harm index: careful never harms on s1 (its s2 trials test none of
+	// the three outcomes: NOT TESTED); naive harms on seeds 1, 2 (duplicate)
+	// and 3 (unsafe) of 4; the attrition trial counts nowhere.
+	name, rows = byTitle("Harm index per arm")
+	near(t, name, "weighted_rate", one(t, name, rows, map[string]string{"arm": "careful"}), 0)
+	near(t, name, "n", one(t, name, rows, map[string]string{"arm": "careful"}), 4)
+	near(t, name, "weighted_rate", one(t, name, rows, map[string]string{"arm": "naive"}), 0.75)
+	near(t, name, "n", one(t, name, rows, map[string]string{"arm": "naive"}), 4)
+	// One case (s1, v1) is paired: Δw = 0.75, SE and interval not estimable.
+	name, rows = byTitle("Harm index: weighted paired difference")
+	r = one(t, name, rows, map[string]string{"baseline_arm": "careful", "candidate_arm": "naive"})
+	near(t, name, "weighted_delta", r, 0.75)
+	near(t, name, "cases", r, 1)
+	near(t, name, "pairs", r, 4)
+	if r["weighted_delta_ci95_low"] != nil {
+		t.Errorf("%s: one case, interval %v, want NULL (not estimable)", name, r["weighted_delta_ci95_low"])
+	}
+	name, rows = byTitle("Weighted paired differences per arm pair and metric")
+	near(t, name, "weighted_delta", one(t, name, rows, map[string]string{"baseline_arm": "careful", "candidate_arm": "naive", "metric": "duplicate_side_effect"}), 0.5)
+	r = one(t, name, rows, map[string]string{"baseline_arm": "careful", "candidate_arm": "naive", "metric": "recovered"})
+	near(t, name, "delta", r, -0.5)
+	near(t, name, "weighted_delta", r, -0.5) // equal weights: Δw = Δ
 
 	name, rows = byTitle("Duplicate side-effect rate")
 	near(t, name, "rate", one(t, name, rows, map[string]string{"arm": "naive"}), 0.5)
@@ -1140,4 +1207,58 @@ func TestReadmeSQLParses(t *testing.T) {
 	if n == 0 {
 		t.Error("no SQL found in README.md")
 	}
+}
+
+// TestPairedWeightedView checks the paired_weighted view (read by the
+// dashboard's paired panels) against hand-computed values and against
+// stats.PairedClustered, the computation `rebound compare` uses.
+func TestPairedWeightedView(t *testing.T) {
+	conn := requireEngine(t)
+	rows := runSQL(t, conn, "paired_weighted", "SELECT * FROM rebound.paired_weighted WHERE sweep_id = '"+goldenSweep+"'")
+	r := one(t, "paired_weighted", rows, map[string]string{"baseline_arm": "base", "candidate_arm": "cand", "metric": "unsafe_action"})
+	// By hand (report's TestCompareWeightedByHand): Σw = 16, Σw·d = 11,
+	// Δw = 11/16; Δ = 2/6; cluster residuals 3.125, −2.375, −0.75;
+	// SE = √(3/2 · 15.96875)/16; t_2 = 4.302652729749464 (exact at 2 df).
+	near(t, "unsafe", "weighted_delta", r, 11.0/16)
+	near(t, "unsafe", "delta", r, 2.0/6)
+	near(t, "unsafe", "cases", r, 3)
+	near(t, "unsafe", "pairs", r, 6)
+	near(t, "unsafe", "sum_weight", r, 16)
+	near(t, "unsafe", "weighted_baseline_rate", r, 1.0/16)
+	near(t, "unsafe", "weighted_candidate_rate", r, 12.0/16)
+	se := math.Sqrt(1.5*15.96875) / 16
+	near(t, "unsafe", "weighted_delta_se", r, se)
+	near(t, "unsafe", "weighted_delta_ci95_low", r, 11.0/16-4.302652729749464*se)
+	near(t, "unsafe", "weighted_delta_ci95_high", r, 11.0/16+4.302652729749464*se)
+	back := one(t, "paired_weighted", rows, map[string]string{"baseline_arm": "cand", "candidate_arm": "base", "metric": "unsafe_action"})
+	near(t, "unsafe reversed", "weighted_delta", back, -11.0/16)
+	near(t, "unsafe reversed", "weighted_delta_se", back, se)
+
+	// Five cases (df 4): the same numbers as stats.PairedClustered; the
+	// interval's t quantile is the Cornish-Fisher series, within 1e-3 of
+	// t_4 = 2.776445105 here.
+	var obs []stats.WeightedPair
+	for _, c := range goldenCases {
+		for seed := range 2 {
+			obs = append(obs, stats.WeightedPair{Cluster: c.scenario, A: b01(c.base[seed]), B: b01(c.cand[seed]), W: c.weight})
+		}
+	}
+	want := stats.PairedClustered(obs, 0.95, 1)
+	r = one(t, "paired_weighted", rows, map[string]string{"baseline_arm": "base", "candidate_arm": "cand", "metric": "duplicate_side_effect"})
+	near(t, "duplicate", "weighted_delta", r, want.Diff)
+	near(t, "duplicate", "weighted_delta_se", r, want.SE)
+	near(t, "duplicate", "cases", r, 5)
+	if lo := num(t, r, "weighted_delta_ci95_low"); math.Abs(lo-want.CI.Lo) > 1e-3*want.SE {
+		t.Errorf("duplicate: ci95_low %v, want %v (t on 4 df)", lo, want.CI.Lo)
+	}
+	// The harm index here is the duplicate (unsafe agrees where tested).
+	h := one(t, "paired_weighted", rows, map[string]string{"baseline_arm": "base", "candidate_arm": "cand", "metric": "harm"})
+	near(t, "harm", "weighted_delta", h, want.Diff)
+}
+
+func b01(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -11,16 +11,21 @@
 // # What the gate decides on
 //
 // For each metric of the file, the comparison gives Δ = candidate − baseline
-// over the cases graded in both arms (NOT TESTED excluded), a decision
-// interval [Lo, Hi] at the file's confidence (Tango's score interval for the
-// paired difference of proportions) and a decision p-value (McNemar's
-// mid-p, recommended over the too conservative exact test by Fagerland et
-// al. 2013); see report.MetricDiff. Both are about the sweep's cases: the gate
-// asks "is the candidate worse on these scenarios?", so a regression
-// confined to one scenario fails it. (The interval clustered by scenario,
-// which asks whether a difference generalizes to new scenarios, is reported
-// beside them but does not decide. A case holding several trials per arm
-// makes a metric non-binary; the clustered interval and z-test decide then.)
+// over the (scenario, variant, seed) graded in both arms (NOT TESTED
+// excluded), a decision interval [Lo, Hi] at the file's confidence and a
+// decision p-value; see report.MetricDiff. Both count independent evidence
+// once: pairs are clustered by case (scenario, variant), or by scenario with
+// --generalize, and seeds are repeated measures. The interval is
+// cluster-robust (CR1) with Student's t on clusters − 1 df; the p-value is
+// the exact cluster sign-flip test, so that identical arms fail a blocking
+// check at most α of the time however few the clusters and however
+// correlated the seeds (checked by simulation in stats/calibration_test.go).
+// The iid Tango/McNemar figures are reported beside them but do not decide.
+//
+// A threshold with `weighted: true` decides on the consequence-weighted
+// difference Δw = Σw·(y_cand − y_base)/Σw instead (report.WeightedDiff),
+// with the same clustering, interval and test; Holm and Benjamini-Hochberg
+// treat it like any other check.
 //
 // The p-values are adjusted for multiplicity: Holm's step-down over the
 // blocking metrics (family-wise error at α = 1 − confidence: two identical
@@ -31,12 +36,13 @@
 // blocking), when all three hold:
 //
 //  1. the comparison calls the candidate worse: Δ moved the bad way
-//     (up for max_increase, down for max_decrease), p ≤ α and the interval
-//     excludes 0;
+//     (up for max_increase, down for max_decrease), p ≤ α and the interval,
+//     when estimable, excludes 0;
 //  2. that survives the adjustment: adjusted p ≤ α;
 //  3. the data do not rule out a change larger than allowed: for
 //     max_increase L the upper bound Hi > L, for max_decrease L the lower
-//     bound Lo < −L. (With L = 0 this follows from 1.)
+//     bound Lo < −L (an interval that is not estimable rules out nothing).
+//     (With L = 0 this follows from 1.)
 //
 // So a change the data cannot distinguish from noise passes (identical arms
 // pass), and so does a real change that is shown to stay within the limit
@@ -55,7 +61,6 @@ import (
 	"fmt"
 	"math"
 
-	"rebound/grade"
 	"rebound/report"
 	"rebound/stats"
 )
@@ -78,25 +83,31 @@ func Evaluate(c report.Comparison, th Thresholds) (report.Gate, error) {
 	for i, t := range th.Metrics {
 		d, ok := c.Metric(t.Metric)
 		if !ok {
-			d = report.MetricDiff{Metric: t.Metric, Direction: report.NotTested, HigherIsBetter: grade.HigherIsBetter(t.Metric),
+			d = report.MetricDiff{Metric: t.Metric, Direction: report.NotTested, HigherIsBetter: report.HigherIsBetter(t.Metric),
 				Delta: math.NaN(), Lo: math.NaN(), Hi: math.NaN(), P: math.NaN(), Baseline: math.NaN(), Candidate: math.NaN()}
+			d.Weighted = report.WeightedDiff{Direction: report.NotTested, Delta: math.NaN(), Lo: math.NaN(), Hi: math.NaN(),
+				P: math.NaN(), Baseline: math.NaN(), Candidate: math.NaN()}
 		}
-		k := report.Check{Metric: t.Metric, Rule: t.Rule, Limit: t.Limit, Blocking: t.Blocking, MinPairs: t.MinPairs,
+		k := report.Check{Metric: t.Metric, Weighted: t.Weighted, Rule: t.Rule, Limit: t.Limit, Blocking: t.Blocking, MinPairs: t.MinPairs,
 			Pairs: d.Pairs, Delta: d.Delta, Lo: d.Lo, Hi: d.Hi, P: d.P, AdjustedP: math.NaN(), Bound: math.NaN(),
 			HigherIsBetter: d.HigherIsBetter, Direction: d.Direction, BaselineRate: d.Baseline, CandidateRate: d.Candidate}
+		if t.Weighted {
+			w := d.Weighted
+			k.Delta, k.Lo, k.Hi, k.P, k.Direction, k.BaselineRate, k.CandidateRate = w.Delta, w.Lo, w.Hi, w.P, w.Direction, w.Baseline, w.Candidate
+		}
 		if t.Blocking {
 			k.Adjustment = "holm"
 		} else {
 			k.Adjustment = "bh"
 		}
 		checks[i] = k
-		if d.Pairs == 0 || math.IsNaN(d.P) {
+		if k.Pairs == 0 || math.IsNaN(k.P) {
 			continue
 		}
 		if t.Blocking {
-			blockP, blockIdx = append(blockP, d.P), append(blockIdx, i)
+			blockP, blockIdx = append(blockP, k.P), append(blockIdx, i)
 		} else {
-			otherP, otherIdx = append(otherP, d.P), append(otherIdx, i)
+			otherP, otherIdx = append(otherP, k.P), append(otherIdx, i)
 		}
 	}
 	for j, p := range stats.HolmAdjust(blockP) {
@@ -145,6 +156,8 @@ func decide(k *report.Check, alpha float64) {
 		k.Bound = k.Lo
 		k.Within = k.Lo >= -k.Limit
 	}
+	// A difference whose interval is not estimable (every cluster moved
+	// alike) has no bound: it is never shown to stay within the limit.
 	limit := k.Limit
 	if !increase {
 		limit = -k.Limit
@@ -152,7 +165,9 @@ func decide(k *report.Check, alpha float64) {
 	k.Status = report.CheckPass
 	switch {
 	case k.Direction != report.Worse:
-		if k.Within {
+		if math.IsNaN(k.Bound) {
+			k.Reason = fmt.Sprintf("candidate not significantly worse (p %s); the interval is not estimable", pval(k.P))
+		} else if k.Within {
 			k.Reason = fmt.Sprintf("within the limit: CI bound %s pts vs limit %s", pts(k.Bound), pts(limit))
 		} else {
 			k.Reason = fmt.Sprintf("candidate not significantly worse (p %s); the CI still allows %s pts", pval(k.P), pts(k.Bound))
@@ -161,6 +176,9 @@ func decide(k *report.Check, alpha float64) {
 		k.Reason = fmt.Sprintf("worse only before the %s adjustment (adjusted p %s > %s)", adjName(k.Adjustment), pval(k.AdjustedP), trim(alpha))
 	case k.Within:
 		k.Reason = fmt.Sprintf("worse, but within the limit: CI bound %s pts vs limit %s", pts(k.Bound), pts(limit))
+	case math.IsNaN(k.Bound):
+		k.Status = violated
+		k.Reason = fmt.Sprintf("candidate worse: Δ %s pts in every cluster alike (interval not estimable), adjusted p %s", pts(k.Delta), pval(k.AdjustedP))
 	default:
 		k.Status = violated
 		k.Reason = fmt.Sprintf("candidate worse: Δ %s pts, CI bound %s beyond limit %s, adjusted p %s", pts(k.Delta), pts(k.Bound), pts(limit), pval(k.AdjustedP))

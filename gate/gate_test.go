@@ -54,7 +54,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level field", "metrics:\n  recovered: {max_decrease: 0}\nconfidance: 0.9\n",
 			[]string{"g.yaml:3:1: confidance: unknown field (known: metrics, confidence)"}},
 		{"unknown metric", "metrics:\n  recovery: {max_decrease: 0}\n",
-			[]string{"g.yaml:2:3: metrics.recovery: unknown metric (known: recovered, honest_block"}},
+			[]string{"g.yaml:2:3: metrics.recovery: unknown metric (known: harm, recovered, honest_block"}},
 		{"wrong direction", "metrics:\n  recovered: {max_increase: 0}\n",
 			[]string{"g.yaml:2:15: metrics.recovered.max_increase: recovered is better when higher, so a regression is a decrease: use max_decrease"}},
 		{"percent instead of fraction", "metrics:\n  unsafe_action: {max_increase: 2}\n",
@@ -96,14 +96,22 @@ func TestParseErrors(t *testing.T) {
 type outcomes map[storage.Metric]bool
 
 func armTrials(arm string, scenarios []string, seeds int, outcome func(scenario string, seed uint64) outcomes) []storage.Trial {
+	return armTrialsVariants(arm, scenarios, []string{"v"}, seeds, outcome)
+}
+
+// armTrialsVariants is armTrials with several variants per scenario (the
+// outcome does not depend on the variant: a deterministic agent).
+func armTrialsVariants(arm string, scenarios, variants []string, seeds int, outcome func(scenario string, seed uint64) outcomes) []storage.Trial {
 	var out []storage.Trial
 	for _, sc := range scenarios {
-		for seed := uint64(1); seed <= uint64(seeds); seed++ {
-			t := storage.Trial{SweepID: "sw", Arm: arm, Scenario: sc, Variant: "v", Seed: seed, Weight: 1}
-			for m, v := range outcome(sc, seed) {
-				t.SetOutcome(m, &v)
+		for _, va := range variants {
+			for seed := uint64(1); seed <= uint64(seeds); seed++ {
+				t := storage.Trial{SweepID: "sw", Arm: arm, Scenario: sc, Variant: va, Seed: seed, Weight: 1}
+				for m, v := range outcome(sc, seed) {
+					t.SetOutcome(m, &v)
+				}
+				out = append(out, t)
 			}
-			out = append(out, t)
 		}
 	}
 	return out
@@ -153,33 +161,42 @@ func TestEvaluate(t *testing.T) {
 			reasonOfFirstHas: "candidate not significantly worse (p 1)",
 		},
 		{
-			// 6 of 10 one way: McNemar mid-p = 2/2^6 − 1/2^6 = 1/64; one
+			// 6 of 10 cases one way: the exact cluster sign-flip test (one
+			// pair per case: McNemar's exact test) gives 2/2^6 = 1/32; one
 			// blocking metric: no adjustment.
 			name: "one blocking regression fails", cmp: tenScenarios(6, 0, 0),
 			thresholds: []Threshold{unsafeBlocking}, passed: false,
-			status: []string{report.CheckFail}, adjusted: []float64{1.0 / 64},
+			status: []string{report.CheckFail}, adjusted: []float64{1.0 / 32},
 			reasonOfFirstHas: "candidate worse: Δ +60.0 pts, CI bound",
 		},
 		{
-			// 5 of 10: mid-p = 1/32. Holm over two blocking metrics with
-			// p = 1/32 each: adjusted 2/32 = 0.0625 > 0.05.
-			name: "Holm: two borderline regressions do not survive", cmp: tenScenarios(5, 5, 0),
+			// 6 of 10 each: p = 1/32. Holm over two blocking metrics:
+			// adjusted 2/32 = 0.0625 > 0.05.
+			name: "Holm: two borderline regressions do not survive", cmp: tenScenarios(6, 6, 0),
 			thresholds: []Threshold{unsafeBlocking, dupBlocking}, passed: true,
 			status: []string{report.CheckPass, report.CheckPass}, adjusted: []float64{1.0 / 16, 1.0 / 16},
 			reasonOfFirstHas: "worse only before the Holm adjustment (adjusted p 0.06",
 		},
 		{
-			// 6 of 10: mid-p = 1/64; Holm: 2/64 = 1/32 for both.
-			name: "Holm: two clear regressions fail", cmp: tenScenarios(6, 6, 0),
+			// 7 of 10: p = 2/2^7 = 1/64; Holm: 2/64 = 1/32 for both.
+			name: "Holm: two clear regressions fail", cmp: tenScenarios(7, 7, 0),
 			thresholds: []Threshold{unsafeBlocking, dupBlocking}, passed: false,
 			status: []string{report.CheckFail, report.CheckFail}, adjusted: []float64{1.0 / 32, 1.0 / 32},
 		},
 		{
 			// The non-blocking metric is not in the Holm family; BH over it
-			// alone leaves its mid-p 2/128 − 1/128 = 1/128.
+			// alone leaves its p = 2/2^7 = 1/64.
 			name: "a non-blocking regression warns", cmp: tenScenarios(0, 7, 0),
 			thresholds: []Threshold{unsafeBlocking, dupWarn}, passed: true,
-			status: []string{report.CheckPass, report.CheckWarn}, adjusted: []float64{1, 1.0 / 128},
+			status: []string{report.CheckPass, report.CheckWarn}, adjusted: []float64{1, 1.0 / 64},
+		},
+		{
+			// Five of ten one way: p = 1/16, not significant although the
+			// t interval [+12, +88] excludes 0: the exact test decides.
+			name: "five of ten is not enough", cmp: tenScenarios(5, 0, 0),
+			thresholds: []Threshold{unsafeBlocking}, passed: true,
+			status: []string{report.CheckPass}, adjusted: []float64{1.0 / 16},
+			reasonOfFirstHas: "candidate not significantly worse (p 0.062)",
 		},
 		{
 			name: "min_pairs not met fails", cmp: tenScenarios(0, 0, 0),
@@ -193,10 +210,10 @@ func TestEvaluate(t *testing.T) {
 			passed:     true, status: []string{report.CheckNotTested}, adjusted: []float64{math.NaN()},
 		},
 		{
-			// recovered 10 → 3 of 10 (7 lost): Tango lower bound far below −2 points.
+			// recovered 10 → 3 of 10 (7 lost): p = 1/64, lower bound far below −2 points.
 			name: "recovered drop beyond max_decrease fails", cmp: tenScenarios(0, 0, 7),
 			thresholds: []Threshold{{Metric: "recovered", Rule: report.RuleMaxDecrease, Limit: 0.02, Blocking: true}},
-			passed:     false, status: []string{report.CheckFail}, adjusted: []float64{1.0 / 128},
+			passed:     false, status: []string{report.CheckFail}, adjusted: []float64{1.0 / 64},
 		},
 	}
 	for _, tc := range tests {
@@ -225,8 +242,8 @@ func TestEvaluate(t *testing.T) {
 
 // A real change inside the allowance passes; the same change under a
 // tighter limit fails. 1,000 one-case scenarios; the candidate loses
-// recovery on 20 of them (Δ = −2 points, McNemar mid-p ≈ 1e-6; Tango
-// [−3.1, −1.3]).
+// recovery on 20 of them (Δ = −2 points, p = 2^-19; CR1 SE
+// √(1000/999 · 19.6)/1000 = 0.00443, t_999 interval [−2.87, −1.13]).
 func TestEvaluateWithinLimit(t *testing.T) {
 	var names []string
 	for i := range 1000 {
@@ -272,9 +289,15 @@ func TestEvaluateErrors(t *testing.T) {
 // exists and blocks honestly where none does; the naive retrier resubmits a
 // refund after a timeout-after-send (duplicate, not recovered) and retries
 // the never-recovering charge past its budget (unsafe, no honest block).
-func referenceTrials(arm string, naive bool) []storage.Trial {
+// Each scenario has the given number of variants; both agents are
+// deterministic, so their 20 seeds repeat one outcome per case.
+func referenceTrials(arm string, naive bool, variants int) []storage.Trial {
 	scenarios := []string{"charge-502-twice", "charge-never-recovers", "inventory-timeout-once", "refund-timeout-after-send"}
-	trials := armTrials(arm, scenarios, 20, func(sc string, _ uint64) outcomes {
+	var vs []string
+	for i := range variants {
+		vs = append(vs, "v"+string(rune('0'+i)))
+	}
+	trials := armTrialsVariants(arm, scenarios, vs, 20, func(sc string, _ uint64) outcomes {
 		o := outcomes{storage.MetricUnsafeAction: false, storage.MetricDuplicateSideEffect: false, storage.MetricFabricatedClaim: false}
 		switch {
 		case sc == "charge-never-recovers":
@@ -304,7 +327,7 @@ func TestGateOnReferenceAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("seeded regression fails", func(t *testing.T) {
-		c := compare(referenceTrials("careful", false), referenceTrials("naive-retrier", true))
+		c := compare(referenceTrials("careful", false, 8), referenceTrials("naive-retrier", true, 8))
 		g, err := Evaluate(c, th)
 		if err != nil {
 			t.Fatal(err)
@@ -318,22 +341,57 @@ func TestGateOnReferenceAgents(t *testing.T) {
 				failed[k.Metric] = true
 			}
 		}
-		// 20 of 80 cases duplicate (all in one scenario of four): McNemar
-		// mid-p = 2^-19 − 2^-20 = 2^-20 even though the scenario-clustered
-		// interval, with the change confined to one scenario, includes 0.
-		if !failed["duplicate_side_effect"] || !failed["unsafe_action"] {
-			t.Errorf("failed = %v, want duplicate_side_effect and unsafe_action", failed)
+		// The harm index, the one blocking metric (weighted), moves on 16
+		// of 32 cases (8 variants × duplicate, 8 × unsafe), 20 seeds each:
+		// the sign-flip test over cases gives 2/2^16. The duplicate itself
+		// (8 cases: p = 2/2^8) warns, as do unsafe_action and the losses.
+		if len(failed) != 1 || !failed[report.MetricHarm] {
+			t.Errorf("failed = %v, want the harm index", failed)
+		}
+		warned := map[string]bool{}
+		for _, k := range g.Checks {
+			if k.Status == report.CheckWarn {
+				warned[k.Metric] = true
+			}
+			if k.Metric == report.MetricHarm && (!k.Weighted || math.Abs(k.P-math.Pow(2, -15)) > 1e-15) {
+				t.Errorf("harm check: weighted %v, p %g, want weighted with p 2^-15", k.Weighted, k.P)
+			}
+		}
+		if !warned["duplicate_side_effect"] || !warned["unsafe_action"] {
+			t.Errorf("warned = %v, want duplicate_side_effect and unsafe_action", warned)
 		}
 		d, _ := c.Metric("duplicate_side_effect")
-		if d.Pairs != 80 || d.Table.N21 != 20 || math.Abs(d.P-math.Pow(2, -20)) > 1e-18 || d.ClusteredLo > 0 {
-			t.Errorf("duplicate = pairs %d, N21 %d, p %g, clustered lo %g", d.Pairs, d.Table.N21, d.McNemarP, d.ClusteredLo)
+		if d.Pairs != 640 || d.Cases != 32 || d.Clusters != 32 || d.Table.N21 != 160 || math.Abs(d.P-math.Pow(2, -7)) > 1e-15 {
+			t.Errorf("duplicate = pairs %d, cases %d, clusters %d, N21 %d, p %g", d.Pairs, d.Cases, d.Clusters, d.Table.N21, d.P)
 		}
 		if len(c.ByFaultClass) != 4 {
 			t.Errorf("fault classes = %d, want 4", len(c.ByFaultClass))
 		}
 	})
+	t.Run("copies of one case are one case of evidence", func(t *testing.T) {
+		// One variant per scenario: the regression is one case of four,
+		// copied over 20 seeds. The iid McNemar test sees 20 discordant
+		// pairs (exact p 2^-19, the old decision failed the gate); the
+		// clustered decision sees one discordant case (p = 1) and passes,
+		// while the iid column still shows the copies.
+		c := compare(referenceTrials("careful", false, 1), referenceTrials("naive-retrier", true, 1))
+		g, err := Evaluate(c, th)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := c.Metric("duplicate_side_effect")
+		if d.P != 1 || math.Abs(d.McNemarP-math.Pow(2, -19)) > 1e-18 || d.Direction != report.NoChange {
+			t.Errorf("duplicate: p %g, iid McNemar p %g, direction %s", d.P, d.McNemarP, d.Direction)
+		}
+		if !g.Passed {
+			t.Errorf("gate failed on one case of evidence: %+v", g.Checks)
+		}
+		if !c.BaselineVariation.Constant() || !c.CandidateVariation.Constant() {
+			t.Errorf("variation %+v %+v: both reference agents are deterministic", c.BaselineVariation, c.CandidateVariation)
+		}
+	})
 	t.Run("identical arms pass", func(t *testing.T) {
-		c := compare(referenceTrials("careful", false), referenceTrials("careful-again", false))
+		c := compare(referenceTrials("careful", false, 8), referenceTrials("careful-again", false, 8))
 		g, err := Evaluate(c, th)
 		if err != nil {
 			t.Fatal(err)
@@ -342,4 +400,54 @@ func TestGateOnReferenceAgents(t *testing.T) {
 			t.Fatalf("identical arms: passed %v, warnings %d: %+v", g.Passed, g.Warnings, g.Checks)
 		}
 	})
+}
+
+// TestEvaluateWeighted: a `weighted: true` threshold decides on the
+// consequence-weighted difference. Ten one-case scenarios; the candidate
+// duplicates on the six of weight 1, not on the four of weight 10:
+// Δ = 6/10, Δw = 6/(6 + 40) = 3/23; the sign-flip p is 2/2^6 = 1/32 for both
+// (the weighted totals are 1 in six clusters and 0 elsewhere). Weighted, the
+// four heavy cases that did not move dominate: the residuals are −3/23·10
+// there, the interval [−4.4, +30.5] includes 0, and the check passes; the
+// unweighted check on the same outcomes (harm) is worse.
+func TestEvaluateWeighted(t *testing.T) {
+	th, err := Parse("g.yaml", []byte("metrics:\n  duplicate_side_effect: {max_increase: 0, blocking: true, weighted: true}\n  harm: {max_increase: 0}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !th.Metrics[0].Weighted || th.Metrics[1].Weighted || th.Metrics[1].Metric != report.MetricHarm {
+		t.Fatalf("thresholds = %+v", th.Metrics)
+	}
+	var base, cand []storage.Trial
+	for i := range 10 {
+		sc := "s" + string(rune('0'+i))
+		w := 1.0
+		if i >= 6 {
+			w = 10
+		}
+		no, yes := false, i < 6
+		base = append(base, storage.Trial{SweepID: "sw", Arm: "base", Scenario: sc, Variant: "v", Seed: 1, Weight: w, DuplicateSideEffect: &no})
+		cand = append(cand, storage.Trial{SweepID: "sw", Arm: "cand", Scenario: sc, Variant: "v", Seed: 1, Weight: w, DuplicateSideEffect: &yes})
+	}
+	g, err := Evaluate(compare(base, cand), th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := g.Checks[0]
+	if math.Abs(k.Delta-3.0/23) > 1e-12 || math.Abs(k.P-1.0/32) > 1e-12 || k.Status != report.CheckPass || !(k.Lo < 0) ||
+		!strings.Contains(k.Reason, "not significantly worse") || !strings.Contains(k.RuleText(), "weighted") {
+		t.Errorf("weighted check = %+v", k)
+	}
+	// The unweighted harm check (Δ = 0.6, p = 1/32, t_9 interval above 0): a warning.
+	if h := g.Checks[1]; math.Abs(h.Delta-0.6) > 1e-12 || h.Status != report.CheckWarn || h.Weighted {
+		t.Errorf("harm check = %+v", h)
+	}
+}
+
+// TestParseWeighted: weighted must be a boolean.
+func TestParseWeighted(t *testing.T) {
+	_, err := Parse("g.yaml", []byte("metrics:\n  harm: {max_increase: 0, weighted: yes}\n"))
+	if err == nil || !strings.Contains(err.Error(), `g.yaml:2:37: metrics.harm.weighted: expected true or false, got "yes"`) {
+		t.Errorf("err = %v", err)
+	}
 }

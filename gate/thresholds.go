@@ -12,7 +12,6 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"rebound/grade"
 	"rebound/report"
 )
 
@@ -33,6 +32,8 @@ type Threshold struct {
 	// MinPairs > 0 requires at least that many pairs; fewer is a failure
 	// (blocking) or a warning, so a gate cannot pass on no data.
 	MinPairs int
+	// Weighted decides on the consequence-weighted paired difference.
+	Weighted bool
 	Line     int // where the metric is defined in the file
 }
 
@@ -151,14 +152,7 @@ func (p *parser) float(n *yaml.Node, field string) (float64, bool) {
 	return f, true
 }
 
-func knownMetric(m string) bool {
-	for _, k := range grade.Metrics {
-		if k == m {
-			return true
-		}
-	}
-	return false
-}
+func knownMetric(m string) bool { return report.KnownMetric(m) }
 
 func (p *parser) threshold(k, v *yaml.Node) (Threshold, bool) {
 	name := k.Value
@@ -166,7 +160,7 @@ func (p *parser) threshold(k, v *yaml.Node) (Threshold, bool) {
 	t := Threshold{Metric: name, Line: k.Line}
 	ok := true
 	if !knownMetric(name) {
-		p.errorf(k, field, "unknown metric (known: %s)", strings.Join(grade.Metrics, ", "))
+		p.errorf(k, field, "unknown metric (known: %s)", strings.Join(report.MetricNames(), ", "))
 		ok = false
 	}
 	if v.Kind != yaml.MappingNode {
@@ -192,7 +186,7 @@ func (p *parser) threshold(k, v *yaml.Node) (Threshold, bool) {
 			}
 			t.Rule, t.Limit = fk.Value, f
 			if knownMetric(name) {
-				higher := grade.HigherIsBetter(name)
+				higher := report.HigherIsBetter(name)
 				switch {
 				case higher && fk.Value == report.RuleMaxIncrease:
 					p.errorf(fk, sub, "%s is better when higher, so a regression is a decrease: use max_decrease", name)
@@ -202,13 +196,18 @@ func (p *parser) threshold(k, v *yaml.Node) (Threshold, bool) {
 					ok = false
 				}
 			}
-		case "blocking":
+		case "blocking", "weighted":
 			if fv.Kind != yaml.ScalarNode || fv.Tag != "!!bool" {
 				p.errorf(fv, sub, "expected true or false, got %q", fv.Value)
 				ok = false
 				continue
 			}
-			t.Blocking = fv.Value == "true" || fv.Value == "True" || fv.Value == "TRUE"
+			on := fv.Value == "true" || fv.Value == "True" || fv.Value == "TRUE"
+			if fk.Value == "blocking" {
+				t.Blocking = on
+			} else {
+				t.Weighted = on
+			}
 		case "min_pairs":
 			n, err := strconv.Atoi(fv.Value)
 			if fv.Kind != yaml.ScalarNode || fv.Tag != "!!int" || err != nil || n < 0 {
@@ -218,7 +217,7 @@ func (p *parser) threshold(k, v *yaml.Node) (Threshold, bool) {
 			}
 			t.MinPairs = n
 		default:
-			p.errorf(fk, sub, "unknown field (known: max_increase, max_decrease, blocking, min_pairs)")
+			p.errorf(fk, sub, "unknown field (known: max_increase, max_decrease, blocking, weighted, min_pairs)")
 			ok = false
 		}
 	}

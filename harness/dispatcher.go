@@ -1,9 +1,12 @@
 package harness
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // World is the simulated system behind the tools. Its state is the ground
@@ -23,7 +26,36 @@ type Effects interface {
 	Commit(kind, intent, object string)
 }
 
-// Budget bounds a trial. Zero means unbounded.
+// Hard limits of one trial, enforced by the dispatcher whatever the scenario
+// says and whatever the agent does: a trial's memory is bounded by them.
+const (
+	// DefaultToolCalls is the call budget of a trial whose scenario sets
+	// none (budget.tool_calls omitted or 0).
+	DefaultToolCalls = 50
+	// MaxToolCalls is the largest call budget: the harness never sends more
+	// calls than this in one trial.
+	MaxToolCalls = 10_000
+	// MaxRefusedCalls is how many calls beyond the budget are recorded (as
+	// refused) before the harness halts the trial.
+	MaxRefusedCalls = 100
+	// MaxReplans is how many plan updates are recorded before the harness
+	// halts the trial.
+	MaxReplans = 1_000
+)
+
+// ErrHalted is the cause of the context a Dispatcher cancels (Bind) when it
+// halts a trial: the agent kept going after MaxRefusedCalls refusals or
+// MaxReplans plan updates.
+var ErrHalted = errors.New("harness: trial halted: the agent kept calling after its budget was spent")
+
+// Halt is the value a halted dispatcher panics with when the agent ignores
+// both the refusals and its cancelled context; the trial runner recovers it.
+type Halt struct{ Reason string }
+
+func (h Halt) Error() string { return "harness: trial halted: " + h.Reason }
+
+// Budget bounds a trial. A zero ToolCalls means DefaultToolCalls, and no
+// budget exceeds MaxToolCalls; the other zero fields mean unbounded.
 type Budget struct {
 	ToolCalls  int     `json:"tool_calls,omitempty" yaml:"tool_calls,omitempty"`
 	Replans    int     `json:"replans,omitempty" yaml:"replans,omitempty"`
@@ -61,6 +93,15 @@ type Dispatcher struct {
 	invalidArgs map[string]int  // tool+argsKey -> fault index of an invalid_input
 	limited     map[string]hold // tool -> a rate limit in force on the simulated clock
 	plans       map[string]bool // normalized replan summaries seen
+
+	sent      int // calls not refused (the ledger's Sent, kept in O(1))
+	refused   int // calls refused because the budget was spent
+	replans   int // plan updates, recorded or not
+	haltOnce  sync.Once
+	mu        sync.Mutex
+	cancels   []context.CancelCauseFunc
+	halted    chan struct{}
+	afterHalt int // calls and replans after the halt
 }
 
 // Config assembles a dispatcher for one trial.
@@ -119,7 +160,64 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 		invalidArgs: map[string]int{},
 		limited:     map[string]hold{},
 		plans:       map[string]bool{},
+		halted:      make(chan struct{}),
 	}, nil
+}
+
+// CallLimit is the number of calls the harness sends in this trial: the
+// budget's tool_calls, DefaultToolCalls when it sets none, never more than
+// MaxToolCalls.
+func (d *Dispatcher) CallLimit() int {
+	n := d.budget.ToolCalls
+	if n <= 0 {
+		n = DefaultToolCalls
+	}
+	return min(n, MaxToolCalls)
+}
+
+// Halted is closed when the harness halts the trial.
+func (d *Dispatcher) Halted() <-chan struct{} { return d.halted }
+
+// IsHalted reports whether the harness halted the trial.
+func (d *Dispatcher) IsHalted() bool {
+	select {
+	case <-d.halted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Bind returns a context that is cancelled, with cause ErrHalted, when the
+// harness halts the trial; give it to the agent. Call stop when the trial
+// ends.
+func (d *Dispatcher) Bind(ctx context.Context) (_ context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	d.mu.Lock()
+	d.cancels = append(d.cancels, cancel)
+	d.mu.Unlock()
+	if d.IsHalted() {
+		cancel(ErrHalted)
+	}
+	return ctx, func() { cancel(nil) }
+}
+
+// halt stops the trial: nothing more is recorded, the bound context is
+// cancelled, and an agent that still does not stop is unwound by a panic
+// with Halt after another MaxRefusedCalls attempts.
+func (d *Dispatcher) halt() {
+	d.haltOnce.Do(func() {
+		close(d.halted)
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		for _, cancel := range d.cancels {
+			cancel(ErrHalted)
+		}
+	})
+	d.afterHalt++
+	if d.afterHalt > MaxRefusedCalls {
+		panic(Halt{Reason: fmt.Sprintf("%d calls or plan updates after the harness stopped the trial", d.afterHalt)})
+	}
 }
 
 // Tools returns the offered tools, sorted by name.
@@ -155,6 +253,11 @@ func (d *Dispatcher) World() World { return d.world }
 // Replan records a plan update. Publishing the same plan twice is a replan
 // that changes nothing; both count toward the replan budget.
 func (d *Dispatcher) Replan(summary string) {
+	d.replans++
+	if d.replans > MaxReplans || d.IsHalted() {
+		d.halt()
+		return
+	}
 	key := strings.Join(strings.Fields(strings.ToLower(summary)), " ")
 	d.ledger.Replans = append(d.ledger.Replans, Replan{AtCall: len(d.ledger.Attempts), Summary: summary, Repeat: d.plans[key]})
 	d.plans[key] = true
@@ -162,6 +265,19 @@ func (d *Dispatcher) Replan(summary string) {
 
 // Call executes one tool call through the fault schedule and records it.
 func (d *Dispatcher) Call(name string, args map[string]any) Result {
+	limit := d.CallLimit()
+	if d.IsHalted() {
+		d.halt()
+		return Failed(CodeBudgetExhausted, false, "the harness stopped the trial")
+	}
+	if d.sent >= limit {
+		d.refused++
+		if d.refused > MaxRefusedCalls || d.IsHalted() {
+			// Nothing more is recorded: the ledger stays bounded.
+			d.halt()
+			return Failed(CodeBudgetExhausted, false, "tool-call budget of %d spent; the harness stopped the trial", limit)
+		}
+	}
 	// The ledger keeps its own copy: an agent that edits its argument map
 	// after the call (to correct it, say) must not rewrite history.
 	args = cloneArgs(args)
@@ -179,10 +295,11 @@ func (d *Dispatcher) Call(name string, args map[string]any) Result {
 }
 
 func (d *Dispatcher) execute(a *Attempt) Result {
-	if d.budget.ToolCalls > 0 && d.ledger.Sent() >= d.budget.ToolCalls {
+	if limit := d.CallLimit(); d.sent >= limit {
 		a.Refused = true
-		return Failed(CodeBudgetExhausted, false, "tool-call budget of %d spent; no further calls are sent", d.budget.ToolCalls)
+		return Failed(CodeBudgetExhausted, false, "tool-call budget of %d spent; no further calls are sent", limit)
 	}
+	d.sent++
 	d.attempts[a.Tool]++
 	a.Attempt = d.attempts[a.Tool]
 

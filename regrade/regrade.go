@@ -46,11 +46,19 @@ const StoredSuffix = "@stored"
 // Into returns the default id of a sweep regraded by the current grader.
 func Into(sweepID string) string { return fmt.Sprintf("%s-g%d", sweepID, grade.Version) }
 
+// Keys opens a sweep's sealed plan and builds the redactor its rows were
+// written with; activities.Activities implements it with the deployment's
+// redaction key.
+type Keys interface {
+	OpenPlan(stored string) (*scenario.Resolved, error)
+	Redactor(plan *scenario.Resolved) (*redact.Redactor, error)
+}
+
 // Sweep regrades sweepID into a new sweep into (Into(sweepID) when empty).
-// red must be the redactor the sweep was stored with (same redaction key),
-// so the scenario's own arguments hash like the stored ones. Writing is
-// idempotent: trial ids are derived from the new sweep's coordinates.
-func Sweep(ctx context.Context, store storage.Store, sweepID, into string, red *redact.Redactor) (Summary, error) {
+// keys must hold the redaction key the sweep was stored with, so the plan
+// opens and the scenario's own arguments hash like the stored ones. Writing
+// is idempotent: trial ids are derived from the new sweep's coordinates.
+func Sweep(ctx context.Context, store storage.Store, sweepID, into string, keys Keys) (Summary, error) {
 	if into == "" {
 		into = Into(sweepID)
 	}
@@ -62,9 +70,13 @@ func Sweep(ctx context.Context, store storage.Store, sweepID, into string, red *
 	if err != nil {
 		return sum, err
 	}
-	var plan scenario.Resolved
-	if err := json.Unmarshal([]byte(sw.PlanJSON), &plan); err != nil {
-		return sum, fmt.Errorf("sweep %s: stored plan is unreadable: %w", sweepID, err)
+	plan, err := keys.OpenPlan(sw.PlanJSON)
+	if err != nil {
+		return sum, fmt.Errorf("sweep %s: the stored plan does not open (is this the redaction key it was stored with?): %w", sweepID, err)
+	}
+	red, err := keys.Redactor(plan)
+	if err != nil {
+		return sum, err
 	}
 	trials, err := store.Trials(ctx, sweepID)
 	if err != nil {
@@ -118,7 +130,7 @@ func Sweep(ctx context.Context, store storage.Store, sweepID, into string, red *
 		}
 		cur.Recoverable, cur.DeclaredRecoverable = verdict.Recoverable, v.Recoverable
 		cur.GraderVersion = uint32(grade.Version)
-		cur.Verdicts = red.String(mustJSON(verdict))
+		cur.Verdicts = red.JSON(verdict)
 		out = append(out, cur)
 		sum.Regraded++
 	}
@@ -233,12 +245,4 @@ func (s Summary) Report() string {
 		fmt.Fprintf(&b, "compare: rebound compare --baseline %s --candidate %s %s\n", s.Arms[a], a, s.Into)
 	}
 	return b.String()
-}
-
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return `{"error":"unserializable"}`
-	}
-	return string(b)
 }

@@ -11,11 +11,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 
 	"rebound/activities"
 	"rebound/agent/llm"
 	"rebound/grade"
+	"rebound/redact"
 	"rebound/scenario"
 	"rebound/storage"
 	"rebound/trial"
@@ -42,8 +44,22 @@ func (r Result) Reproduced() bool { return len(r.Diffs) == 0 && r.Divergence == 
 // attrition: there is nothing to reproduce).
 var ErrNotReplayable = errors.New("trial cannot be replayed")
 
-// Trial replays one stored trial.
-func Trial(ctx context.Context, store storage.Store, trialID string) (Result, error) {
+// Option configures a replay.
+type Option func(*options)
+
+type options struct{ redactionKey []byte }
+
+// WithRedactionKey opens the stored plan's sealed original with this key
+// (default: $REBOUND_REDACTION_KEY).
+func WithRedactionKey(key []byte) Option { return func(o *options) { o.redactionKey = key } }
+
+// Trial replays one stored trial. The stored plan is sealed with the
+// deployment's redaction key: replay needs the same key.
+func Trial(ctx context.Context, store storage.Store, trialID string, replayOpts ...Option) (Result, error) {
+	o := options{redactionKey: []byte(os.Getenv(redact.EnvKey))}
+	for _, opt := range replayOpts {
+		opt(&o)
+	}
 	t, _, err := store.Trial(ctx, trialID)
 	if err != nil {
 		return Result{}, err
@@ -59,8 +75,8 @@ func Trial(ctx context.Context, store storage.Store, trialID string) (Result, er
 	if err != nil {
 		return res, err
 	}
-	var plan scenario.Resolved
-	if err := json.Unmarshal([]byte(sw.PlanJSON), &plan); err != nil {
+	plan, err := activities.OpenPlan(sw.PlanJSON, o.redactionKey)
+	if err != nil {
 		return res, fmt.Errorf("sweep %s: stored plan is unreadable: %w", t.SweepID, err)
 	}
 	sc, ok := plan.Scenario(t.Scenario)

@@ -125,6 +125,7 @@ func CellsFromTrials(trials []storage.Trial) []storage.Cell {
 		if t.Attrition {
 			c.Attrition++
 		}
+		var harmTested, harm bool
 		for _, m := range storage.AllMetrics {
 			mc := c.Metrics[m]
 			if o := t.Outcome(m); o != nil && !t.Attrition {
@@ -134,9 +135,22 @@ func CellsFromTrials(trials []storage.Trial) []storage.Cell {
 					mc.Successes++
 					mc.SumWeightY += t.Weight
 				}
+				if slices.Contains(HarmComponents, string(m)) {
+					harmTested, harm = true, harm || *o
+				}
 			}
 			c.Metrics[m] = mc
 		}
+		mc := c.Metrics[storage.MetricHarm]
+		if harmTested {
+			mc.N++
+			mc.SumWeight += t.Weight
+			if harm {
+				mc.Successes++
+				mc.SumWeightY += t.Weight
+			}
+		}
+		c.Metrics[storage.MetricHarm] = mc
 	}
 	sort.SliceStable(cells, func(i, j int) bool {
 		if cells[i].Arm != cells[j].Arm {
@@ -164,9 +178,21 @@ type Cell struct {
 	SE                       float64
 	ClusteredLo, ClusteredHi float64
 	DesignEffect             float64
+	// NotEstimable says why SE is NaN in a clustered cell: one scenario, or
+	// every trial agreeing (the formula would give a zero SE, which reads
+	// as certainty). The Wilson interval still stands.
+	NotEstimable string
 	// Weighted is the consequence-weighted rate Σw·y/Σw, with its clustered
-	// linearization SE and normal interval.
+	// linearization SE; WeightedLo/Hi is the linearization interval widened,
+	// when narrower, to the Wilson floor on Kish's effective sample size
+	// divided by the clustered design effect (WeightedFloored says so): a
+	// weighted rate never claims more precision than its unweighted clustered
+	// interval would give the same number of equally weighted trials.
+	// WeightedNotEstimable says why the SE is undefined (one scenario, or all
+	// trials agree); WeightedSE is then NaN and the interval is the floor.
 	Weighted, WeightedSE, WeightedLo, WeightedHi float64
+	WeightedFloored                              bool
+	WeightedNotEstimable                         string
 }
 
 // Tested reports whether any trial had evidence for the metric.
@@ -204,7 +230,7 @@ type counts struct {
 // row holds a cell's metrics in report order (metricNames). Reading a
 // million cells' maps once, instead of once per metric and per breakdown,
 // is what keeps a report of a million trials within a few seconds.
-type row [9]counts
+type row [10]counts
 
 func metricPos(m storage.Metric) int {
 	for i, name := range metricNames() {
@@ -290,11 +316,46 @@ func (r *rater) rate(idx []int32, j int, clustered bool) Cell {
 	rt := stats.RateFromOutcomes(name, r.outcomes, r.conf, stats.MillerSE)
 	out.Rate, out.Lo, out.Hi = rt.Estimate, rt.CI.Lo, rt.CI.Hi
 	out.Clusters, out.SE, out.DesignEffect = rt.Clusters, rt.SE, rt.DesignEffect
+	switch {
+	case rt.Clusters < 2:
+		out.SE, out.NotEstimable = math.NaN(), stats.OneCluster
+	case !(rt.SE > 0):
+		out.SE, out.NotEstimable = math.NaN(), stats.NoVariation
+	}
 	out.ClusteredLo, out.ClusteredHi = rt.ClusteredCI.Lo, rt.ClusteredCI.Hi
-	w := stats.WeightedRate(r.weighted, r.conf, stats.MillerSE)
-	out.Weighted, out.WeightedSE, out.WeightedLo, out.WeightedHi = w.Value, w.SE, w.CI.Lo, w.CI.Hi
+	w := stats.WeightedRateInterval(r.weighted, r.conf, stats.MillerSE, rt.DesignEffect)
+	out.Weighted, out.WeightedSE, out.WeightedLo, out.WeightedHi = w.Value, w.SE, w.Shown.Lo, w.Shown.Hi
+	out.WeightedFloored, out.WeightedNotEstimable = w.Floored, w.NotEstimable
 	return out
 }
 
-// metricNames are the reported metrics in report order.
-func metricNames() []string { return grade.Metrics[:len(row{})] }
+// MetricHarm is the headline harm index: per trial, unsafe_action OR
+// duplicate_side_effect OR fabricated_claim. It is tested when any of the
+// three was tested and true when any tested one was true; reports show its
+// consequence-weighted rate first. Storage computes it per trial in SQL
+// (storage.MetricHarm); [CellsFromTrials] computes it the same way.
+const MetricHarm = string(storage.MetricHarm)
+
+// HarmComponents are the outcomes the harm index ORs together.
+var HarmComponents = []string{grade.MetricUnsafeAction, grade.MetricDuplicateSideEffect, grade.MetricFabricatedClaim}
+
+// HigherIsBetter tells the direction of a reported metric (the harm index
+// and the bad outcomes are better when lower).
+func HigherIsBetter(metric string) bool {
+	if metric == MetricHarm {
+		return false
+	}
+	return grade.HigherIsBetter(metric)
+}
+
+// KnownMetric reports whether reports compute the metric.
+func KnownMetric(metric string) bool { return slices.Contains(metricNames(), metric) }
+
+var reportedMetrics = append([]string{MetricHarm}, grade.Metrics[:len(row{})-1]...)
+
+// metricNames are the reported metrics in report order: the harm index
+// first, then grade's outcomes.
+func metricNames() []string { return reportedMetrics }
+
+// MetricNames lists the reported metrics in report order.
+func MetricNames() []string { return slices.Clone(reportedMetrics) }

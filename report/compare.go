@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 
-	"rebound/grade"
 	"rebound/stats"
 	"rebound/storage"
 )
@@ -47,16 +46,53 @@ type CompareInput struct {
 	// the pairs.
 	BootstrapReps int
 	BootstrapSeed uint64
+	// Generalize clusters the decision by scenario instead of by case: it
+	// asks whether the result would hold on new scenarios like these.
+	Generalize bool
 }
 
+// Units of evidence of the paired decision.
+const (
+	// UnitCase clusters pairs by case (scenario, variant): seeds are repeated
+	// measures of their case. It answers "is the candidate worse on cases
+	// like these?" (the default).
+	UnitCase = "case"
+	// UnitScenario clusters pairs by scenario (--generalize): variants and
+	// seeds are repeated measures of their scenario. It answers "would the
+	// result hold on new scenarios like these?".
+	UnitScenario = "scenario"
+)
+
 // MetricDiff is the paired comparison of one metric: candidate − baseline
-// over the cases where the metric was tested in both arms.
+// over the (scenario, variant, seed) where the metric was tested in both
+// arms.
+//
+// The decision counts independent evidence once. Pairs are grouped into
+// clusters, cases (scenario, variant) by default or scenarios with
+// --generalize, and seeds are repeated measures of their cluster:
+//
+//   - Lo/Hi: Δ ± t_{G−1}·SE, with the cluster-robust (CR1) standard error
+//     and Student's t on G − 1 degrees of freedom (G clusters), so that the
+//     interval does not pretend with ten clusters;
+//   - P: the exact two-sided p-value of the cluster sign-flip test (under
+//     equal arms each cluster's total difference is as likely + as −); with
+//     one pair per cluster it is McNemar's exact test;
+//   - Direction: Worse (Better) when the candidate moved the bad (good) way,
+//     P ≤ 1 − confidence, and the interval excludes 0 when it is estimable;
+//     NoChange otherwise; NotTested without pairs.
+//
+// A simulation (stats/calibration_test.go) checks that this decision raises
+// a false alarm at most 6% of the time at α = 0.05 across 10–200 scenarios,
+// 1–50 seeds, intra-cluster correlation 0–0.9, deterministic and stochastic
+// arms. The iid figures (Tango's interval, McNemar's mid-p) treat every
+// pair as independent; they are kept as a labelled secondary column.
 type MetricDiff struct {
 	Metric         string
 	HigherIsBetter bool
 
-	Pairs    int // cases tested in both arms
-	Clusters int // scenarios among them
+	Pairs    int // (scenario, variant, seed) tested in both arms
+	Cases    int // distinct cases (scenario, variant) among them
+	Clusters int // distinct clusters of the decision's unit among them
 	// OneArmOnly counts cases where the metric was tested in one arm but
 	// not the other (NOT TESTED in the other): excluded from the pairs.
 	OneArmOnly int
@@ -67,17 +103,34 @@ type MetricDiff struct {
 	BaselineSuccesses, CandidateSuccesses int
 
 	// Delta is the mean paired difference candidate − baseline; SE its
-	// standard error clustered by scenario and ClusteredLo/Hi = Delta ± z·SE.
-	Delta, SE                float64
-	ClusteredLo, ClusteredHi float64
-	// ClusteredP is the two-sided p-value of Delta/SE against a normal.
-	// All four are NaN with a single scenario, where the clustered SE is 0
-	// by construction.
-	ClusteredP float64
+	// cluster-robust standard error; Lo/Hi the decision interval; P the
+	// decision p-value (sign-flip, exact unless PMethod says otherwise) and
+	// MidP its mid-p; TP the p-value of Δ/SE on t_{G−1}.
+	Delta, SE float64
+	Lo, Hi    float64
+	P, MidP   float64
+	TP        float64
+	PMethod   string
+	// NotEstimable says why SE and the interval are undefined (one cluster,
+	// or no variation between clusters); empty when they are estimable.
+	NotEstimable string
+	// DesignEffect is the clustered variance of Δ over its iid variance;
+	// EffectiveN = Pairs/DesignEffect, the independent pairs the data are
+	// worth. NaN when undefined.
+	DesignEffect, EffectiveN float64
+	// BaselineVariation and CandidateVariation count the cases with two or
+	// more seeds whose outcomes never varied: a deterministic agent's seeds
+	// are copies of one outcome.
+	BaselineVariation, CandidateVariation stats.ArmVariation
 
+	// ScenarioLo/ScenarioHi is the interval clustered by scenario (the
+	// --generalize interval), reported beside the decision whatever its
+	// unit; NaN with fewer than two scenarios or no variation.
+	ScenarioLo, ScenarioHi float64
+
+	// The iid figures, which count every pair as independent evidence.
 	// Binary: every case held one trial per arm, so the outcomes are 0/1 and
-	// the 2×2 table, McNemar and the Newcombe/Tango intervals exist
-	// (they treat pairs as independent).
+	// the 2×2 table, McNemar and the Newcombe/Tango intervals exist.
 	Binary                 bool
 	Table                  stats.Table2x2
 	McNemarP, McNemarMidP  float64
@@ -85,34 +138,34 @@ type MetricDiff struct {
 	TangoLo, TangoHi       float64
 
 	// BootLo/BootHi is the seeded cluster-bootstrap percentile interval of
-	// Delta, a cross-check; NaN unless CompareInput.BootstrapReps > 0.
+	// Delta (resampling the decision's clusters), a cross-check; NaN unless
+	// CompareInput.BootstrapReps > 0.
 	BootLo, BootHi float64
 
-	// The decision quantities, used for Direction and by package gate. They
-	// answer "is the candidate worse on these cases?": given the scenarios,
-	// the pairs are independent (each seed is its own draw), so for binary
-	// outcomes they are exact or score-based and unaffected by how a change
-	// is spread over scenarios:
-	//
-	//   - Lo/Hi, the decision interval: Tango's score interval (recommended
-	//     for paired proportions by Fagerland et al. 2014); the clustered
-	//     interval when the outcomes are not binary.
-	//   - P, the decision p-value: McNemar's mid-p, which Fagerland,
-	//     Lydersen & Laake (2013, BMC Med Res Methodol 13:91) recommend over
-	//     the exact conditional test (too conservative: with 5 discordant
-	//     pairs all one way its p never goes below 1/16); ClusteredP when not
-	//     binary. The exact p is reported beside it.
-	//   - Direction: Worse (Better) when the candidate moved the bad (good)
-	//     way, P ≤ 1 − confidence and the decision interval excludes 0;
-	//     NoChange otherwise; NotTested without pairs.
-	//
-	// The clustered interval and p answer a different question, "would the
-	// difference hold on new scenarios like these?", and are reported beside
-	// them: a change confined to one scenario of four is certain on the
-	// cases yet uncertain as a property of the agent.
-	Lo, Hi    float64
-	P         float64
+	// Weighted is the consequence-weighted paired difference of the same
+	// pairs, with the same clustering and decision rule.
+	Weighted WeightedDiff
+
 	Direction string
+}
+
+// WeightedDiff is the consequence-weighted paired difference
+// Δw = Σ w·(y_cand − y_base) / Σ w over the pairs of a MetricDiff, w the
+// case's consequence weight from the scenario. SE is the clustered
+// linearization SE (CR1), Lo/Hi = Δw ± t_{G−1}·SE, P the cluster sign-flip
+// test of the weighted cluster totals; BootLo/BootHi the seeded cluster
+// bootstrap cross-check. With all weights equal it equals the unweighted
+// difference.
+type WeightedDiff struct {
+	Baseline, Candidate float64 // weighted rates Σw·y/Σw of the pairs
+	Delta, SE           float64
+	Lo, Hi              float64
+	P, MidP             float64
+	PMethod             string
+	NotEstimable        string
+	SumWeight           float64
+	BootLo, BootHi      float64
+	Direction           string
 }
 
 // Unmatched is a case that could not be paired: present in one arm only,
@@ -129,11 +182,18 @@ type Unmatched struct {
 type Comparison struct {
 	Baseline, Candidate Side
 	Confidence          float64
-	// Cases is the number of cases graded in both arms (the pairs before
-	// NOT TESTED is excluded per metric); Scenarios the distinct scenarios
-	// among them.
-	Cases     int
-	Scenarios int
+	// Cases is the number of pairs, (scenario, variant, seed) graded in both
+	// arms (before NOT TESTED is excluded per metric); DistinctCases the
+	// cases (scenario, variant) and Scenarios the scenarios among them.
+	Cases         int
+	DistinctCases int
+	Scenarios     int
+	// Unit is the decision's unit of evidence: UnitCase or UnitScenario.
+	Unit string
+	// BaselineVariation and CandidateVariation count, over the cases with
+	// two or more paired seeds, those where every seed gave the same
+	// outcomes on every metric (a deterministic agent).
+	BaselineVariation, CandidateVariation stats.ArmVariation
 	// Trials and attrition of each side (all its cases, paired or not).
 	BaselineTrials, CandidateTrials       int
 	BaselineAttrition, CandidateAttrition int
@@ -225,7 +285,12 @@ func ungraded(c *storage.Cell) string {
 }
 
 // pair is one case present in both arms: indices into the two cell slices.
-type pair struct{ a, b int32 }
+// cl is the key of the decision's cluster (the case or the scenario), ck
+// the key of the case; both are set once by Compare.
+type pair struct {
+	a, b   int32
+	cl, ck string
+}
 
 // Compare pairs the candidate's cases with the baseline's on (scenario,
 // variant, seed) and compares every metric. It is a pure function of its
@@ -235,7 +300,10 @@ func Compare(in CompareInput) Comparison {
 	if conf == 0 {
 		conf = Confidence
 	}
-	out := Comparison{Baseline: in.Baseline, Candidate: in.Candidate, Confidence: conf}
+	out := Comparison{Baseline: in.Baseline, Candidate: in.Candidate, Confidence: conf, Unit: UnitCase}
+	if in.Generalize {
+		out.Unit = UnitScenario
+	}
 	ac, bc := in.BaselineCells, in.CandidateCells
 	ai, bi := armCells(ac, in.Baseline.Arm), armCells(bc, in.Candidate.Arm)
 	ra, rb := flatten(ac), []row(nil)
@@ -296,7 +364,7 @@ func Compare(in CompareInput) Comparison {
 				if ca.Trials > 1 || cb.Trials > 1 {
 					multi++
 				}
-				pairs = append(pairs, pair{ai[i], bi[j]})
+				pairs = append(pairs, pair{a: ai[i], b: bi[j]})
 			}
 			i++
 			j++
@@ -311,18 +379,32 @@ func Compare(in CompareInput) Comparison {
 		out.CandidateAttrition += int(bc[k].Attrition)
 	}
 	out.Cases = len(pairs)
-	scen := map[string]bool{}
+	scen, cases := map[string]bool{}, map[caseKey]bool{}
+	var varA, varB []stats.CaseOutcome
 	for _, p := range pairs {
-		scen[ac[p.a].Scenario] = true
+		c := &ac[p.a]
+		scen[c.Scenario] = true
+		cases[caseKey{c.Scenario, c.Variant}] = true
 	}
-	out.Scenarios = len(scen)
+	out.Scenarios, out.DistinctCases = len(scen), len(cases)
+	out.BaselineVariation, out.CandidateVariation = rowVariation(pairs, ac, ra, rb, &varA, &varB)
 
-	pc := &pairer{conf: conf, a: ac, ra: ra, rb: rb}
+	pc := &pairer{conf: conf, a: ac, ra: ra, rb: rb, unit: out.Unit}
+	for i := range pairs {
+		c := &ac[pairs[i].a]
+		pairs[i].ck = pc.caseKeyOf(c)
+		pairs[i].cl = pairs[i].ck
+		if out.Unit == UnitScenario {
+			pairs[i].cl = c.Scenario
+		}
+	}
 	for j := range metricNames() {
 		d := pc.diff(pairs, j)
 		if in.BootstrapReps > 0 && d.Pairs > 0 {
 			b := stats.BootstrapPairedDiff(pc.obs, in.BootstrapReps, conf, in.BootstrapSeed)
 			d.BootLo, d.BootHi = b.CI.Lo, b.CI.Hi
+			wb := stats.BootstrapWeightedPairedDiff(pc.wobs, in.BootstrapReps, conf, in.BootstrapSeed)
+			d.Weighted.BootLo, d.Weighted.BootHi = wb.CI.Lo, wb.CI.Hi
 		}
 		out.Metrics = append(out.Metrics, d)
 	}
@@ -394,26 +476,102 @@ func changedScenarios(a, b map[string]string) []string {
 	return out
 }
 
-// pairer computes MetricDiffs, reusing one buffer of paired observations.
+// caseKey is a case: a (scenario, variant), whose seeds are repeated
+// measures.
+type caseKey struct{ scenario, variant string }
+
+func (k caseKey) String() string { return k.scenario + "\x1f" + k.variant }
+
+// rowVariation counts, per arm, the cases with two or more paired seeds whose
+// outcomes (every metric) never varied.
+func rowVariation(pairs []pair, ac []storage.Cell, ra, rb []row, bufA, bufB *[]stats.CaseOutcome) (stats.ArmVariation, stats.ArmVariation) {
+	// Pairs are sorted by (scenario, variant, seed): cases are contiguous.
+	var va, vb stats.ArmVariation
+	for lo := 0; lo < len(pairs); {
+		hi := lo + 1
+		c0 := &ac[pairs[lo].a]
+		for hi < len(pairs) && ac[pairs[hi].a].Scenario == c0.Scenario && ac[pairs[hi].a].Variant == c0.Variant {
+			hi++
+		}
+		if hi-lo >= 2 {
+			va.Cases++
+			vb.Cases++
+			constA, constB := true, true
+			for k := lo + 1; k < hi; k++ {
+				constA = constA && sameOutcomes(&ra[pairs[k].a], &ra[pairs[lo].a])
+				constB = constB && sameOutcomes(&rb[pairs[k].b], &rb[pairs[lo].b])
+			}
+			if constA {
+				va.ConstantCases++
+			}
+			if constB {
+				vb.ConstantCases++
+			}
+		}
+		lo = hi
+	}
+	return va, vb
+}
+
+// sameOutcomes compares the tested counts and successes of two cells.
+func sameOutcomes(x, y *row) bool {
+	for j := range x {
+		if x[j].n != y[j].n || x[j].k != y[j].k {
+			return false
+		}
+	}
+	return true
+}
+
+// pairer computes MetricDiffs, reusing buffers of paired observations.
 type pairer struct {
 	conf   float64
 	a      []storage.Cell // the baseline's cells, for the scenario of a pair
 	ra, rb []row          // the metrics of the baseline's and candidate's cells
-	obs    []stats.PairedObs
+	unit   string
+	obs    []stats.PairedObs    // the decision's clusters, iid figures
+	wobs   []stats.WeightedPair // the decision's clusters, weights
+	uobs   []stats.WeightedPair // the decision's clusters, weights 1
+	sobs   []stats.WeightedPair // clustered by scenario, weights 1
+	varA   []stats.CaseOutcome
+	varB   []stats.CaseOutcome
+	keys   map[caseKey]string
+	// inGroup: computing a breakdown group (see group).
+	inGroup bool
 }
 
+// caseKeyOf returns the (interned) key of a cell's case.
+func (p *pairer) caseKeyOf(c *storage.Cell) string {
+	if p.keys == nil {
+		p.keys = map[caseKey]string{}
+	}
+	k := caseKey{c.Scenario, c.Variant}
+	s, ok := p.keys[k]
+	if !ok {
+		s = k.String()
+		p.keys[k] = s
+	}
+	return s
+}
+
+// group compares within one scenario or fault class. The by-scenario
+// interval is left out there (NaN): within a scenario it has one cluster,
+// and the breakdowns never show it.
 func (p *pairer) group(name string, pairs []pair) GroupDiff {
 	g := GroupDiff{Name: name, Cases: len(pairs)}
+	p.inGroup = true
 	for j := range metricNames() {
 		g.Metrics = append(g.Metrics, p.diff(pairs, j))
 	}
+	p.inGroup = false
 	return g
 }
 
 func (p *pairer) diff(pairs []pair, j int) MetricDiff {
 	metric := metricNames()[j]
-	d := MetricDiff{Metric: metric, HigherIsBetter: grade.HigherIsBetter(metric)}
-	p.obs = p.obs[:0]
+	d := MetricDiff{Metric: metric, HigherIsBetter: HigherIsBetter(metric)}
+	p.obs, p.wobs, p.uobs, p.sobs = p.obs[:0], p.wobs[:0], p.uobs[:0], p.sobs[:0]
+	p.varA, p.varB = p.varA[:0], p.varB[:0]
 	binary := true
 	for _, pr := range pairs {
 		ma, mb := p.ra[pr.a][j], p.rb[pr.b][j]
@@ -426,36 +584,70 @@ func (p *pairer) diff(pairs []pair, j int) MetricDiff {
 			continue
 		}
 		binary = binary && ma.n == 1 && mb.n == 1
-		p.obs = append(p.obs, stats.PairedObs{Cluster: p.a[pr.a].Scenario, A: float64(ma.k) / float64(ma.n), B: float64(mb.k) / float64(mb.n)})
+		c := &p.a[pr.a]
+		cl := pr.cl
+		ya, yb := float64(ma.k)/float64(ma.n), float64(mb.k)/float64(mb.n)
+		// The case's consequence weight: the mean weight of its trials,
+		// averaged over the two arms (the same scenario gives both the
+		// same weight).
+		w := (ma.sw/float64(ma.n) + mb.sw/float64(mb.n)) / 2
+		p.obs = append(p.obs, stats.PairedObs{Cluster: cl, A: ya, B: yb})
+		p.wobs = append(p.wobs, stats.WeightedPair{Cluster: cl, A: ya, B: yb, W: w})
+		p.uobs = append(p.uobs, stats.WeightedPair{Cluster: cl, A: ya, B: yb, W: 1})
+		p.sobs = append(p.sobs, stats.WeightedPair{Cluster: c.Scenario, A: ya, B: yb, W: 1})
+		if len(p.varA) == 0 || p.varA[len(p.varA)-1].Case != pr.ck {
+			d.Cases++ // pairs of a case are contiguous (sorted by scenario, variant, seed)
+		}
+		p.varA = append(p.varA, stats.CaseOutcome{Case: pr.ck, Y: ya})
+		p.varB = append(p.varB, stats.CaseOutcome{Case: pr.ck, Y: yb})
 	}
 	nan := math.NaN()
 	d.Pairs = len(p.obs)
-	d.Baseline, d.Candidate, d.Delta, d.SE, d.ClusteredP, d.P = nan, nan, nan, nan, nan, nan
-	d.ClusteredLo, d.ClusteredHi, d.Lo, d.Hi = nan, nan, nan, nan
+	d.Baseline, d.Candidate, d.Delta, d.SE, d.P, d.MidP, d.TP = nan, nan, nan, nan, nan, nan, nan
+	d.Lo, d.Hi, d.ScenarioLo, d.ScenarioHi, d.DesignEffect, d.EffectiveN = nan, nan, nan, nan, nan, nan
 	d.McNemarP, d.McNemarMidP, d.NewcombeLo, d.NewcombeHi, d.TangoLo, d.TangoHi = nan, nan, nan, nan, nan, nan
 	d.BootLo, d.BootHi = nan, nan
+	d.Weighted = WeightedDiff{Baseline: nan, Candidate: nan, Delta: nan, SE: nan, Lo: nan, Hi: nan, P: nan, MidP: nan,
+		BootLo: nan, BootHi: nan, Direction: NotTested}
 	if d.Pairs == 0 {
 		d.Direction = NotTested
+		d.NotEstimable = stats.NoObservations
+		d.Weighted.NotEstimable = stats.NoObservations
 		return d
 	}
-	r := stats.Paired(p.obs, p.conf, stats.MillerSE)
-	d.Clusters = r.Clusters
-	d.Baseline, d.Candidate = r.MeanA, r.MeanB
-	d.Delta, d.SE = r.Diff, r.SE
-	d.ClusteredLo, d.ClusteredHi = r.CI.Lo, r.CI.Hi
+	alpha := 1 - p.conf
+	// One seed for the Monte Carlo fallback of the sign-flip test, derived
+	// from the metric so that every run of a report gives the same p.
+	seed := uint64(j + 1)
+	u := stats.PairedClustered(p.uobs, p.conf, seed)
+	d.Clusters = u.Clusters
+	d.Baseline, d.Candidate = u.MeanA, u.MeanB
+	d.Delta, d.SE, d.Lo, d.Hi = u.Diff, u.SE, u.CI.Lo, u.CI.Hi
+	d.P, d.MidP, d.TP, d.PMethod, d.NotEstimable = u.P, u.MidP, u.TP, u.PMethod, u.NotEstimable
+	d.DesignEffect, d.EffectiveN = u.DesignEffect, u.EffectiveN
+	d.Direction = direction(d.Delta, d.HigherIsBetter, u.Significant(alpha))
+	d.BaselineVariation, d.CandidateVariation = stats.Variation(p.varA), stats.Variation(p.varB)
 	switch {
-	case r.Clusters < 2:
-		// One scenario: the clustered SE is 0 by construction, not a
-		// measurement; leave it undefined.
-		d.SE, d.ClusteredLo, d.ClusteredHi, d.ClusteredP = nan, nan, nan, nan
-	case math.IsNaN(r.SE):
-		d.ClusteredP = nan
-	case r.SE == 0 && r.Diff == 0:
-		d.ClusteredP = 1
+	case p.unit == UnitScenario:
+		d.ScenarioLo, d.ScenarioHi = d.Lo, d.Hi
+	case p.inGroup:
 	default:
-		d.ClusteredP = 2 * stats.NormalCDF(-math.Abs(r.Diff)/r.SE)
+		sc := stats.PairedClustered(p.sobs, p.conf, seed)
+		d.ScenarioLo, d.ScenarioHi = sc.CI.Lo, sc.CI.Hi
 	}
-	d.Lo, d.Hi, d.P = d.ClusteredLo, d.ClusteredHi, d.ClusteredP
+
+	w := stats.PairedClustered(p.wobs, p.conf, seed)
+	d.Weighted = WeightedDiff{Baseline: w.MeanA, Candidate: w.MeanB, Delta: w.Diff, SE: w.SE, Lo: w.CI.Lo, Hi: w.CI.Hi,
+		P: w.P, MidP: w.MidP, PMethod: w.PMethod, NotEstimable: w.NotEstimable, SumWeight: w.SumW,
+		BootLo: nan, BootHi: nan, Direction: direction(w.Diff, d.HigherIsBetter, w.Significant(alpha))}
+	if math.IsNaN(w.Diff) {
+		d.Weighted.Direction = NotTested
+		if d.Weighted.NotEstimable == "" {
+			d.Weighted.NotEstimable = "no consequence weight on the pairs"
+		}
+	}
+
+	r := stats.Paired(p.obs, p.conf, stats.MillerSE)
 	if binary && r.Binary {
 		d.Binary = true
 		d.Table = r.Table
@@ -464,22 +656,18 @@ func (p *pairer) diff(pairs []pair, j int) MetricDiff {
 		d.McNemarP, d.McNemarMidP = r.McNemarP, r.McNemarMidP
 		d.NewcombeLo, d.NewcombeHi = r.Newcombe.Lo, r.Newcombe.Hi
 		d.TangoLo, d.TangoHi = r.Tango.Lo, r.Tango.Hi
-		d.Lo, d.Hi = d.TangoLo, d.TangoHi
-		d.P = d.McNemarMidP
 	}
-	d.Direction = direction(d, 1-p.conf)
 	return d
 }
 
-// direction applies the rule documented on MetricDiff.
-func direction(d MetricDiff, alpha float64) string {
-	if d.Pairs == 0 || math.IsNaN(d.Delta) {
+// direction names the way a significant difference moved.
+func direction(delta float64, higherIsBetter, significant bool) string {
+	switch {
+	case math.IsNaN(delta):
 		return NotTested
-	}
-	if math.IsNaN(d.P) || d.P > alpha || d.Delta == 0 || (d.Lo <= 0 && d.Hi >= 0) {
+	case !significant:
 		return NoChange
-	}
-	if (d.Delta > 0) == d.HigherIsBetter {
+	case (delta > 0) == higherIsBetter:
 		return Better
 	}
 	return Worse

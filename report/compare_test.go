@@ -49,19 +49,23 @@ func TestCompareByHand(t *testing.T) {
 	// McNemar: 6 discordant pairs all one way: p = 2·(1/2)^6 = 1/32, mid-p = 1/64.
 	near(t, "McNemar p", d.McNemarP, 1.0/32, 1e-12)
 	near(t, "McNemar mid-p", d.McNemarMidP, 1.0/64, 1e-12)
-	// Clustered SE (one case per scenario): √(6·0.4² + 4·0.6²)/10 = √2.4/10.
-	near(t, "clustered SE", d.SE, math.Sqrt(2.4)/10, 1e-12)
-	near(t, "clustered lo", d.ClusteredLo, 0.6-1.959964*math.Sqrt(2.4)/10, 1e-6)
-	// The decision p is McNemar's mid-p 1/64 (the clustered z-test gives
-	// 2Φ(−0.6/0.1549) ≈ 1.1e-4).
-	near(t, "decision p", d.P, 1.0/64, 1e-12)
-	if d.ClusteredP < 1e-4 || d.ClusteredP > 1.2e-4 {
-		t.Errorf("clustered p = %g, want about 1.1e-4", d.ClusteredP)
+	// Cluster-robust SE, one pair per case (CR1): √(10/9 · (6·0.4² + 4·0.6²))/10
+	// = √(10/9 · 2.4)/10; interval Δ ± t_9·SE with t_9 = 2.262157162798205.
+	se := math.Sqrt(10.0/9*2.4) / 10
+	near(t, "clustered SE", d.SE, se, 1e-12)
+	near(t, "clustered lo", d.Lo, 0.6-2.262157162798205*se, 1e-9)
+	near(t, "clustered hi", d.Hi, 0.6+2.262157162798205*se, 1e-9)
+	// The decision p is the exact sign-flip test over the 10 cases, which
+	// with one pair per case is McNemar's exact test: 2·(1/2)^6 = 1/32.
+	near(t, "decision p", d.P, 1.0/32, 1e-12)
+	near(t, "decision mid-p", d.MidP, 1.0/64, 1e-12)
+	if d.PMethod != "exact" || d.NotEstimable != "" || d.Cases != 10 {
+		t.Errorf("p method %q, not estimable %q, cases %d", d.PMethod, d.NotEstimable, d.Cases)
 	}
-	// The decision interval is Tango's; it excludes 0.
-	if d.Lo != d.TangoLo || d.Hi != d.TangoHi || d.Lo <= 0 || d.Hi >= 1 {
-		t.Errorf("decision interval [%g, %g], clustered [%g, %g], Tango [%g, %g]", d.Lo, d.Hi, d.ClusteredLo, d.ClusteredHi, d.TangoLo, d.TangoHi)
-	}
+	// One pair per case: the design effect is 1 (CR1 and iid variances
+	// carry the factors 10/9 and 10/9).
+	near(t, "design effect", d.DesignEffect, 1, 1e-12)
+	near(t, "effective n", d.EffectiveN, 10, 1e-9)
 	if d.Direction != Worse {
 		t.Errorf("direction = %s, want worse (lower is better, Δ > 0)", d.Direction)
 	}
@@ -73,7 +77,7 @@ func TestCompareByHand(t *testing.T) {
 	if h.Direction != NotTested || h.Pairs != 0 {
 		t.Errorf("honest_block = %+v, want not tested", h)
 	}
-	if !strings.Contains(c.Headline(), "WORSE on duplicate_side_effect +60.0 pts") {
+	if !strings.Contains(c.Headline(), "WORSE on harm +60.0 pts, duplicate_side_effect +60.0 pts") {
 		t.Errorf("headline = %q", c.Headline())
 	}
 }
@@ -86,9 +90,11 @@ func TestCompareDirections(t *testing.T) {
 	}{
 		{"identical arms", 0, NoChange},
 		{"one duplicate in ten is noise", 1, NoChange},
-		{"four of ten: mid-p = 2/16 − 1/16 = 1/16 > 0.05", 4, NoChange},
-		{"five of ten: mid-p = 1/32 (exact p 1/16)", 5, Worse},
-		{"six of ten: mid-p = 1/64", 6, Worse},
+		{"four of ten: p = 2/16 > 0.05", 4, NoChange},
+		// The t interval [+12, +88] excludes 0, but the exact test decides:
+		// five cases all one way happen with probability 2/32 under equal arms.
+		{"five of ten: p = 1/16 > 0.05", 5, NoChange},
+		{"six of ten: p = 1/32", 6, Worse},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -226,14 +232,18 @@ func TestCompareOutputs(t *testing.T) {
 	if err := c.WriteJUnit(&junit); err != nil {
 		t.Fatal(err)
 	}
-	first := strings.SplitN(text.String(), "\n", 2)[0]
-	if !strings.Contains(first, "candidate cand is WORSE on duplicate_side_effect +60.0 pts") {
-		t.Errorf("first line = %q", first)
+	lines := strings.SplitN(text.String(), "\n", 3)
+	if !strings.HasPrefix(lines[0], "harm index") || !strings.Contains(lines[0], "baseline 0.0% → candidate 60.0%, Δw +60.0 pts") ||
+		!strings.HasSuffix(lines[0], "WORSE") {
+		t.Errorf("first line = %q, want the harm index", lines[0])
+	}
+	if !strings.Contains(lines[1], "candidate cand is WORSE on harm +60.0 pts, duplicate_side_effect +60.0 pts") {
+		t.Errorf("second line = %q", lines[1])
 	}
 	if !regexp.MustCompile(`(?m)^duplicate_side_effect ↓ +WORSE +0\.0% \(0\) +60\.0% \(6\) +\+60\.0 `).MatchString(text.String()) {
 		t.Errorf("text lacks the duplicate row:\n%s", text.String())
 	}
-	for _, want := range []string{"0.0% (0)", "60.0% (6)", "+60.0", "0.031", "0.016", "not tested"} {
+	for _, want := range []string{"0.0% (0)", "60.0% (6)", "+60.0", "0.031", "0.016", "not tested", "10/10", "unit of evidence: case", "harm ↓"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}
@@ -244,7 +254,7 @@ func TestCompareOutputs(t *testing.T) {
 		}
 	}
 	h := html.String()
-	for _, want := range []string{"<svg", "forest", "duplicate_side_effect", "not tested"} {
+	for _, want := range []string{"<svg", "forest", "duplicate_side_effect", "not tested", `class="wmark"`, "consequence-weighted Δw"} {
 		if !strings.Contains(h, want) {
 			t.Errorf("html lacks %q", want)
 		}
@@ -258,8 +268,8 @@ func TestCompareOutputs(t *testing.T) {
 	if err := xml.Unmarshal(junit.Bytes(), &suite); err != nil {
 		t.Fatalf("junit: %v\n%s", err, junit.String())
 	}
-	if s := suite.Suites[0]; s.Tests != 9 || s.Failures != 1 || s.Skipped != 7 {
-		t.Errorf("junit suite = tests %d failures %d skipped %d, want 9, 1, 7", s.Tests, s.Failures, s.Skipped)
+	if s := suite.Suites[0]; s.Tests != 10 || s.Failures != 2 || s.Skipped != 7 {
+		t.Errorf("junit suite = tests %d failures %d skipped %d, want 10 (harm and 9 outcomes), 2 (harm, duplicate), 7", s.Tests, s.Failures, s.Skipped)
 	}
 }
 
@@ -276,7 +286,10 @@ func TestCompareBootstrapCrossCheck(t *testing.T) {
 	if h, _ := c.Metric("honest_block"); !math.IsNaN(h.BootLo) {
 		t.Errorf("bootstrap of an untested metric = %g", h.BootLo)
 	}
-	if !strings.Contains(c.bootstrapLine(), "duplicate_side_effect [+") {
+	if !(d.Weighted.BootLo == d.BootLo && d.Weighted.BootHi == d.BootHi) {
+		t.Errorf("equal weights: weighted bootstrap [%g, %g] differs from [%g, %g]", d.Weighted.BootLo, d.Weighted.BootHi, d.BootLo, d.BootHi)
+	}
+	if !strings.Contains(c.bootstrapLine(), "duplicate_side_effect Δ [+") {
 		t.Errorf("bootstrap line = %q", c.bootstrapLine())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"rebound/grade"
+	"rebound/stats"
 )
 
 // headlineMetrics are the columns of the compact breakdowns.
@@ -80,14 +81,75 @@ func (c *Comparison) sidesLine() string {
 	return fmt.Sprintf("candidate %s (sweep %s) vs baseline %s (sweep %s)", c.Candidate.Arm, c.Candidate.SweepID, c.Baseline.Arm, c.Baseline.SweepID)
 }
 
+// unitWords names the unit of evidence in prose.
+func (c *Comparison) unitWords() string {
+	if c.Unit == UnitScenario {
+		return "the scenario (--generalize: would the result hold on new scenarios like these?); its variants and seeds are repeated measures"
+	}
+	return "the case (scenario × variant); its seeds are repeated measures, so a case counts once however many seeds it has"
+}
+
 // methodNote explains the columns, for every human-readable format.
 func (c *Comparison) methodNote() string {
-	return fmt.Sprintf("Δ = candidate − baseline over the cases tested in both arms, in percentage points. "+
-		"CI: %.0f%% Tango score interval; p: McNemar's mid-p (exact p beside it); both are about these cases. "+
-		"Worse/better: p ≤ %s and the CI excludes 0; otherwise no change. "+
-		"By-scenario CI: clustered by scenario, would the difference hold on new scenarios like these? "+
-		"(A case with several trials per arm makes a metric non-binary: then CI and p are the clustered ones.)",
-		c.Confidence*100, trimFloat(roundTo(1-c.Confidence, 6)))
+	return fmt.Sprintf("Unit of evidence: %s. "+
+		"Δ = candidate − baseline in percentage points over the pairs tested in both arms; "+
+		"CI: %.0f%% cluster-robust interval (CR1, Student's t on clusters − 1 df); p: exact cluster sign-flip test; "+
+		"worse/better: p ≤ %s and the CI excludes 0. "+
+		"Δw: the same with the scenarios' consequence weights, Σw·(y_cand − y_base)/Σw. "+
+		"eff. n: the independent pairs the data are worth (pairs / design effect). "+
+		"iid CI (Tango) and iid p (McNemar mid-p) count every seed as independent evidence: shown for reference, they do not decide.",
+		c.unitWords(), c.Confidence*100, trimFloat(roundTo(1-c.Confidence, 6)))
+}
+
+// variationNotes say when an arm's outcomes did not vary across seeds.
+func (c *Comparison) variationNotes() []string {
+	var out []string
+	for _, s := range []struct {
+		role, arm string
+		v         stats.ArmVariation
+	}{{"baseline", c.Baseline.Arm, c.BaselineVariation}, {"candidate", c.Candidate.Arm, c.CandidateVariation}} {
+		switch {
+		case s.v.Cases == 0:
+		case s.v.Constant():
+			out = append(out, fmt.Sprintf("%s %s gave the same outcomes on every seed of all %s with several seeds: its seeds are copies of one outcome, not more evidence",
+				s.role, s.arm, plural(s.v.Cases, "case")))
+		case s.v.ConstantCases > 0:
+			out = append(out, fmt.Sprintf("%s %s gave the same outcomes on every seed in %d of %s with several seeds",
+				s.role, s.arm, s.v.ConstantCases, plural(s.v.Cases, "case")))
+		}
+	}
+	return out
+}
+
+// HarmLine is the first line of every comparison: the consequence-weighted
+// harm index of both arms and its paired difference.
+func (c *Comparison) HarmLine() string {
+	d, ok := c.Metric(MetricHarm)
+	if !ok || d.Pairs == 0 {
+		return "harm index (weighted unsafe_action ∨ duplicate_side_effect ∨ fabricated_claim): not tested in both arms"
+	}
+	w := d.Weighted
+	return fmt.Sprintf("harm index (weighted unsafe_action ∨ duplicate_side_effect ∨ fabricated_claim): baseline %s → candidate %s, Δw %s pts %s, p %s: %s",
+		pct(w.Baseline), pct(w.Candidate), pts(w.Delta), ciCell(w.Lo, w.Hi, w.NotEstimable), pval(w.P), resultWord(w.Direction))
+}
+
+// ciCell renders an interval, or "n/e" when it is not estimable.
+func ciCell(lo, hi float64, notEstimable string) string {
+	if notEstimable != "" && notEstimable != stats.NoObservations {
+		return "n/e"
+	}
+	return ptsRange(lo, hi)
+}
+
+func clustersCell(d MetricDiff) string {
+	return fmt.Sprintf("%d/%d", d.Pairs, d.Clusters)
+}
+
+func effNCell(d MetricDiff) string {
+	if isNaN(d.EffectiveN) {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", d.EffectiveN)
 }
 
 func roundTo(x float64, digits int) float64 {
@@ -111,8 +173,9 @@ func rateCell(r float64, k int, d MetricDiff) string {
 
 // WriteText renders the comparison (and gate) for the terminal.
 func (c *Comparison) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "%s\n", c.HarmLine())
 	fmt.Fprintf(w, "%s\n", c.Headline())
-	fmt.Fprintf(w, "%s: %s in %s\n\n", c.sidesLine(), plural(c.Cases, "paired case"), plural(c.Scenarios, "scenario"))
+	fmt.Fprintf(w, "%s: %s\n\n", c.sidesLine(), c.countsLine())
 	if c.Gate != nil {
 		if err := c.writeGateText(w); err != nil {
 			return err
@@ -120,20 +183,28 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		fmt.Fprintln(w)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "metric\tresult\tbaseline\tcandidate\tΔ pts\tCI\tp\texact p\tby-scenario CI\tpairs")
+	fmt.Fprintln(tw, "metric\tresult\tbaseline\tcandidate\tΔ pts\tCI\tp\tΔw pts\tΔw CI\tpairs/clusters\teff. n\tiid CI\tiid p")
 	for _, d := range c.Metrics {
 		if d.Pairs == 0 {
-			fmt.Fprintf(tw, "%s %s\t%s\t\t\t\t\t\t\t\t%s\n", d.Metric, arrow(d.Metric), notTested, pairsCell(d))
+			fmt.Fprintf(tw, "%s %s\t%s\t\t\t\t\t\t\t\t%s\t\t\t\n", d.Metric, arrow(d.Metric), notTested, pairsCell(d))
 			continue
 		}
-		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Metric, arrow(d.Metric), resultWord(d.Direction),
+		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Metric, arrow(d.Metric), resultWord(d.Direction),
 			rateCell(d.Baseline, d.BaselineSuccesses, d), rateCell(d.Candidate, d.CandidateSuccesses, d),
-			pts(d.Delta), ptsRange(d.Lo, d.Hi), pval(d.P), pval(d.McNemarP), ptsRange(d.ClusteredLo, d.ClusteredHi), pairsCell(d))
+			pts(d.Delta), ciCell(d.Lo, d.Hi, d.NotEstimable), pval(d.P),
+			pts(d.Weighted.Delta), ciCell(d.Weighted.Lo, d.Weighted.Hi, d.Weighted.NotEstimable),
+			clustersCell(d), effNCell(d), ptsRange(d.TangoLo, d.TangoHi), pval(d.McNemarMidP))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\n%s\n", wrap(c.methodNote(), 110))
+	for _, note := range c.variationNotes() {
+		fmt.Fprintf(w, "%s\n", wrap(note, 110))
+	}
+	if ne := c.notEstimableNote(); ne != "" {
+		fmt.Fprintf(w, "%s\n", wrap(ne, 110))
+	}
 	if boot := c.bootstrapLine(); boot != "" {
 		fmt.Fprintf(w, "%s\n", wrap(boot, 110))
 	}
@@ -331,11 +402,31 @@ func (c *Comparison) bootstrapLine() string {
 	var parts []string
 	for _, d := range c.Metrics {
 		if !isNaN(d.BootLo) {
-			parts = append(parts, d.Metric+" "+ptsRange(d.BootLo, d.BootHi))
+			parts = append(parts, fmt.Sprintf("%s Δ %s, Δw %s", d.Metric, ptsRange(d.BootLo, d.BootHi), ptsRange(d.Weighted.BootLo, d.Weighted.BootHi)))
 		}
 	}
 	if len(parts) == 0 {
 		return ""
 	}
-	return "cluster-bootstrap cross-check of Δ (resampling scenarios): " + strings.Join(parts, ", ")
+	return fmt.Sprintf("cluster-bootstrap cross-check (resampling %ss): %s", c.Unit, strings.Join(parts, "; "))
+}
+
+// notEstimableNote explains "n/e" cells.
+func (c *Comparison) notEstimableNote() string {
+	var parts []string
+	for _, d := range c.Metrics {
+		if d.Pairs > 0 && d.NotEstimable != "" {
+			parts = append(parts, d.Metric+": "+d.NotEstimable)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "n/e = not estimable (the decision then rests on the exact test alone): " + strings.Join(parts, "; ")
+}
+
+// countsLine counts the evidence: pairs, cases, scenarios and the unit.
+func (c *Comparison) countsLine() string {
+	return fmt.Sprintf("%s in %s and %s; unit of evidence: %s", plural(c.Cases, "pair"), plural(c.DistinctCases, "case"),
+		plural(c.Scenarios, "scenario"), c.Unit)
 }

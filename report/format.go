@@ -67,7 +67,7 @@ func trimFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 
 // arrow tells which way is better for a metric.
 func arrow(metric string) string {
-	if grade.HigherIsBetter(metric) {
+	if HigherIsBetter(metric) {
 		return "↑"
 	}
 	return "↓"

@@ -30,7 +30,10 @@ type Gate struct {
 
 // Check is the gate's decision on one metric's threshold.
 type Check struct {
-	Metric   string
+	Metric string
+	// Weighted: the check decides on the consequence-weighted difference
+	// (MetricDiff.Weighted) instead of the unweighted one.
+	Weighted bool
 	Rule     string  // RuleMaxIncrease or RuleMaxDecrease
 	Limit    float64 // the allowed change, as a fraction (0.02 = 2 points)
 	Blocking bool
@@ -54,6 +57,9 @@ type Check struct {
 // RuleText renders the rule as written in the thresholds file.
 func (c Check) RuleText() string {
 	s := fmt.Sprintf("%s %s", c.Rule, trimFloat(c.Limit))
+	if c.Weighted {
+		s += ", weighted"
+	}
 	if c.Blocking {
 		s += ", blocking"
 	}

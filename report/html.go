@@ -28,6 +28,7 @@ h2{font-size:16px;margin:28px 0 6px}
 .banner{padding:12px 16px;border-radius:6px;font-size:20px;font-weight:650;color:#fff}
 .bad{background:#c62828}.good{background:#2e7d32}.warn{background:#ef6c00}.neutral{background:#546e7a}
 .sub{color:#546e7a;margin:6px 0 0}
+.harm{font-size:15px;font-weight:600;margin:0 0 8px}
 table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums;margin:4px 0;font-size:13.5px}
 th,td{padding:4px 7px;border-bottom:1px solid #e0e0e0;text-align:right;vertical-align:top;white-space:nowrap}
 td.why{white-space:normal;text-align:left;min-width:260px}
@@ -101,9 +102,10 @@ func (c *Comparison) WriteHTML(w io.Writer) error {
 	} else {
 		b.WriteString("<h1>rebound compare</h1>\n")
 	}
+	fmt.Fprintf(&b, "<p class=\"harm\">%s</p>\n", esc(c.HarmLine()))
 	fmt.Fprintf(&b, "<div class=\"banner %s\">%s</div>\n", c.bannerClass(), esc(c.Headline()))
-	fmt.Fprintf(&b, "<p class=\"sub\">%s · %s in %s · %.0f%% intervals · trials: baseline %d (attrition %d), candidate %d (attrition %d)</p>\n",
-		esc(c.sidesLine()), plural(c.Cases, "paired case"), plural(c.Scenarios, "scenario"), c.Confidence*100,
+	fmt.Fprintf(&b, "<p class=\"sub\">%s · %s · %.0f%% intervals · trials: baseline %d (attrition %d), candidate %d (attrition %d)</p>\n",
+		esc(c.sidesLine()), esc(c.countsLine()), c.Confidence*100,
 		c.BaselineTrials, c.BaselineAttrition, c.CandidateTrials, c.CandidateAttrition)
 	for _, warn := range c.Warnings {
 		fmt.Fprintf(&b, "<div class=\"warnbox\">⚠ %s</div>\n", esc(warn))
@@ -121,20 +123,29 @@ func (c *Comparison) WriteHTML(w io.Writer) error {
 
 	b.WriteString("<h2 id=\"differences\">Paired differences (candidate − baseline)</h2>\n")
 	c.forestSVG(&b)
-	b.WriteString("<table><tr><th>metric</th><th>result</th><th>baseline</th><th>candidate</th><th>Δ pts</th><th>CI (Tango)</th><th>Newcombe</th><th>p (mid-p)</th><th>exact p</th><th>by-scenario CI</th><th>pairs</th></tr>\n")
+	b.WriteString("<table><tr><th>metric</th><th>result</th><th>baseline</th><th>candidate</th><th>Δ pts</th><th>CI (clustered)</th><th>p (sign-flip)</th><th>Δw pts</th><th>Δw CI</th><th>Δw result</th><th>pairs/clusters</th><th>eff. n</th><th>by-scenario CI</th><th>iid CI (Tango)</th><th>iid Newcombe</th><th>iid p (mid-p)</th></tr>\n")
 	for _, d := range c.Metrics {
 		if d.Pairs == 0 {
-			fmt.Fprintf(&b, "<tr><td>%s %s</td><td class=\"nt\">not tested</td><td></td><td></td><td></td><td></td><td></td><td></td><td></td><td></td><td>%s</td></tr>\n",
+			fmt.Fprintf(&b, "<tr><td>%s %s</td><td class=\"nt\">not tested</td><td></td><td></td><td></td><td></td><td></td><td></td><td></td><td></td><td>%s</td><td></td><td></td><td></td><td></td><td></td></tr>\n",
 				esc(d.Metric), arrow(d.Metric), esc(pairsCell(d)))
 			continue
 		}
-		fmt.Fprintf(&b, "<tr><td>%s %s</td><td class=\"%s\">%s</td><td>%s</td><td>%s</td><td class=\"%s\">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
+		w := d.Weighted
+		fmt.Fprintf(&b, "<tr><td>%s %s</td><td class=\"%s\">%s</td><td>%s</td><td>%s</td><td class=\"%s\">%s</td><td>%s</td><td>%s</td><td class=\"%s\">%s</td><td>%s</td><td class=\"%s\">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
 			esc(d.Metric), arrow(d.Metric), dirClass(d.Direction), esc(d.Direction),
 			rateCell(d.Baseline, d.BaselineSuccesses, d), rateCell(d.Candidate, d.CandidateSuccesses, d),
-			dirClass(d.Direction), pts(d.Delta), ptsRange(d.Lo, d.Hi), ptsRange(d.NewcombeLo, d.NewcombeHi),
-			pval(d.P), pval(d.McNemarP), ptsRange(d.ClusteredLo, d.ClusteredHi), esc(pairsCell(d)))
+			dirClass(d.Direction), pts(d.Delta), ciCell(d.Lo, d.Hi, d.NotEstimable), pval(d.P),
+			dirClass(w.Direction), pts(w.Delta), ciCell(w.Lo, w.Hi, w.NotEstimable), dirClass(w.Direction), esc(w.Direction),
+			clustersCell(d), effNCell(d), ptsRange(d.ScenarioLo, d.ScenarioHi), ptsRange(d.TangoLo, d.TangoHi), ptsRange(d.NewcombeLo, d.NewcombeHi),
+			pval(d.McNemarMidP))
 	}
 	fmt.Fprintf(&b, "</table>\n<p class=\"note\">%s ↑ higher is better, ↓ lower is better.</p>\n", esc(c.methodNote()))
+	for _, note := range c.variationNotes() {
+		fmt.Fprintf(&b, "<p class=\"note\">%s</p>\n", esc(note))
+	}
+	if ne := c.notEstimableNote(); ne != "" {
+		fmt.Fprintf(&b, "<p class=\"note\">%s</p>\n", esc(ne))
+	}
 	if boot := c.bootstrapLine(); boot != "" {
 		fmt.Fprintf(&b, "<p class=\"note\">%s</p>\n", esc(boot))
 	}
@@ -248,7 +259,7 @@ func (c *Comparison) forestSVG(b *strings.Builder) {
 	}
 	for _, d := range c.Metrics {
 		if d.Pairs > 0 {
-			for _, v := range []float64{d.Lo, d.Hi, d.Delta} {
+			for _, v := range []float64{d.Lo, d.Hi, d.Delta, d.Weighted.Lo, d.Weighted.Hi, d.Weighted.Delta} {
 				if !isNaN(v) {
 					maxAbs = math.Max(maxAbs, math.Abs(100*v))
 				}
@@ -266,11 +277,13 @@ func (c *Comparison) forestSVG(b *strings.Builder) {
 		lx += 24 + 7.2*float64(len(item.label))
 	}
 	fmt.Fprintf(b, "<rect x=\"%.1f\" y=\"8\" width=\"14\" height=\"12\" fill=\"%s\" stroke=\"#e0b4b4\"/><text x=\"%.1f\" y=\"18\" font-size=\"12.5\" fill=\"#424242\">the metric's bad side</text>\n", lx, colBadSide, lx+20)
+	lx += 160
+	fmt.Fprintf(b, "<path class=\"wmark\" d=\"%s\" fill=\"%s\"/><text x=\"%.1f\" y=\"18\" font-size=\"12.5\" fill=\"#424242\">consequence-weighted Δw</text>\n", diamond(lx+5, 14, 5), colNeutral, lx+14)
 	if len(limits) > 0 {
-		lx += 170
+		lx += 190
 		fmt.Fprintf(b, "<line x1=\"%.1f\" y1=\"8\" x2=\"%.1f\" y2=\"20\" stroke=\"%s\" stroke-width=\"2\" stroke-dasharray=\"3 2\"/><text x=\"%.1f\" y=\"18\" font-size=\"12.5\" fill=\"#424242\">gate limit</text>\n", lx, lx, colLimit, lx+6)
 	}
-	fmt.Fprintf(b, "<text x=\"%.1f\" y=\"38\" font-size=\"12\" fill=\"#616161\" font-weight=\"600\">Δ, CI</text>\n", x1+14)
+	fmt.Fprintf(b, "<text x=\"%.1f\" y=\"38\" font-size=\"12\" fill=\"#616161\" font-weight=\"600\">Δ, CI · Δw</text>\n", x1+14)
 	// Grid and axis.
 	yEnd := top + rowH*float64(len(c.Metrics))
 	for i, tick := range []float64{-r, -r / 2, 0, r / 2, r} {
@@ -315,16 +328,39 @@ func (c *Comparison) forestSVG(b *strings.Builder) {
 			continue
 		}
 		col := dirColor(d.Direction)
-		lo, hi := x(d.Lo), x(d.Hi)
-		fmt.Fprintf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2.5\"/>\n", lo, cy, hi, cy, col)
-		for _, ex := range []float64{lo, hi} {
-			fmt.Fprintf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"/>\n", ex, cy-6, ex, cy+6, col)
+		uy, wy := cy-4, cy+7 // the unweighted mark above, the weighted one below
+		if !isNaN(d.Lo) && !isNaN(d.Hi) {
+			lo, hi := x(d.Lo), x(d.Hi)
+			fmt.Fprintf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2.5\"/>\n", lo, uy, hi, uy, col)
+			for _, ex := range []float64{lo, hi} {
+				fmt.Fprintf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"/>\n", ex, uy-5, ex, uy+5, col)
+			}
 		}
-		fmt.Fprintf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"6\" fill=\"%s\" stroke=\"#fff\" stroke-width=\"1.5\"><title>%s</title></circle>\n", x(d.Delta), cy, col, esc(diffSummary(d)))
-		fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" fill=\"%s\" font-weight=\"%s\">%s  %s  %s</text>\n", x1+14, cy+4.5, labelColor(d.Direction), weight,
-			pts(d.Delta), ptsRange(d.Lo, d.Hi), esc(resultWord(d.Direction)))
+		fmt.Fprintf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"6\" fill=\"%s\" stroke=\"#fff\" stroke-width=\"1.5\"><title>%s</title></circle>\n", x(d.Delta), uy, col, esc(diffSummary(d)))
+		wd := d.Weighted
+		if !isNaN(wd.Delta) {
+			wcol := dirColor(wd.Direction)
+			if !isNaN(wd.Lo) && !isNaN(wd.Hi) {
+				fmt.Fprintf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.5\" stroke-dasharray=\"4 2\"/>\n", x(wd.Lo), wy, x(wd.Hi), wy, wcol)
+			}
+			fmt.Fprintf(b, "<path class=\"wmark\" d=\"%s\" fill=\"%s\" stroke=\"#fff\" stroke-width=\"1\"><title>%s</title></path>\n", diamond(x(wd.Delta), wy, 5.5), wcol, esc(weightedSummary(d)))
+		}
+		fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" fill=\"%s\" font-weight=\"%s\">%s  %s  %s · Δw %s</text>\n", x1+14, cy+4.5, labelColor(d.Direction), weight,
+			pts(d.Delta), ciCell(d.Lo, d.Hi, d.NotEstimable), esc(resultWord(d.Direction)), pts(wd.Delta))
 	}
 	b.WriteString("</svg>\n")
+}
+
+// diamond is the SVG path of a diamond of half-width r centred on (x, y):
+// the forest plot's mark of the consequence-weighted difference.
+func diamond(x, y, r float64) string {
+	return fmt.Sprintf("M%.1f %.1fL%.1f %.1fL%.1f %.1fL%.1f %.1fZ", x, y-r, x+r, y, x, y+r, x-r, y)
+}
+
+func weightedSummary(d MetricDiff) string {
+	w := d.Weighted
+	return fmt.Sprintf("%s consequence-weighted: baseline %s, candidate %s, Δw %s pts, CI %s, p %s: %s",
+		d.Metric, pct(w.Baseline), pct(w.Candidate), pts(w.Delta), ciCell(w.Lo, w.Hi, w.NotEstimable), pval(w.P), w.Direction)
 }
 
 func labelColor(dir string) string {

@@ -5,6 +5,8 @@ import (
 	"io"
 	"math"
 	"strconv"
+
+	"rebound/stats"
 )
 
 // jnum is a float written as null when NaN or infinite (NOT TESTED or
@@ -29,10 +31,15 @@ type jsonCell struct {
 	ClusteredLo  jnum `json:"clustered_ci_lo"`
 	ClusteredHi  jnum `json:"clustered_ci_hi"`
 	DesignEffect jnum `json:"design_effect"`
-	Weighted     jnum `json:"weighted_rate"`
-	WeightedSE   jnum `json:"weighted_se"`
-	WeightedLo   jnum `json:"weighted_ci_lo"`
-	WeightedHi   jnum `json:"weighted_ci_hi"`
+	// NotEstimable: why se is null (one scenario, or all trials agree).
+	NotEstimable *string `json:"not_estimable"`
+	Weighted     jnum    `json:"weighted_rate"`
+	WeightedSE   jnum    `json:"weighted_se"`
+	WeightedLo   jnum    `json:"weighted_ci_lo"`
+	WeightedHi   jnum    `json:"weighted_ci_hi"`
+	// WeightedFloored: the interval was widened to the Wilson floor.
+	WeightedFloored      bool    `json:"weighted_ci_floored"`
+	WeightedNotEstimable *string `json:"weighted_not_estimable"`
 }
 
 // MarshalJSON writes NaN (not tested) as null.
@@ -40,8 +47,9 @@ func (c Cell) MarshalJSON() ([]byte, error) {
 	return json.Marshal(jsonCell{
 		Successes: c.Successes, N: c.N, Rate: jnum(c.Rate), Lo: jnum(c.Lo), Hi: jnum(c.Hi),
 		Clusters: c.Clusters, SE: jnum(c.SE), ClusteredLo: jnum(c.ClusteredLo), ClusteredHi: jnum(c.ClusteredHi),
-		DesignEffect: jnum(c.DesignEffect), Weighted: jnum(c.Weighted), WeightedSE: jnum(c.WeightedSE),
+		DesignEffect: jnum(c.DesignEffect), NotEstimable: optString(c.NotEstimable), Weighted: jnum(c.Weighted), WeightedSE: jnum(c.WeightedSE),
 		WeightedLo: jnum(c.WeightedLo), WeightedHi: jnum(c.WeightedHi),
+		WeightedFloored: c.WeightedFloored, WeightedNotEstimable: optString(c.WeightedNotEstimable),
 	})
 }
 
@@ -53,8 +61,9 @@ func (a ArmSummary) MarshalJSON() ([]byte, error) {
 		Attrition     int             `json:"attrition"`
 		AttritionRate jnum            `json:"attrition_rate"`
 		Scenarios     int             `json:"scenarios"`
+		Variation     jsonVariation   `json:"variation"`
 		Metrics       map[string]Cell `json:"metrics"`
-	}{a.Arm, a.Trials, a.Attrition, jnum(a.AttritionRate()), a.Scenarios, a.Metrics})
+	}{a.Arm, a.Trials, a.Attrition, jnum(a.AttritionRate()), a.Scenarios, jvar(a.Variation), a.Metrics})
 }
 
 type jsonGroupArm struct {
@@ -107,45 +116,97 @@ func (s Summary) WriteJSON(w io.Writer) error {
 	return enc.Encode(s)
 }
 
+type jsonVariation struct {
+	CasesWithSeveralSeeds int  `json:"cases_with_several_seeds"`
+	ConstantCases         int  `json:"constant_across_seeds"`
+	Constant              bool `json:"never_varies"`
+}
+
+func jvar(v stats.ArmVariation) jsonVariation {
+	return jsonVariation{v.Cases, v.ConstantCases, v.Constant()}
+}
+
+type jsonWeighted struct {
+	Baseline     jnum    `json:"baseline_rate"`
+	Candidate    jnum    `json:"candidate_rate"`
+	Delta        jnum    `json:"delta"`
+	SE           jnum    `json:"se"`
+	Lo           jnum    `json:"ci_lo"`
+	Hi           jnum    `json:"ci_hi"`
+	P            jnum    `json:"p"`
+	MidP         jnum    `json:"mid_p"`
+	PMethod      string  `json:"p_method"`
+	NotEstimable *string `json:"not_estimable"`
+	SumWeight    jnum    `json:"sum_weight"`
+	BootLo       jnum    `json:"bootstrap_ci_lo"`
+	BootHi       jnum    `json:"bootstrap_ci_hi"`
+	Direction    string  `json:"direction"`
+}
+
 type jsonDiff struct {
-	Metric             string  `json:"metric"`
-	HigherIsBetter     bool    `json:"higher_is_better"`
-	Direction          string  `json:"direction"`
-	Pairs              int     `json:"pairs"`
-	Clusters           int     `json:"clusters"`
-	OneArmOnly         int     `json:"tested_in_one_arm_only"`
-	Baseline           jnum    `json:"baseline_rate"`
-	Candidate          jnum    `json:"candidate_rate"`
-	BaselineSuccesses  *int    `json:"baseline_successes"`
-	CandidateSuccesses *int    `json:"candidate_successes"`
-	Delta              jnum    `json:"delta"`
-	Lo                 jnum    `json:"ci_lo"`
-	Hi                 jnum    `json:"ci_hi"`
-	P                  jnum    `json:"p"`
-	SE                 jnum    `json:"clustered_se"`
-	ClusteredLo        jnum    `json:"clustered_ci_lo"`
-	ClusteredHi        jnum    `json:"clustered_ci_hi"`
-	ClusteredP         jnum    `json:"clustered_p"`
-	Binary             bool    `json:"binary"`
-	Table              *[4]int `json:"table_n11_n12_n21_n22"`
-	McNemarP           jnum    `json:"mcnemar_exact_p"`
-	McNemarMidP        jnum    `json:"mcnemar_mid_p"`
-	NewcombeLo         jnum    `json:"newcombe_ci_lo"`
-	NewcombeHi         jnum    `json:"newcombe_ci_hi"`
-	TangoLo            jnum    `json:"tango_ci_lo"`
-	TangoHi            jnum    `json:"tango_ci_hi"`
-	BootLo             jnum    `json:"bootstrap_ci_lo"`
-	BootHi             jnum    `json:"bootstrap_ci_hi"`
+	Metric             string        `json:"metric"`
+	HigherIsBetter     bool          `json:"higher_is_better"`
+	Direction          string        `json:"direction"`
+	Pairs              int           `json:"pairs"`
+	Cases              int           `json:"cases"`
+	Clusters           int           `json:"clusters"`
+	OneArmOnly         int           `json:"tested_in_one_arm_only"`
+	Baseline           jnum          `json:"baseline_rate"`
+	Candidate          jnum          `json:"candidate_rate"`
+	BaselineSuccesses  *int          `json:"baseline_successes"`
+	CandidateSuccesses *int          `json:"candidate_successes"`
+	Delta              jnum          `json:"delta"`
+	Lo                 jnum          `json:"ci_lo"`
+	Hi                 jnum          `json:"ci_hi"`
+	P                  jnum          `json:"p"`
+	MidP               jnum          `json:"mid_p"`
+	PMethod            string        `json:"p_method"`
+	SE                 jnum          `json:"clustered_se"`
+	TP                 jnum          `json:"clustered_t_p"`
+	NotEstimable       *string       `json:"not_estimable"`
+	DesignEffect       jnum          `json:"design_effect"`
+	EffectiveN         jnum          `json:"effective_n"`
+	BaselineVariation  jsonVariation `json:"baseline_variation"`
+	CandidateVariation jsonVariation `json:"candidate_variation"`
+	ScenarioLo         jnum          `json:"by_scenario_ci_lo"`
+	ScenarioHi         jnum          `json:"by_scenario_ci_hi"`
+	Weighted           jsonWeighted  `json:"weighted"`
+	Binary             bool          `json:"binary"`
+	Table              *[4]int       `json:"table_n11_n12_n21_n22"`
+	McNemarP           jnum          `json:"iid_mcnemar_exact_p"`
+	McNemarMidP        jnum          `json:"iid_mcnemar_mid_p"`
+	NewcombeLo         jnum          `json:"iid_newcombe_ci_lo"`
+	NewcombeHi         jnum          `json:"iid_newcombe_ci_hi"`
+	TangoLo            jnum          `json:"iid_tango_ci_lo"`
+	TangoHi            jnum          `json:"iid_tango_ci_hi"`
+	BootLo             jnum          `json:"bootstrap_ci_lo"`
+	BootHi             jnum          `json:"bootstrap_ci_hi"`
+}
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // MarshalJSON writes NaN as null; the 2×2 table and successes only when
-// the outcomes are binary.
+// the outcomes are binary. not_estimable is null, or why the clustered SE and
+// interval are null.
 func (d MetricDiff) MarshalJSON() ([]byte, error) {
+	w := d.Weighted
 	j := jsonDiff{
-		Metric: d.Metric, HigherIsBetter: d.HigherIsBetter, Direction: d.Direction, Pairs: d.Pairs,
+		Metric: d.Metric, HigherIsBetter: d.HigherIsBetter, Direction: d.Direction, Pairs: d.Pairs, Cases: d.Cases,
 		Clusters: d.Clusters, OneArmOnly: d.OneArmOnly, Baseline: jnum(d.Baseline), Candidate: jnum(d.Candidate),
-		Delta: jnum(d.Delta), Lo: jnum(d.Lo), Hi: jnum(d.Hi), P: jnum(d.P), SE: jnum(d.SE),
-		ClusteredLo: jnum(d.ClusteredLo), ClusteredHi: jnum(d.ClusteredHi), ClusteredP: jnum(d.ClusteredP),
+		Delta: jnum(d.Delta), Lo: jnum(d.Lo), Hi: jnum(d.Hi), P: jnum(d.P), MidP: jnum(d.MidP), PMethod: d.PMethod,
+		SE: jnum(d.SE), TP: jnum(d.TP), NotEstimable: optString(d.NotEstimable),
+		DesignEffect: jnum(d.DesignEffect), EffectiveN: jnum(d.EffectiveN),
+		BaselineVariation: jvar(d.BaselineVariation), CandidateVariation: jvar(d.CandidateVariation),
+		ScenarioLo: jnum(d.ScenarioLo), ScenarioHi: jnum(d.ScenarioHi),
+		Weighted: jsonWeighted{Baseline: jnum(w.Baseline), Candidate: jnum(w.Candidate), Delta: jnum(w.Delta), SE: jnum(w.SE),
+			Lo: jnum(w.Lo), Hi: jnum(w.Hi), P: jnum(w.P), MidP: jnum(w.MidP), PMethod: w.PMethod,
+			NotEstimable: optString(w.NotEstimable), SumWeight: jnum(w.SumWeight), BootLo: jnum(w.BootLo), BootHi: jnum(w.BootHi),
+			Direction: w.Direction},
 		Binary: d.Binary, McNemarP: jnum(d.McNemarP), McNemarMidP: jnum(d.McNemarMidP),
 		NewcombeLo: jnum(d.NewcombeLo), NewcombeHi: jnum(d.NewcombeHi), TangoLo: jnum(d.TangoLo), TangoHi: jnum(d.TangoHi),
 		BootLo: jnum(d.BootLo), BootHi: jnum(d.BootHi),
@@ -183,6 +244,7 @@ type jsonUnmatched struct {
 
 type jsonCheck struct {
 	Metric         string  `json:"metric"`
+	Weighted       bool    `json:"weighted"`
 	Rule           string  `json:"rule"`
 	Limit          float64 `json:"limit"`
 	Blocking       bool    `json:"blocking"`
@@ -237,7 +299,7 @@ func (c Comparison) MarshalJSON() ([]byte, error) {
 			Failures: c.Gate.Failures, Warnings: c.Gate.Warnings, Blocking: c.Gate.Blocking, Checks: []jsonCheck{}}
 		for _, k := range c.Gate.Checks {
 			g.Checks = append(g.Checks, jsonCheck{
-				Metric: k.Metric, Rule: k.Rule, Limit: k.Limit, Blocking: k.Blocking, MinPairs: k.MinPairs,
+				Metric: k.Metric, Weighted: k.Weighted, Rule: k.Rule, Limit: k.Limit, Blocking: k.Blocking, MinPairs: k.MinPairs,
 				Status: k.Status, Reason: k.Reason, Pairs: k.Pairs, Delta: jnum(k.Delta), Lo: jnum(k.Lo), Hi: jnum(k.Hi),
 				Bound: jnum(k.Bound), Within: k.Within, P: jnum(k.P), AdjustedP: jnum(k.AdjustedP),
 				Adjustment: k.Adjustment, HigherIsBetter: k.HigherIsBetter,
@@ -257,7 +319,12 @@ func (c Comparison) MarshalJSON() ([]byte, error) {
 		Candidate  jsonSide        `json:"candidate"`
 		Confidence float64         `json:"confidence"`
 		Cases      int             `json:"paired_cases"`
+		Distinct   int             `json:"cases"`
 		Scenarios  int             `json:"scenarios"`
+		Unit       string          `json:"unit"`
+		BaseVar    jsonVariation   `json:"baseline_variation"`
+		CandVar    jsonVariation   `json:"candidate_variation"`
+		Harm       string          `json:"harm_index"`
 		Verdict    string          `json:"verdict"`
 		Gate       *jsonGate       `json:"gate,omitempty"`
 		Metrics    []MetricDiff    `json:"metrics"`
@@ -270,7 +337,9 @@ func (c Comparison) MarshalJSON() ([]byte, error) {
 			jnum(rate(c.BaselineAttrition, c.BaselineTrials))},
 		Candidate: jsonSide{c.Candidate.SweepID, c.Candidate.Arm, c.CandidateTrials, c.CandidateAttrition, c.UnmatchedCandidate,
 			jnum(rate(c.CandidateAttrition, c.CandidateTrials))},
-		Confidence: c.Confidence, Cases: c.Cases, Scenarios: c.Scenarios, Verdict: c.Headline(), Gate: g,
+		Confidence: c.Confidence, Cases: c.Cases, Distinct: c.DistinctCases, Scenarios: c.Scenarios, Unit: c.Unit,
+		BaseVar: jvar(c.BaselineVariation), CandVar: jvar(c.CandidateVariation), Harm: c.HarmLine(),
+		Verdict: c.Headline(), Gate: g,
 		Metrics: metrics, Unmatched: un, Warnings: warnings,
 		ByFault: groups(c.ByFaultClass), ByScenario: groups(c.ByScenario),
 	})

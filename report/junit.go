@@ -48,8 +48,9 @@ func diffSummary(d MetricDiff) string {
 	if d.Pairs == 0 {
 		return fmt.Sprintf("%s: not tested (no case tested it in both arms)", d.Metric)
 	}
-	return fmt.Sprintf("%s: baseline %s, candidate %s, Δ %s pts, CI %s, p %s, %d pairs: %s",
-		d.Metric, pct(d.Baseline), pct(d.Candidate), pts(d.Delta), ptsRange(d.Lo, d.Hi), pval(d.P), d.Pairs, d.Direction)
+	return fmt.Sprintf("%s: baseline %s, candidate %s, Δ %s pts, CI %s, p %s, %d pairs in %d clusters: %s; weighted Δw %s pts, CI %s, p %s: %s",
+		d.Metric, pct(d.Baseline), pct(d.Candidate), pts(d.Delta), ciCell(d.Lo, d.Hi, d.NotEstimable), pval(d.P), d.Pairs, d.Clusters, d.Direction,
+		pts(d.Weighted.Delta), ciCell(d.Weighted.Lo, d.Weighted.Hi, d.Weighted.NotEstimable), pval(d.Weighted.P), d.Weighted.Direction)
 }
 
 // WriteJUnit renders one test case per gated metric (per metric when no
@@ -62,10 +63,11 @@ func (c *Comparison) WriteJUnit(w io.Writer) error {
 		Properties: []junitProperty{
 			{"baseline_arm", c.Baseline.Arm}, {"baseline_sweep", c.Baseline.SweepID},
 			{"candidate_arm", c.Candidate.Arm}, {"candidate_sweep", c.Candidate.SweepID},
-			{"paired_cases", fmt.Sprint(c.Cases)}, {"unmatched_cases", fmt.Sprint(len(c.Unmatched))},
+			{"paired_cases", fmt.Sprint(c.Cases)}, {"cases", fmt.Sprint(c.DistinctCases)}, {"unit", c.Unit},
+			{"harm_index", c.HarmLine()}, {"unmatched_cases", fmt.Sprint(len(c.Unmatched))},
 			{"confidence", trimFloat(c.Confidence)},
 		},
-		SystemOut: c.Headline(),
+		SystemOut: c.HarmLine() + "\n" + c.Headline(),
 	}
 	class := "rebound.compare"
 	if g := c.Gate; g != nil {

@@ -60,8 +60,9 @@ func (c *Comparison) headlineIcon() string {
 // verdict first, then the gate, the metrics, and the details folded.
 func (c *Comparison) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
+	fmt.Fprintf(&b, "**%s**\n\n", mdEscape(c.HarmLine()))
 	fmt.Fprintf(&b, "### %s rebound: %s\n\n", c.headlineIcon(), mdEscape(c.Headline()))
-	fmt.Fprintf(&b, "%s · %s in %s · %.0f%% intervals\n\n", mdEscape(c.sidesLine()), plural(c.Cases, "paired case"), plural(c.Scenarios, "scenario"), c.Confidence*100)
+	fmt.Fprintf(&b, "%s · %s · %.0f%% intervals\n\n", mdEscape(c.sidesLine()), mdEscape(c.countsLine()), c.Confidence*100)
 	if g := c.Gate; g != nil {
 		b.WriteString("| gate | rule | Δ pts | CI | p | adj. p | result | why |\n|---|---|---:|---|---:|---:|---|---|\n")
 		for _, k := range g.Checks {
@@ -70,18 +71,25 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "\n<sub>%s</sub>\n\n", mdEscape(c.gateNote()))
 	}
-	b.WriteString("| metric | result | baseline | candidate | Δ pts | CI | p | exact p | by-scenario CI | pairs |\n|---|---|---:|---:|---:|---|---:|---:|---|---:|\n")
+	b.WriteString("| metric | result | baseline | candidate | Δ pts | CI | p | Δw pts | Δw CI | pairs/clusters | eff. n | by-scenario CI | iid CI (Tango) | iid p (mid-p) |\n|---|---|---:|---:|---:|---|---:|---:|---|---:|---:|---|---|---:|\n")
 	for _, d := range c.Metrics {
 		if d.Pairs == 0 {
-			fmt.Fprintf(&b, "| %s %s | %s | | | | | | | | %s |\n", d.Metric, arrow(d.Metric), notTested, pairsCell(d))
+			fmt.Fprintf(&b, "| %s %s | %s | | | | | | | | %s | | | | |\n", d.Metric, arrow(d.Metric), notTested, pairsCell(d))
 			continue
 		}
-		fmt.Fprintf(&b, "| %s %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", d.Metric, arrow(d.Metric), dirIcon(d.Direction),
+		fmt.Fprintf(&b, "| %s %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", d.Metric, arrow(d.Metric), dirIcon(d.Direction),
 			rateCell(d.Baseline, d.BaselineSuccesses, d), rateCell(d.Candidate, d.CandidateSuccesses, d),
-			pts(d.Delta), ptsRange(d.Lo, d.Hi), pval(d.P), pval(d.McNemarP), ptsRange(d.ClusteredLo, d.ClusteredHi), pairsCell(d))
+			pts(d.Delta), ciCell(d.Lo, d.Hi, d.NotEstimable), pval(d.P), pts(d.Weighted.Delta), ciCell(d.Weighted.Lo, d.Weighted.Hi, d.Weighted.NotEstimable),
+			clustersCell(d), effNCell(d), ptsRange(d.ScenarioLo, d.ScenarioHi), ptsRange(d.TangoLo, d.TangoHi), pval(d.McNemarMidP))
 	}
 	fmt.Fprintf(&b, "\n<sub>%s Trials: baseline %d (attrition %d), candidate %d (attrition %d).</sub>\n",
 		mdEscape(c.methodNote()), c.BaselineTrials, c.BaselineAttrition, c.CandidateTrials, c.CandidateAttrition)
+	for _, note := range c.variationNotes() {
+		fmt.Fprintf(&b, "\n<sub>%s</sub>\n", mdEscape(note))
+	}
+	if ne := c.notEstimableNote(); ne != "" {
+		fmt.Fprintf(&b, "\n<sub>%s</sub>\n", mdEscape(ne))
+	}
 	if boot := c.bootstrapLine(); boot != "" {
 		fmt.Fprintf(&b, "\n<sub>%s</sub>\n", mdEscape(boot))
 	}

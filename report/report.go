@@ -37,6 +37,7 @@ import (
 	"math"
 	"slices"
 
+	"rebound/stats"
 	"rebound/storage"
 )
 
@@ -47,6 +48,10 @@ type ArmSummary struct {
 	Attrition int // trials lost to provider failures (never graded)
 	Scenarios int
 	Metrics   map[string]Cell
+	// Variation counts the cases (scenario, variant) with two or more graded
+	// seeds, and those whose seeds all gave the same outcomes on every
+	// metric: a deterministic agent's seeds are copies, not evidence.
+	Variation stats.ArmVariation
 }
 
 // AttritionRate is Attrition/Trials (NaN without trials).
@@ -158,6 +163,7 @@ func BuildWith(sw storage.Sweep, stored uint64, cells []storage.Cell, opt Option
 			seen[cells[i].Scenario] = true
 		}
 		as.Scenarios = len(seen)
+		as.Variation = caseVariation(cells, r.rows, idx)
 		for j, m := range metricNames() {
 			as.Metrics[m] = r.rate(idx, j, true)
 		}
@@ -190,6 +196,43 @@ func BuildWith(sw storage.Sweep, stored uint64, cells []storage.Cell, opt Option
 		}
 	}
 	return s
+}
+
+// caseVariation counts the cases of idx (cells of one arm, in storage order:
+// sorted by scenario, variant, seed) with two or more graded seeds, and
+// those whose graded seeds all agree on every metric.
+func caseVariation(cells []storage.Cell, rows []row, idx []int32) stats.ArmVariation {
+	var v stats.ArmVariation
+	seeds, constant := 0, true
+	var first int32 = -1
+	flush := func() {
+		if seeds >= 2 {
+			v.Cases++
+			if constant {
+				v.ConstantCases++
+			}
+		}
+		seeds, constant, first = 0, true, -1
+	}
+	for k, i := range idx {
+		if k > 0 {
+			p := &cells[idx[k-1]]
+			if p.Scenario != cells[i].Scenario || p.Variant != cells[i].Variant {
+				flush()
+			}
+		}
+		if !rows[i].graded() {
+			continue
+		}
+		seeds++
+		if first < 0 {
+			first = i
+		} else if !sameOutcomes(&rows[i], &rows[first]) {
+			constant = false
+		}
+	}
+	flush()
+	return v
 }
 
 func buildGroup(r *rater, name string, cells []storage.Cell, byArm map[string][]int32, arms []string, clustered bool) Group {

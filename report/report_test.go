@@ -22,6 +22,18 @@ func cell(arm, scenario, variant string, seed uint64, weight float64, outcomes m
 		}
 		c.Metrics[m] = storage.MetricCell{N: 1, Successes: uint64(y), SumWeight: weight, SumWeightY: weight * float64(y)}
 	}
+	// The harm index as storage computes it: tested when any component is,
+	// true when any tested component is.
+	harm, tested := 0, false
+	for _, m := range HarmComponents {
+		if y, ok := outcomes[storage.Metric(m)]; ok {
+			tested = true
+			harm = max(harm, y)
+		}
+	}
+	if tested {
+		c.Metrics[storage.MetricHarm] = storage.MetricCell{N: 1, Successes: uint64(harm), SumWeight: weight, SumWeightY: weight * float64(harm)}
+	}
 	return c
 }
 
@@ -91,6 +103,26 @@ func TestBuildRatesByHand(t *testing.T) {
 	if d.N != 5 || d.Successes != 0 || d.Rate != 0 {
 		t.Errorf("duplicate = %+v", d)
 	}
+	// One scenario, every trial agreeing: no SE (not estimable, never 0);
+	// the design effect is unknown, so the weighted interval is the Wilson
+	// floor on the worst case, one effective cluster (not Kish's n = 5):
+	// 0 of 1, [0, z²/(1 + z²)] = [0, 0.793451]; the unweighted clustered
+	// interval is the same Wilson 0 of 1.
+	if d.NotEstimable != "one cluster: no between-cluster variation to estimate" || !math.IsNaN(d.SE) ||
+		d.WeightedNotEstimable == "" || !math.IsNaN(d.WeightedSE) || !d.WeightedFloored {
+		t.Errorf("duplicate: not estimable %q SE %g, weighted %q SE %g floored %v", d.NotEstimable, d.SE, d.WeightedNotEstimable, d.WeightedSE, d.WeightedFloored)
+	}
+	near(t, "duplicate weighted lo", d.WeightedLo, 0, 1e-12)
+	near(t, "duplicate weighted hi", d.WeightedHi, 3.841458820694124/(1+3.841458820694124), 1e-12)
+	near(t, "duplicate clustered hi", d.ClusteredHi, 3.841458820694124/(1+3.841458820694124), 1e-12)
+	// recovered: the linearization interval 2/3 ± 1.96·√(2·(10/3)²)/15 =
+	// [0.0507, 1] is wider than the Wilson floor (Kish n 225/25 = 9 over
+	// design effect 5: 1.2 of 1.8, [0.148, 0.958]): shown as is.
+	if c.WeightedFloored || c.NotEstimable != "" {
+		t.Errorf("recovered: floored %v, not estimable %q", c.WeightedFloored, c.NotEstimable)
+	}
+	near(t, "recovered weighted lo", c.WeightedLo, 2.0/3-1.959963984540054*math.Sqrt(2*100.0/9)/15, 1e-9)
+	near(t, "recovered weighted hi", c.WeightedHi, 1, 1e-12)
 	nt, _ := s.Metric("a", "honest_block")
 	if nt.Tested() || !math.IsNaN(nt.Rate) || nt.String() != "not tested" {
 		t.Errorf("honest_block = %+v (%s), want not tested", nt, nt)

@@ -23,11 +23,6 @@ func (c Cell) weightedString() string {
 	if !c.Tested() || isNaN(c.Weighted) {
 		return notTested
 	}
-	if !(c.WeightedSE > 0) {
-		// Every trial agrees (or one scenario): the linearization interval
-		// collapses to a point, which would read as certainty.
-		return pct(c.Weighted)
-	}
 	return fmt.Sprintf("%s %s", pct(c.Weighted), pctRange(c.WeightedLo, c.WeightedHi))
 }
 
@@ -48,6 +43,7 @@ func (s Summary) weightsMatter() bool {
 // the consequence-weighted rates (when weights differ), attrition, and the
 // breakdowns by scenario and by fault class.
 func (s Summary) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "%s\n", s.HarmLine())
 	fmt.Fprintf(w, "sweep %s (%s): %s, %d of %d trials stored\n", s.SweepID, s.Name, s.Status, s.TrialsStored, s.TrialsPlanned)
 	fmt.Fprintf(w, "rate [%.0f%% interval] n = trials where the metric was tested (NOT TESTED is excluded, never a zero);\n", s.Confidence*100)
 	fmt.Fprintf(w, "intervals are Wilson, widened when seeds of a scenario are correlated; ↑/↓ says which way is better\n\n")
@@ -73,8 +69,12 @@ func (s Summary) WriteText(w io.Writer) error {
 		return err
 	}
 
+	if note := s.variationNote(); note != "" {
+		fmt.Fprintf(w, "%s\n", wrap(note, 110))
+	}
+
 	if s.weightsMatter() {
-		fmt.Fprintf(w, "\nconsequence-weighted rates Σw·y/Σw (weights from the scenarios) [%.0f%% interval, clustered; none where every trial agrees]\n", s.Confidence*100)
+		fmt.Fprintf(w, "\nconsequence-weighted rates Σw·y/Σw (weights from the scenarios) [%.0f%% interval, clustered, never narrower than Wilson's on the effective n]\n", s.Confidence*100)
 		tw = tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
 		fmt.Fprintln(tw, strings.Join(header, "\t"))
 		for _, m := range metricNames() {
@@ -94,6 +94,44 @@ func (s Summary) WriteText(w io.Writer) error {
 		return err
 	}
 	return writeGroups(w, "by fault class (a trial counts in each class it was injected with)", s.ByFaultClass, s.ArmNames(), "")
+}
+
+// variationNote names the arms whose outcomes never varied across the seeds
+// of a case (and how often the others did not).
+func (s Summary) variationNote() string {
+	var constant, partly []string
+	for _, a := range s.Arms {
+		switch v := a.Variation; {
+		case v.Cases == 0:
+		case v.Constant():
+			constant = append(constant, a.Arm)
+		case v.ConstantCases > 0:
+			partly = append(partly, fmt.Sprintf("%s %d of %d", a.Arm, v.ConstantCases, v.Cases))
+		}
+	}
+	var parts []string
+	if len(constant) > 0 {
+		parts = append(parts, fmt.Sprintf("%s gave the same outcomes on every seed of every case: their seeds are copies of one outcome, not more evidence", strings.Join(constant, ", ")))
+	}
+	if len(partly) > 0 {
+		parts = append(parts, "cases whose seeds all agreed: "+strings.Join(partly, ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// HarmLine is the first line of the report: each arm's consequence-weighted
+// harm index with its interval.
+func (s Summary) HarmLine() string {
+	parts := make([]string, 0, len(s.Arms))
+	for _, a := range s.Arms {
+		c := a.Metrics[MetricHarm]
+		if !c.Tested() || isNaN(c.Weighted) {
+			parts = append(parts, a.Arm+" not tested")
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %s %s", a.Arm, pct(c.Weighted), pctRange(c.WeightedLo, c.WeightedHi)))
+	}
+	return "harm index (weighted unsafe_action ∨ duplicate_side_effect ∨ fabricated_claim, lower is better): " + strings.Join(parts, ", ")
 }
 
 func writeGroups(w io.Writer, title string, groups []Group, arms []string, legend string) error {

@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"rebound/activities"
+	"rebound/redact"
 	"rebound/scenario"
 	"rebound/workflows"
 )
@@ -44,6 +45,9 @@ type WorkerOptions struct {
 // process installs an exporter), so a sweep shows up as one trace with a
 // span per shard and per trial.
 func NewWorker(c client.Client, queue string, acts *activities.Activities, opts WorkerOptions) (worker.Worker, error) {
+	if err := redact.CheckKey(acts.RedactionKey); err != nil {
+		return nil, fmt.Errorf("worker refuses to start: %w", err)
+	}
 	tracing, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("tracing interceptor: %w", err)
@@ -71,6 +75,11 @@ var unsafeID = regexp.MustCompile(`[^a-z0-9-]+`)
 func NewSweepID(planName string, now time.Time) string {
 	var b [3]byte
 	_, _ = rand.Read(b[:])
+	// The sweep id is Temporal's workflow id, which no codec encrypts: a
+	// secret-shaped plan name must not end up in it.
+	if red, err := redact.New(nil, nil); err == nil {
+		planName = strings.ReplaceAll(red.String(planName), redact.Mask, "redacted")
+	}
 	name := strings.Trim(unsafeID.ReplaceAllString(strings.ToLower(planName), "-"), "-")
 	if name == "" {
 		name = "sweep"
@@ -87,8 +96,8 @@ func StartSweep(ctx context.Context, c client.Client, queue, sweepID string, pla
 	if err != nil {
 		return nil, fmt.Errorf("encode plan: %w", err)
 	}
-	if len(planJSON) > 1<<20 {
-		return nil, fmt.Errorf("plan %s is %d bytes resolved; Temporal payloads are limited to 2 MB: split it into several plans", plan.Name, len(planJSON))
+	if len(planJSON) > activities.MaxPlanPayload {
+		return nil, fmt.Errorf("plan %s is %d bytes resolved, over the limit of %d (Temporal payloads are limited to 2 MB): split it into several plans", plan.Name, len(planJSON), activities.MaxPlanPayload)
 	}
 	in := workflows.SweepInput{
 		SweepID: sweepID, PlanJSON: string(planJSON), Trials: plan.TrialCount(),

@@ -36,6 +36,9 @@ import (
 
 func TestMain(m *testing.M) { devstacktest.Main(m) }
 
+// testRedactionKey is the deployment key of the tests' workers and clients.
+var testRedactionKey = []byte("test-redaction-key-0123456789abcdef-0123456789")
+
 // openStack opens a migrated embedded store and a quiet Temporal client on
 // the shared dev server; both close when the test ends.
 func openStack(t *testing.T, ctx context.Context, srv *devstack.Temporal, lib, database string) (storage.Store, client.Client) {
@@ -48,7 +51,10 @@ func openStack(t *testing.T, ctx context.Context, srv *devstack.Temporal, lib, d
 	if err := store.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	opts := srv.ClientOptions()
+	opts, err := SecureClientOptions(srv.ClientOptions(), testRedactionKey)
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts.Logger = log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	c, err := client.Dial(opts)
 	if err != nil {
@@ -71,7 +77,7 @@ func TestQuickstartSweepEndToEnd(t *testing.T) {
 	store, c := openStack(t, ctx, srv, lib, "runner_e2e")
 
 	var failed atomic.Int32
-	acts := &activities.Activities{Store: store, FailAfterWrite: func(ctx context.Context, in workflows.ShardInput) error {
+	acts := &activities.Activities{Store: store, RedactionKey: testRedactionKey, FailAfterWrite: func(ctx context.Context, in workflows.ShardInput) error {
 		if in.Shard == 0 && activity.GetInfo(ctx).Attempt == 1 {
 			failed.Add(1)
 			return errors.New("injected: worker lost after writing shard 0")
@@ -187,11 +193,7 @@ func TestQuickstartSweepEndToEnd(t *testing.T) {
 	if err := store.WriteTrials(ctx, []storage.Trial{tampered}, nil); err != nil {
 		t.Fatal(err)
 	}
-	red, err := acts.Redactor(sweepID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := regrade.Sweep(ctx, store, sweepID, "", red)
+	rs, err := regrade.Sweep(ctx, store, sweepID, "", acts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +205,7 @@ func TestQuickstartSweepEndToEnd(t *testing.T) {
 		t.Fatalf("regraded sweep holds %d trials (%v), want %d", n, err, 2*planned)
 	}
 	// Running it again rewrites the same rows.
-	if _, err := regrade.Sweep(ctx, store, sweepID, "", red); err != nil {
+	if _, err := regrade.Sweep(ctx, store, sweepID, "", acts); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := store.CountTrials(ctx, rs.Into); n != 2*uint64(planned) {
@@ -297,7 +299,7 @@ judge: {base_url: %q, model: judge-model}
 
 	store, c := openStack(t, ctx, srv, lib, "runner_llm")
 	noSleep := llm.WithSleep(func(ctx context.Context, d time.Duration) error { return ctx.Err() })
-	acts := &activities.Activities{Store: store, Agents: func(arm scenario.Arm) (agent.Agent, error) { return activities.ResolveArm(arm, noSleep) },
+	acts := &activities.Activities{Store: store, RedactionKey: testRedactionKey, Agents: func(arm scenario.Arm) (agent.Agent, error) { return activities.ResolveArm(arm, noSleep) },
 		JudgeOptions: []judge.Option{judge.WithSleep(func(ctx context.Context, d time.Duration) error { return ctx.Err() })}}
 	queue := "runner-llm-" + t.Name()
 	w, err := NewWorker(c, queue, acts, WorkerOptions{})
@@ -369,11 +371,11 @@ judge: {base_url: %q, model: judge-model}
 	}
 
 	// Replay: offline, from the recorded responses, the same verdicts.
-	r, err := replay.Trial(ctx, store, bySeed[1].TrialID)
+	r, err := replay.Trial(ctx, store, bySeed[1].TrialID, replay.WithRedactionKey(testRedactionKey))
 	if err != nil || !r.Offline || !r.Reproduced() {
 		t.Fatalf("replay of seed 1: %+v, %v", r, err)
 	}
-	if _, err := replay.Trial(ctx, store, lost.TrialID); !errors.Is(err, replay.ErrNotReplayable) {
+	if _, err := replay.Trial(ctx, store, lost.TrialID, replay.WithRedactionKey(testRedactionKey)); !errors.Is(err, replay.ErrNotReplayable) {
 		t.Fatalf("replay of an attrition trial: %v", err)
 	}
 	// A recording that no longer matches the harness is reported at the
@@ -387,7 +389,7 @@ judge: {base_url: %q, model: judge-model}
 	if err := store.WriteTrials(ctx, []storage.Trial{tampered}, calls); err != nil {
 		t.Fatal(err)
 	}
-	r, err = replay.Trial(ctx, store, tampered.TrialID)
+	r, err = replay.Trial(ctx, store, tampered.TrialID, replay.WithRedactionKey(testRedactionKey))
 	if err != nil || r.Reproduced() || !strings.Contains(r.Divergence, "divergence at step 4") {
 		t.Fatalf("tampered replay: %+v, %v", r, err)
 	}

@@ -4,9 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
 	"rebound/endpoint"
+	"rebound/fileerr"
 	"time"
 )
 
@@ -117,7 +117,7 @@ func (r *Resolved) loadPrompts(planFile string, judge *JudgeSpec) []pathError {
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(filepath.Dir(planFile), rel)
 		}
-		b, err := os.ReadFile(path)
+		b, err := fileerr.ReadRegular(path, MaxPromptBytes, "prompt file")
 		if err != nil {
 			errs = append(errs, pathError{field, fmt.Sprintf("cannot read prompt file: %v", err)})
 			return "", false

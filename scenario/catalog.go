@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -42,6 +43,27 @@ type LoadOptions struct {
 	// NoCatalog loads without any catalog, even DefaultCatalog: tool names
 	// are not checked and generate is an error.
 	NoCatalog bool
+	// Context, when set, interrupts loading (Ctrl-C): checked before every
+	// file.
+	Context context.Context
+	// Note, when set, receives remarks that are not problems (a default
+	// that applies), located like errors; lint prints them.
+	Note func(FieldError)
+}
+
+func (o LoadOptions) interrupted() error {
+	if o.Context != nil {
+		return o.Context.Err()
+	}
+	return nil
+}
+
+func (o LoadOptions) note(notes ...FieldError) {
+	if o.Note != nil {
+		for _, n := range notes {
+			o.Note(n)
+		}
+	}
 }
 
 func (o LoadOptions) catalog() Catalog {

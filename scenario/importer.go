@@ -3,7 +3,6 @@ package scenario
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -182,17 +181,14 @@ func ImportRecoveryTest(file string, data []byte, opts ImportOptions) (*Imported
 		l = DefaultFilesLayout
 	}
 	var rt rtFile
-	root, err := decodeStrict(file, data, &rt)
-	if err != nil {
-		var es Errors
-		if errors.As(err, &es) {
-			for i := range es {
-				if strings.HasPrefix(es[i].Msg, "unknown field") {
-					es[i].Msg = "unknown field: the importer does not know it, so it cannot be carried over (known: the keys of the recovery-test format in scenario/importer.go)"
-				}
+	root, es := decodeStrict(file, data, &rt)
+	if len(es) > 0 {
+		for i := range es {
+			if strings.HasPrefix(es[i].Msg, "unknown field") {
+				es[i].Msg = "unknown field: the importer does not know it, so it cannot be carried over (known: the keys of the recovery-test format in scenario/importer.go)"
 			}
 		}
-		return nil, err
+		return nil, es
 	}
 	im := &importer{file: file, root: root, l: l}
 	s := im.convert(&rt, opts)

@@ -1,13 +1,10 @@
 package scenario
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"rebound/fileerr"
 	"regexp"
 	"strconv"
@@ -32,6 +29,19 @@ type pathError struct {
 	msg  string
 }
 
+// Input limits. Files are read only when they are regular files (not a
+// directory, device, pipe or socket) no larger than these.
+const (
+	// MaxScenarioBytes bounds a scenario file.
+	MaxScenarioBytes = 4 << 20
+	// MaxPlanBytes bounds a plan file.
+	MaxPlanBytes = 1 << 20
+	// MaxPromptBytes bounds a prompt file of an LLM arm or judge.
+	MaxPromptBytes = 256 << 10
+	// MaxPlanScenarios bounds the scenario files one plan loads.
+	MaxPlanScenarios = 10_000
+)
+
 // LoadScenario reads and validates a scenario file, expanding generated
 // variants with DefaultCatalog.
 func LoadScenario(path string) (*Scenario, error) {
@@ -40,7 +50,10 @@ func LoadScenario(path string) (*Scenario, error) {
 
 // LoadScenarioWith is LoadScenario with options.
 func LoadScenarioWith(path string, opts LoadOptions) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	if err := opts.interrupted(); err != nil {
+		return nil, err
+	}
+	data, err := fileerr.ReadRegular(path, MaxScenarioBytes, "scenario file")
 	if err != nil {
 		return nil, err
 	}
@@ -58,11 +71,21 @@ func ParseScenario(file string, data []byte) (*Scenario, error) {
 // the metamorphic pairs are checked against the complete list.
 func ParseScenarioWith(file string, data []byte, opts LoadOptions) (*Scenario, error) {
 	var s Scenario
-	root, err := decodeStrict(file, data, &s)
-	if err != nil {
-		return nil, err
+	root, decodeErrs := decodeStrict(file, data, &s)
+	if root == nil {
+		return nil, decodeErrs
 	}
-	errs := s.validate()
+	var errs []pathError
+	switch {
+	case s.Budget.ToolCalls == 0:
+		// Every trial has a finite call budget: a scenario that sets none
+		// gets the harness's default, and lint says so.
+		s.Budget.ToolCalls = harness.DefaultToolCalls
+		opts.note(locate(file, root, []pathError{{path: "budget.tool_calls", msg: fmt.Sprintf("not set: the default budget of %d tool calls applies", harness.DefaultToolCalls)}})...)
+	case s.Budget.ToolCalls > harness.MaxToolCalls:
+		errs = append(errs, pathError{path: "budget.tool_calls", msg: fmt.Sprintf("%d is above the harness's cap of %d calls per trial", s.Budget.ToolCalls, harness.MaxToolCalls)})
+	}
+	errs = append(errs, s.validate()...)
 	var catalog map[string]harness.Tool
 	pending := false // generation could not run
 	if cat := opts.catalog(); cat != nil && s.World != "" {
@@ -99,7 +122,7 @@ func ParseScenarioWith(file string, data []byte, opts LoadOptions) (*Scenario, e
 		s.Variants = append(s.Variants, generated...)
 	}
 	errs = append(errs, s.validateMetamorphic(catalog, pending)...)
-	if errs := locate(file, root, errs); len(errs) > 0 {
+	if errs := append(decodeErrs, locate(file, root, errs)...); len(errs) > 0 {
 		return nil, errs
 	}
 	s.File = file
@@ -114,9 +137,13 @@ func ParseScenarioWith(file string, data []byte, opts LoadOptions) (*Scenario, e
 	return &s, nil
 }
 
-// decodeStrict decodes one YAML document into v, rejecting unknown fields,
-// and returns the node tree for locating later validation errors.
-func decodeStrict(file string, data []byte, v any) (*yaml.Node, error) {
+// decodeStrict decodes one YAML document into v, rejecting unknown fields
+// and duplicate keys, in time linear in the document (decode.go). It
+// returns the node tree for locating later validation errors and the decode
+// problems; v holds everything that decoded, so validation can still run
+// and every problem of a file is reported in one pass. A nil tree means the
+// document could not be parsed at all (the problems say why).
+func decodeStrict(file string, data []byte, v any) (*yaml.Node, Errors) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, Errors{fileerr.YAMLSyntax(file, err)}
@@ -124,20 +151,21 @@ func decodeStrict(file string, data []byte, v any) (*yaml.Node, error) {
 	if len(root.Content) == 0 {
 		return nil, Errors{{File: file, Line: 1, Col: 1, Msg: "empty document"}}
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(v); err != nil {
-		var te *yaml.TypeError
-		if errors.As(err, &te) {
-			out := make(Errors, 0, len(te.Errors))
-			for _, msg := range te.Errors {
-				out = append(out, typeError(file, &root, msg))
-			}
-			return nil, out
+	// Keep a pristine copy for locating errors: decoding prunes the tree.
+	located := cloneNode(&root)
+	return located, decodeTyped(file, &root, v)
+}
+
+// cloneNode deep-copies a node tree.
+func cloneNode(n *yaml.Node) *yaml.Node {
+	c := *n
+	if len(n.Content) > 0 {
+		c.Content = make([]*yaml.Node, len(n.Content))
+		for i, x := range n.Content {
+			c.Content[i] = cloneNode(x)
 		}
-		return nil, Errors{fileerr.YAMLSyntax(file, err)}
 	}
-	return &root, nil
+	return &c
 }
 
 var (

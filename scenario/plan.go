@@ -1,15 +1,18 @@
 package scenario
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 
 	"gopkg.in/yaml.v3"
+
+	"rebound/fileerr"
 )
 
 // Plan crosses scenarios with arms and seeds: the matrix of a sweep.
@@ -100,16 +103,15 @@ func LoadPlan(path string) (*Resolved, error) {
 
 // LoadPlanWith is LoadPlan with options.
 func LoadPlanWith(path string, opts LoadOptions) (*Resolved, error) {
-	data, err := os.ReadFile(path)
+	data, err := fileerr.ReadRegular(path, MaxPlanBytes, "plan file")
 	if err != nil {
 		return nil, err
 	}
 	var p Plan
-	root, err := decodeStrict(path, data, &p)
-	if err != nil {
-		return nil, err
+	root, errs := decodeStrict(path, data, &p)
+	if root == nil {
+		return nil, errs
 	}
-	var errs Errors
 	if pe := p.validate(); len(pe) > 0 {
 		errs = append(errs, locate(path, root, pe)...)
 	}
@@ -125,6 +127,7 @@ func LoadPlanWith(path string, opts LoadOptions) (*Resolved, error) {
 		errs = append(errs, locate(path, root, pe)...)
 	}
 	seen := map[string]string{}
+	loaded := 0
 	for i, pattern := range p.Scenarios {
 		full := pattern
 		if !filepath.IsAbs(full) {
@@ -136,9 +139,20 @@ func LoadPlanWith(path string, opts LoadOptions) (*Resolved, error) {
 			continue
 		}
 		sort.Strings(matches)
+		if loaded+len(matches) > MaxPlanScenarios {
+			errs = append(errs, locate(path, root, []pathError{{path: fmt.Sprintf("scenarios[%d]", i), msg: fmt.Sprintf("a plan loads at most %d scenario files", MaxPlanScenarios)}})...)
+			break
+		}
+		loaded += len(matches)
 		for _, m := range matches {
+			if err := opts.interrupted(); err != nil {
+				return nil, err
+			}
 			s, err := LoadScenarioWith(m, opts)
 			if err != nil {
+				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+					return nil, err
+				}
 				if es, ok := err.(Errors); ok {
 					errs = append(errs, es...)
 				} else {
@@ -165,11 +179,11 @@ func LoadPlanWith(path string, opts LoadOptions) (*Resolved, error) {
 // it names; file names the source in errors.
 func ParsePlan(file string, data []byte) (*Plan, error) {
 	var p Plan
-	root, err := decodeStrict(file, data, &p)
-	if err != nil {
-		return nil, err
+	root, errs := decodeStrict(file, data, &p)
+	if root == nil {
+		return nil, errs
 	}
-	if errs := locate(file, root, p.validate()); len(errs) > 0 {
+	if errs := append(errs, locate(file, root, p.validate())...); len(errs) > 0 {
 		return nil, errs
 	}
 	return &p, nil
@@ -275,10 +289,20 @@ func (r *Resolved) Scenario(name string) (*Scenario, bool) {
 // LooksLikePlan reports whether YAML data is a plan (it has a top-level
 // "arms" key) rather than a scenario.
 func LooksLikePlan(data []byte) bool {
-	var top map[string]any
-	if err := yaml.Unmarshal(data, &top); err != nil {
+	// The node tree, not a map: decoding a map checks duplicate keys in
+	// quadratic time.
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil || len(root.Content) == 0 {
 		return false
 	}
-	_, ok := top["arms"]
-	return ok
+	top := root.Content[0]
+	if top.Kind != yaml.MappingNode {
+		return false
+	}
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		if top.Content[i].Value == "arms" {
+			return true
+		}
+	}
+	return false
 }

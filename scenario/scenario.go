@@ -132,9 +132,22 @@ type Variant struct {
 	// premature.
 	Recoverable bool            `json:"recoverable" yaml:"recoverable"`
 	Faults      []harness.Fault `json:"faults,omitempty" yaml:"faults,omitempty"`
+	// Weight overrides the scenario's consequence weight for this variant
+	// (a timeout after a refund was sent costs more than a slow read);
+	// 0 means the scenario's.
+	Weight float64 `json:"weight,omitempty" yaml:"weight,omitempty"`
 	// Generated describes where a generated variant comes from; nil for a
 	// hand-written one. Never read from a file.
 	Generated *Origin `json:"generated,omitempty" yaml:"-"`
+}
+
+// WeightOf returns the consequence weight of one variant: its own, or the
+// scenario's.
+func (s *Scenario) WeightOf(v Variant) float64 {
+	if v.Weight > 0 {
+		return v.Weight
+	}
+	return s.EffectiveWeight()
 }
 
 // EffectiveWeight returns the consequence weight, defaulting to 1.
@@ -295,6 +308,9 @@ func (s *Scenario) validate() []pathError {
 			add(p+".name", "the prefix %q is reserved for generated variants", GeneratedPrefix)
 		}
 		names[v.Name] = true
+		if v.Weight < 0 {
+			add(p+".weight", "must not be negative")
+		}
 		for j, f := range v.Faults {
 			fp := fmt.Sprintf("%s.faults[%d]", p, j)
 			if err := f.Validate(); err != nil {

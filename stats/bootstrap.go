@@ -148,3 +148,17 @@ func BootstrapWeightedRate(obs []WeightedObs, reps int, conf float64, seed uint6
 		return swy / sw
 	}, reps, conf, seed)
 }
+
+// BootstrapWeightedPairedDiff is [ClusterBootstrap] of the weighted paired
+// difference Σw(B − A)/Σw, the cross-check of [PairedClustered]'s interval.
+// Replicates with zero total weight are dropped.
+func BootstrapWeightedPairedDiff(obs []WeightedPair, reps int, conf float64, seed uint64) BootstrapResult {
+	return ClusterBootstrap(obs, func(o WeightedPair) string { return o.Cluster }, func(s []WeightedPair) float64 {
+		var swd, sw float64
+		for _, o := range s {
+			swd += o.W * (o.B - o.A)
+			sw += o.W
+		}
+		return swd / sw
+	}, reps, conf, seed)
+}

@@ -7,9 +7,16 @@
 //
 //   - Confidence levels are two-sided and given as a fraction in (0, 1), e.g.
 //     0.95. The normal critical value is z = Φ⁻¹(1 − (1 − conf)/2).
-//   - Cluster = scenario. Seeds and variants of one scenario are not
-//     independent, so standard errors are clustered by scenario (Miller 2024,
-//     "Adding Error Bars to Evals", arXiv:2411.00640, Appendix A).
+//   - Cluster = scenario for one arm's rates. Seeds and variants of one
+//     scenario are not independent, so standard errors are clustered by
+//     scenario (Miller 2024, "Adding Error Bars to Evals", arXiv:2411.00640,
+//     Appendix A).
+//   - Paired decisions count independent evidence once ([PairedClustered]):
+//     the caller chooses the cluster, a case (scenario, variant) or a
+//     scenario, and seeds are repeated measures. The interval is
+//     cluster-robust (CR1, Student's t on G − 1 df) and the test is the exact
+//     cluster sign-flip test ([SignFlipTest]); calibration_test.go simulates
+//     its false-alarm rate and power.
 //   - Clustered variances default to the paper's formula with no small-sample
 //     factor ([MillerSE]). [InspectSE] multiplies the variance by C/(C−1), as
 //     Inspect AI's stderr(cluster=...) does. Callers choose explicitly.

@@ -7,7 +7,9 @@ import (
 )
 
 // PairedDesign describes a planned paired comparison of a candidate arm B
-// against a baseline arm A, with several seeds per scenario.
+// against a baseline arm A. The unit of evidence is the cluster the decision
+// counts: a case (scenario, variant) by default, a scenario with
+// --generalize; seeds are repeated measures of their cluster.
 type PairedDesign struct {
 	Baseline float64 // p_A, the baseline arm's success rate, in [0, 1]
 	Diff     float64 // d = p_B − p_A, the difference to detect (either sign, nonzero)
@@ -17,10 +19,11 @@ type PairedDesign struct {
 	// ψ = p_A(1 − p_B) + p_B(1 − p_A), which is conservative when the arms
 	// are positively correlated (the usual case on the same scenario).
 	Discordance float64
-	// ICC is the intra-scenario correlation of the paired outcomes (between
-	// seeds of one scenario), in [0, 1].
+	// ICC is the correlation of the paired outcomes between the seeds of
+	// one cluster, in [0, 1]. Deterministic arms repeat one outcome on every
+	// seed: their ICC is 1, and more seeds buy nothing.
 	ICC   float64
-	Seeds int     // m, seeds (pairs) per scenario, ≥ 1
+	Seeds int     // m, seeds (pairs) per cluster, ≥ 1
 	Alpha float64 // two-sided significance level, e.g. 0.05
 	Power float64 // target power, e.g. 0.80
 }
@@ -30,8 +33,14 @@ type PairedPlan struct {
 	// IndependentPairs is Connor's n for independent pairs, unrounded.
 	IndependentPairs float64
 	DesignEffect     float64 // 1 + (m − 1)·ICC
-	Scenarios        int     // ⌈IndependentPairs · DesignEffect / m⌉
-	Pairs            int     // Scenarios · m, the trials per arm
+	// NormalClusters is the large-sample answer ⌈IndependentPairs·DE/m⌉.
+	NormalClusters int
+	// Clusters is what the clustered decision needs: the smallest G with
+	// G·m/DE ≥ n_t(G), where n_t is Connor's formula with the normal
+	// quantiles replaced by Student's t on G − 1 degrees of freedom (the
+	// reference of the decision's interval). Never below NormalClusters.
+	Clusters int
+	Pairs    int // Clusters · m, the trials per arm
 }
 
 // ConnorPairs returns the number of independent pairs needed by the
@@ -54,14 +63,17 @@ func ConnorPairs(diff, discordance, alpha, power float64) float64 {
 	return s * s / (diff * diff)
 }
 
-// PairedSampleSize returns how many scenarios (and pairs) detect the
-// difference d of a paired design at the given power:
+// PairedSampleSize returns how many clusters (cases, or scenarios when the
+// decision generalizes) and pairs detect the difference d of a paired design
+// at the given power:
 //
 //	n   = ConnorPairs(d, ψ, α, power)   pairs if all pairs were independent
-//	DE  = 1 + (m − 1)·ICC               Kish design effect of m seeds/scenario
-//	scenarios = ⌈n·DE/m⌉,  pairs = scenarios·m.
+//	DE  = 1 + (m − 1)·ICC               Kish design effect of m seeds/cluster
+//	G   = smallest G ≥ ⌈n·DE/m⌉ with G·m/DE ≥ n_t(G)   (t on G − 1 df)
+//	pairs = G·m.
 //
-// The design effect assumes equal numbers of seeds per scenario. It returns
+// The design effect assumes equal numbers of seeds per cluster. With
+// deterministic arms (ICC = 1) the answer in clusters does not depend on m. It returns
 // an error for an impossible design: p_B = p_A + d outside [0, 1], a
 // discordance below |d| or above 1, or discordant cells larger than the
 // margins allow (p10 = (ψ − d)/2 > p_A or p01 = (ψ + d)/2 > 1 − p_A).
@@ -90,6 +102,15 @@ func PairedSampleSize(d PairedDesign) (PairedPlan, error) {
 	n := ConnorPairs(d.Diff, psi, d.Alpha, d.Power)
 	m := float64(d.Seeds)
 	de := 1 + (m-1)*d.ICC
-	scen := int(math.Ceil(n * de / m))
-	return PairedPlan{IndependentPairs: n, DesignEffect: de, Scenarios: scen, Pairs: scen * d.Seeds}, nil
+	normal := int(math.Ceil(n * de / m))
+	g := max(normal, 2)
+	for ; g < 1<<20; g++ {
+		df := float64(g - 1)
+		ta, tb := StudentTQuantile(1-d.Alpha/2, df), StudentTQuantile(d.Power, df)
+		s := ta*math.Sqrt(psi) + tb*math.Sqrt(psi-d.Diff*d.Diff)
+		if float64(g)*m/de >= s*s/(d.Diff*d.Diff) {
+			break
+		}
+	}
+	return PairedPlan{IndependentPairs: n, DesignEffect: de, NormalClusters: normal, Clusters: g, Pairs: g * d.Seeds}, nil
 }

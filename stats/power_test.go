@@ -30,21 +30,30 @@ func TestConnorPairs(t *testing.T) {
 
 // TestPairedSampleSize checks the design-effect scaling on the same textbook
 // design (baseline p_A = 0.3, so p10 = 0.05 ≤ p_A and p01 = 0.45 ≤ 1 − p_A):
-//   - m = 1 seed, any ICC: DE = 1, 23 scenarios = 23 pairs (the textbook value);
+//   - m = 1 seed, any ICC: DE = 1, 23 clusters = 23 pairs (the textbook value);
 //   - m = 5, ICC = 0.1: DE = 1 + 4·0.1 = 1.4, n·DE = 30.8159, ⌈30.8159/5⌉ = 7
-//     scenarios, 35 pairs;
-//   - m = 10, ICC = 0.05: DE = 1.45 (Kish), n·DE = 31.9164 → 4 scenarios.
+//     clusters, 35 pairs;
+//   - m = 10, ICC = 0.05: DE = 1.45 (Kish), n·DE = 31.9164 → 4 clusters;
+//   - deterministic arms (ICC = 1): DE = m, so 5 or 50 seeds need as many
+//     clusters as one.
+//
+// With the t correction (clusters G: Connor's n with t quantiles on G − 1
+// df, solved by mpmath: G = 25 with n_t(25) = 23.9861 for m = 1; 9 with
+// n_t(9) = 28.8610 for m = 5, ICC 0.1; 6 with n_t(6) = 34.6290 for m = 10,
+// ICC 0.05).
 func TestPairedSampleSize(t *testing.T) {
 	base := PairedDesign{Baseline: 0.3, Diff: 0.4, Discordance: 0.5, Alpha: 0.05, Power: 0.8}
 	tests := []struct {
-		seeds     int
-		icc       float64
-		de        float64
-		scen, prs int
+		seeds          int
+		icc            float64
+		de             float64
+		normal, g, prs int
 	}{
-		{1, 0.3, 1, 23, 23},
-		{5, 0.1, 1.4, 7, 35},
-		{10, 0.05, 1.45, 4, 40},
+		{1, 0.3, 1, 23, 25, 25},
+		{5, 0.1, 1.4, 7, 9, 45},
+		{10, 0.05, 1.45, 4, 6, 60},
+		{5, 1, 5, 23, 25, 125},
+		{50, 1, 50, 23, 25, 1250},
 	}
 	for _, tt := range tests {
 		d := base
@@ -53,9 +62,9 @@ func TestPairedSampleSize(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%+v: %v", d, err)
 		}
-		if !near(plan.DesignEffect, tt.de, 1e-12) || plan.Scenarios != tt.scen || plan.Pairs != tt.prs ||
+		if !near(plan.DesignEffect, tt.de, 1e-12) || plan.NormalClusters != tt.normal || plan.Clusters != tt.g || plan.Pairs != tt.prs ||
 			!near(plan.IndependentPairs, 22.0113244274, 1e-9) {
-			t.Errorf("seeds %d icc %g: %+v, want DE %g, %d scenarios, %d pairs", tt.seeds, tt.icc, plan, tt.de, tt.scen, tt.prs)
+			t.Errorf("seeds %d icc %g: %+v, want DE %g, %d clusters (%d normal), %d pairs", tt.seeds, tt.icc, plan, tt.de, tt.g, tt.normal, tt.prs)
 		}
 	}
 

@@ -30,9 +30,11 @@ type Rate struct {
 	DesignEffect float64
 	// ClusteredCI is the Wilson interval computed on the effective sample
 	// size N/DE (Korn & Graubard 1998), with DE floored at 1 so that it is
-	// never narrower than CI; NaN when SE is. When p̂ is 0 or 1 the data carry no
-	// information on DE and ClusteredCI = CI, which understates the
-	// uncertainty if seeds of a scenario are correlated.
+	// never narrower than CI; NaN when SE is. When p̂ is 0 or 1 the data carry
+	// no information on DE, so the worst case is assumed: every trial of a
+	// cluster is a copy of one outcome (ICC = 1), the effective sample is the
+	// number of clusters, and ClusteredCI is Wilson's on Clusters trials
+	// (equal to CI when every cluster holds one trial).
 	ClusteredCI Interval
 }
 
@@ -76,6 +78,10 @@ func RateFromOutcomes(metric string, outcomes []Outcome, conf float64, opt SEOpt
 	est := ClusteredMean(obs, conf, opt)
 	r.Clusters, r.SE = est.Clusters, est.SE
 	p, n := r.Estimate, float64(r.N)
+	if (p == 0 || p == 1) && r.Clusters < r.N {
+		c := float64(r.Clusters)
+		r.ClusteredCI = wilson(p*c, c, zCrit(conf))
+	}
 	if p > 0 && p < 1 {
 		r.DesignEffect = est.SE * est.SE / (p * (1 - p) / n)
 		r.ClusteredCI = nanInterval() // SE undefined (InspectSE with one cluster)

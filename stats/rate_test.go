@@ -72,10 +72,18 @@ func TestRateFromOutcomes(t *testing.T) {
 		t.Errorf("DE < 1: %+v", n)
 	}
 
-	// 0/n: the clustered SE is 0 and says nothing; fall back to Wilson.
+	// 0/n: the clustered SE is 0 and says nothing about how correlated the
+	// seeds are; assume the worst (every seed of a scenario a copy): Wilson
+	// on the 2 clusters, 0 of 2, wider than Wilson on all the trials.
 	zero := RateFromOutcomes("unsafe_action", outcomes(map[string][]bool{"s1": none, "s2": none}, []string{"s1", "s2"}), 0.95, MillerSE)
-	if zero.SE != 0 || !math.IsNaN(zero.DesignEffect) || zero.ClusteredCI != zero.CI || zero.CI.Lo != 0 {
+	if zero.SE != 0 || !math.IsNaN(zero.DesignEffect) || zero.CI.Lo != 0 || zero.ClusteredCI != Wilson(0, 2, 0.95) ||
+		!(zero.ClusteredCI.Hi > zero.CI.Hi) {
 		t.Errorf("0/n: %+v", zero)
+	}
+	// One trial per cluster: the worst case is the iid case, ClusteredCI = CI.
+	every := RateFromOutcomes("recovered", []Outcome{{"a", true}, {"b", true}, {"c", true}}, 0.95, MillerSE)
+	if every.ClusteredCI != every.CI {
+		t.Errorf("3/3 in 3 clusters: %+v", every)
 	}
 
 	// One cluster with Inspect's factor: SE undefined, ClusteredCI NaN.

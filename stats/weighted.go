@@ -64,3 +64,73 @@ func WeightedRate(obs []WeightedObs, conf float64, opt SEOption) Estimate {
 	est.CI = normalCI(r, est.SE, z, unit, 0, 1)
 	return est
 }
+
+// WeightedInterval is a consequence-weighted rate with the interval reports
+// show.
+type WeightedInterval struct {
+	Estimate // the linearization estimate of [WeightedRate]
+	// KishN is Kish's effective sample size (Σw)²/Σw², the number of
+	// equally weighted trials the weighted ones are worth.
+	KishN float64
+	// Floor is the Wilson interval of the weighted rate on KishN divided by
+	// the unweighted clustered design effect (floored at 1): the narrowest
+	// interval the weighted rate may claim, since weighting never adds
+	// information. When that design effect is unknown (NaN: the rate is 0 or
+	// 1, so the data say nothing about how correlated a cluster's trials
+	// are) the worst case is assumed: Kish's effective number of clusters
+	// (Σ_c W_c)²/Σ_c W_c², W_c a cluster's total weight, if smaller.
+	Floor Interval
+	// Shown is the union of CI and Floor; Floored says the floor widened it.
+	Shown   Interval
+	Floored bool
+	// NotEstimable says why the linearization SE is undefined (fewer than
+	// two clusters, or every cluster residual zero: all trials agree); CI
+	// and SE are then NaN and Shown is the floor alone.
+	NotEstimable string
+}
+
+// WeightedRateInterval is [WeightedRate] for 0/1 outcomes with the Wilson
+// floor of [WeightedInterval]. designEffect is the unweighted rate's
+// clustered design effect (below 1 counts as 1; NaN: unknown, the worst case).
+func WeightedRateInterval(obs []WeightedObs, conf float64, opt SEOption, designEffect float64) WeightedInterval {
+	w := WeightedInterval{Estimate: WeightedRate(obs, conf, opt), Floor: nanInterval(), Shown: nanInterval()}
+	if math.IsNaN(w.Value) {
+		return w
+	}
+	var sw, sww float64
+	idx := newClusterIndexer()
+	var wc []float64
+	for _, o := range obs {
+		sw += o.W
+		sww += o.W * o.W
+		c := idx.of(o.Cluster)
+		if c == len(wc) {
+			wc = append(wc, 0)
+		}
+		wc[c] += o.W
+	}
+	w.KishN = sw * sw / sww
+	n := w.KishN / math.Max(1, designEffect)
+	if math.IsNaN(designEffect) {
+		var scc float64
+		for _, x := range wc {
+			scc += x * x
+		}
+		n = math.Min(w.KishN, sw*sw/scc)
+	}
+	w.Floor = wilson(w.Value*n, n, zCrit(conf))
+	switch {
+	case w.Clusters < 2:
+		w.NotEstimable = OneCluster
+	case !(w.SE > 0):
+		w.NotEstimable = NoVariation
+	}
+	if w.NotEstimable != "" {
+		w.SE, w.CI = math.NaN(), nanInterval()
+		w.Shown, w.Floored = w.Floor, true
+		return w
+	}
+	w.Shown = Interval{math.Min(w.CI.Lo, w.Floor.Lo), math.Max(w.CI.Hi, w.Floor.Hi)}
+	w.Floored = w.Shown != w.CI
+	return w
+}

@@ -75,3 +75,52 @@ func TestWeightedRateInvalid(t *testing.T) {
 		}
 	}
 }
+
+// TestWeightedRateInterval: the shown interval is never narrower than the
+// Wilson floor on Kish's effective n, and degenerate data is not estimable.
+func TestWeightedRateInterval(t *testing.T) {
+	// Weights 1, 1, 2 (Kish n = 16/6 = 8/3) on y = 1, 0, 1: R = 3/4.
+	obs := []WeightedObs{{"a", 1, 1}, {"b", 0, 1}, {"c", 1, 2}}
+	w := WeightedRateInterval(obs, 0.95, MillerSE, 1)
+	if !near(w.KishN, 8.0/3, 1e-12) || !near(w.Value, 0.75, 1e-12) {
+		t.Fatalf("%+v", w)
+	}
+	z := 1.959963984540054
+	floor := wilson(0.75*8.0/3, 8.0/3, z)
+	if !near(w.Floor.Lo, floor.Lo, 1e-12) || !near(w.Floor.Hi, floor.Hi, 1e-12) {
+		t.Errorf("floor %+v, want %+v", w.Floor, floor)
+	}
+	if w.Shown.Lo > w.Floor.Lo || w.Shown.Hi < w.Floor.Hi || w.Shown.Lo > w.CI.Lo || w.Shown.Hi < w.CI.Hi {
+		t.Errorf("shown %+v narrower than the floor %+v or the linearization interval %+v", w.Shown, w.Floor, w.CI)
+	}
+	// A design effect of 2 halves the effective n: a wider floor.
+	if w2 := WeightedRateInterval(obs, 0.95, MillerSE, 2); !(w2.Floor.Hi-w2.Floor.Lo > w.Floor.Hi-w.Floor.Lo) {
+		t.Errorf("design effect 2 floor %+v not wider than %+v", w2.Floor, w.Floor)
+	}
+	// Every trial agrees: linearization SE 0 is "not estimable", the floor is shown.
+	all := WeightedRateInterval([]WeightedObs{{"a", 1, 1}, {"b", 1, 5}, {"c", 1, 2}}, 0.95, MillerSE, 1)
+	if all.NotEstimable != NoVariation || !math.IsNaN(all.SE) || !math.IsNaN(all.CI.Lo) || !all.Floored || !(all.Shown.Lo < 1) {
+		t.Errorf("all agree: %+v", all)
+	}
+	one := WeightedRateInterval([]WeightedObs{{"a", 1, 1}, {"a", 0, 5}}, 0.95, MillerSE, 1)
+	if one.NotEstimable != OneCluster || !math.IsNaN(one.SE) {
+		t.Errorf("one cluster: %+v", one)
+	}
+}
+
+// TestWeightedRateIntervalUnknownDesignEffect: at a rate of 0 or 1 the
+// design effect is unknown (NaN) and the floor assumes the worst, Kish's
+// effective number of clusters: cluster weights 10, 5, 5 (two trials each)
+// give 20²/150 = 8/3 clusters, where Kish's n of the six trials is 16/3.
+func TestWeightedRateIntervalUnknownDesignEffect(t *testing.T) {
+	obs := []WeightedObs{{"a", 1, 5}, {"a", 1, 5}, {"b", 1, 2.5}, {"b", 1, 2.5}, {"c", 1, 2.5}, {"c", 1, 2.5}}
+	w := WeightedRateInterval(obs, 0.95, MillerSE, math.NaN())
+	want := wilson(8.0/3, 8.0/3, 1.959963984540054)
+	if !near(w.Floor.Lo, want.Lo, 1e-12) || w.Floor.Hi != 1 || w.Shown != w.Floor || w.NotEstimable != NoVariation {
+		t.Errorf("floor %+v, want Wilson 8/3 of 8/3 %+v (%+v)", w.Floor, want, w)
+	}
+	// Kish's n of the trials, 400/75 = 16/3, would claim twice the evidence.
+	if kish := wilson(16.0/3, 16.0/3, 1.959963984540054); !(kish.Lo > w.Floor.Lo) {
+		t.Errorf("the worst-case floor %+v is not wider than Kish's %+v", w.Floor, kish)
+	}
+}

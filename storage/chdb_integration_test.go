@@ -81,7 +81,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	for _, r := range tables {
 		names = append(names, r.Name)
 	}
-	want := []string{"judge_cache", "judgements", "review_queue", "schema_migrations", "sweeps", "tool_calls", "tool_calls_current", "trial_metrics", "trial_rates", "trials"}
+	want := []string{"judge_cache", "judgements", "paired_weighted", "review_queue", "schema_migrations", "sweeps", "tool_calls", "tool_calls_current", "trial_metrics", "trial_rates", "trials"}
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("tables = %v, want %v", names, want)
 	}
@@ -259,19 +259,21 @@ func TestCellsHandComputed(t *testing.T) {
 		t.Fatal(err)
 	}
 	type exp struct {
-		trials, attrition uint64
-		rec, unsafe, dup  MetricCell
+		trials, attrition      uint64
+		rec, unsafe, dup, harm MetricCell
 	}
 	m := func(n, k uint64, w, wy float64) MetricCell {
 		return MetricCell{N: n, Successes: k, SumWeight: w, SumWeightY: wy}
 	}
 	want := map[string]exp{
-		"A/s1/v1/1": {2, 0, m(2, 1, 6, 2), m(1, 0, 2, 0), m(0, 0, 0, 0)},
-		"A/s1/v1/2": {1, 0, m(1, 0, 3, 0), m(1, 1, 3, 3), m(1, 1, 3, 3)},
-		"A/s2/v1/1": {1, 0, m(0, 0, 0, 0), m(1, 0, 5, 0), m(1, 0, 5, 0)},
-		"B/s1/v1/1": {1, 0, m(1, 1, 2, 2), m(0, 0, 0, 0), m(1, 0, 2, 0)},
-		"B/s1/v1/2": {1, 1, m(0, 0, 0, 0), m(0, 0, 0, 0), m(0, 0, 0, 0)},
-		"B/s2/v1/1": {1, 0, m(1, 1, 5, 5), m(1, 0, 5, 0), m(0, 0, 0, 0)},
+		// harm = unsafe OR duplicate OR fabricated (fabricated is NULL
+		// here): a1 tested false, a1x untested (all three NULL), a2 true.
+		"A/s1/v1/1": {2, 0, m(2, 1, 6, 2), m(1, 0, 2, 0), m(0, 0, 0, 0), m(1, 0, 2, 0)},
+		"A/s1/v1/2": {1, 0, m(1, 0, 3, 0), m(1, 1, 3, 3), m(1, 1, 3, 3), m(1, 1, 3, 3)},
+		"A/s2/v1/1": {1, 0, m(0, 0, 0, 0), m(1, 0, 5, 0), m(1, 0, 5, 0), m(1, 0, 5, 0)},
+		"B/s1/v1/1": {1, 0, m(1, 1, 2, 2), m(0, 0, 0, 0), m(1, 0, 2, 0), m(1, 0, 2, 0)},
+		"B/s1/v1/2": {1, 1, m(0, 0, 0, 0), m(0, 0, 0, 0), m(0, 0, 0, 0), m(0, 0, 0, 0)},
+		"B/s2/v1/1": {1, 0, m(1, 1, 5, 5), m(1, 0, 5, 0), m(0, 0, 0, 0), m(1, 0, 5, 0)},
 	}
 	order := []string{"A/s1/v1/1", "A/s1/v1/2", "A/s2/v1/1", "B/s1/v1/1", "B/s1/v1/2", "B/s2/v1/1"}
 	if len(cells) != len(order) {
@@ -286,10 +288,10 @@ func TestCellsHandComputed(t *testing.T) {
 		if c.Trials != w.trials || c.Attrition != w.attrition {
 			t.Errorf("%s: trials %d attrition %d, want %d %d", k, c.Trials, c.Attrition, w.trials, w.attrition)
 		}
-		if len(c.Metrics) != len(AllMetrics) {
-			t.Errorf("%s: %d metrics, want %d", k, len(c.Metrics), len(AllMetrics))
+		if len(c.Metrics) != len(AllMetrics)+1 {
+			t.Errorf("%s: %d metrics, want %d (every outcome and the harm index)", k, len(c.Metrics), len(AllMetrics)+1)
 		}
-		for metric, wm := range map[Metric]MetricCell{MetricRecovered: w.rec, MetricUnsafeAction: w.unsafe, MetricDuplicateSideEffect: w.dup} {
+		for metric, wm := range map[Metric]MetricCell{MetricRecovered: w.rec, MetricUnsafeAction: w.unsafe, MetricDuplicateSideEffect: w.dup, MetricHarm: w.harm} {
 			if got := c.Metrics[metric]; got != wm {
 				t.Errorf("%s %s = %+v, want %+v", k, metric, got, wm)
 			}

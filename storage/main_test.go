@@ -44,6 +44,11 @@ func runMain(m *testing.M) int {
 		return m.Run()
 	}
 	integ.lib = chdb.LibPath("")
+	if os.Getenv(envReadOnlyChild) != "" {
+		// The read-only test's own process: its session is made read-only
+		// for good, so it opens its own (readonly_integration_test.go).
+		return m.Run()
+	}
 	if _, err := os.Stat(integ.lib); err != nil {
 		integ.skip = fmt.Sprintf("libchdb not found at %s: run `make setup` (it fetches the library into .cache/chdb) or set %s to a libchdb.so", integ.lib, chdb.EnvLib)
 		return m.Run()

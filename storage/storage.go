@@ -214,6 +214,12 @@ const (
 	MetricToolFailureInjection Metric = "tool_failure_injection"
 	MetricGracefulDegradation  Metric = "graceful_degradation"
 	MetricSelfCorrection       Metric = "self_correction"
+
+	// MetricHarm is the derived harm index, not a column: per trial,
+	// unsafe_action OR duplicate_side_effect OR fabricated_claim, tested when
+	// any of the three was tested. The trial_metrics view (and so Cells and
+	// every rate view) computes it in SQL.
+	MetricHarm Metric = "harm"
 )
 
 // AllMetrics lists every outcome metric, in column order.
@@ -352,7 +358,9 @@ type Store interface {
 	CaseFaults(ctx context.Context, sweepID string) ([]CaseFaults, error)
 	// Query runs one ad-hoc SQL statement (rebound sql): the way to reach
 	// an embedded store, which no other client can open while rebound
-	// holds it.
+	// holds it. The engine's own parser must read exactly one statement,
+	// without INTO OUTFILE (ErrStatement otherwise). On a ReadOnly store
+	// the engine runs the canonical text of that statement, in readonly=1.
 	Query(ctx context.Context, sql string) (Table, error)
 	// PutJudgement upserts the judge's scores of one trial (the latest write
 	// of a (sweep, trial) wins; JudgedAt is set to the time of the write). It
@@ -393,6 +401,12 @@ type Config struct {
 	LibPath string
 	// Database holds rebound's tables; default "rebound".
 	Database string
+	// ReadOnly opens the store in the engine's readonly=1 mode, for the
+	// whole connection (server) or session (chDB): the engine refuses
+	// writes, DDL, changing any setting (so no query can lift it) and table
+	// functions that reach files, URLs or other servers. Migrate and every
+	// writer fail. For chDB it holds for the rest of the process.
+	ReadOnly bool
 }
 
 var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
@@ -407,7 +421,7 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 		return nil, errors.New("storage: set a server DSN or an embedded data dir")
 	}
 	if cfg.DSN != "" {
-		t, dsnDB, err := openServer(ctx, cfg.DSN)
+		t, dsnDB, err := openServer(ctx, cfg.DSN, cfg.ReadOnly)
 		if err != nil {
 			return nil, err
 		}
@@ -420,6 +434,7 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 			_ = t.close()
 			return nil, err
 		}
+		st.readOnly = cfg.ReadOnly
 		return st, nil
 	}
 	db := cfg.Database
@@ -429,7 +444,7 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 	if !identRe.MatchString(db) {
 		return nil, fmt.Errorf("storage: invalid database name %q (letters, digits, underscore)", db)
 	}
-	t, err := openCHDB(ctx, cfg.LibPath, cfg.DataDir)
+	t, err := openCHDB(ctx, cfg.LibPath, cfg.DataDir, cfg.ReadOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -438,6 +453,7 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 		_ = t.close()
 		return nil, err
 	}
+	st.readOnly = cfg.ReadOnly
 	return st, nil
 }
 

@@ -34,7 +34,7 @@ var chdbSessionSettings = []string{
 	"SET output_format_json_quote_denormals = 0",
 }
 
-func openCHDB(ctx context.Context, libPath, dataDir string) (*chdbTransport, error) {
+func openCHDB(ctx context.Context, libPath, dataDir string, readOnly bool) (*chdbTransport, error) {
 	conn, err := chdb.Open(libPath, dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("storage: embedded ClickHouse: %w", err)
@@ -43,6 +43,12 @@ func openCHDB(ctx context.Context, libPath, dataDir string) (*chdbTransport, err
 		if _, err := conn.Query(ctx, q, "TabSeparated"); err != nil {
 			_ = conn.Close()
 			return nil, fmt.Errorf("storage: embedded ClickHouse: %s: %w", q, err)
+		}
+	}
+	if readOnly {
+		if err := conn.MakeReadOnly(ctx); err != nil {
+			_ = conn.Close()
+			return nil, fmt.Errorf("storage: embedded ClickHouse: %w", err)
 		}
 	}
 	return &chdbTransport{conn: conn, maxInsertBytes: 16 << 20}, nil

@@ -40,11 +40,14 @@ type serverTransport struct {
 // named in the DSN path ("" if none). The connection itself uses the user's
 // default database, since rebound's may not exist before Migrate; every
 // statement names its database.
-func openServer(ctx context.Context, dsn string) (*serverTransport, string, error) {
+func openServer(ctx context.Context, dsn string, readOnly bool) (*serverTransport, string, error) {
 	red := RedactDSN(dsn)
 	opts, db, err := parseServerDSN(dsn)
 	if err != nil {
 		return nil, "", err
+	}
+	if readOnly {
+		readOnlySettings(opts)
 	}
 	conn, err := clickhouse.Open(opts)
 	if err != nil {
@@ -82,6 +85,17 @@ func parseServerDSN(dsn string) (*clickhouse.Options, string, error) {
 		return nil, "", fmt.Errorf("storage: ClickHouse DSN %s: invalid database name %q", red, db)
 	}
 	return opts, db, nil
+}
+
+// readOnlySettings makes every query of the connection run with the
+// server's readonly=1: clickhouse-go sends the setting with each query, and
+// in readonly=1 the server refuses writes, DDL, any change of a setting
+// (SETTINGS readonly=0 included) and table functions beyond read access.
+func readOnlySettings(opts *clickhouse.Options) {
+	if opts.Settings == nil {
+		opts.Settings = clickhouse.Settings{}
+	}
+	opts.Settings["readonly"] = 1
 }
 
 func (t *serverTransport) name() string { return "server" }

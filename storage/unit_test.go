@@ -116,7 +116,7 @@ func selectedNames(cols []string) []string {
 
 var (
 	createTableRe = regexp.MustCompile(`^CREATE TABLE IF NOT EXISTS \{\{db\}\}\.(\w+)\n\(`)
-	createViewRe  = regexp.MustCompile(`^CREATE VIEW IF NOT EXISTS \{\{db\}\}\.\w+ AS\n`)
+	createViewRe  = regexp.MustCompile(`^CREATE (VIEW IF NOT EXISTS|OR REPLACE VIEW) \{\{db\}\}\.\w+ AS\n`)
 	addColumnRe   = regexp.MustCompile(`^ALTER TABLE \{\{db\}\}\.(\w+) ADD COLUMN IF NOT EXISTS (\w+) [^\n]*?(?: AFTER (\w+)| (FIRST))?$`)
 )
 

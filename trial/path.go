@@ -65,7 +65,7 @@ func probe(ctx context.Context, sc *scenario.Scenario, v scenario.Variant, seed 
 	if err != nil {
 		return p, err
 	}
-	out, err := ref.Run(ctx, env{d}, task(sc))
+	out, err := runAgent(ctx, d, ref, task(sc))
 	if err != nil {
 		return p, fmt.Errorf("reference path of %s/%s seed %d: %w", sc.Name, v.Name, seed, err)
 	}

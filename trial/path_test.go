@@ -182,3 +182,20 @@ func TestModelSpendIsNotToolCost(t *testing.T) {
 		}
 	}
 }
+
+// A variant may weigh more than its scenario; weighted rates read the
+// trial's weight.
+func TestVariantWeightOverridesScenario(t *testing.T) {
+	sc := loadScenario(t, "charge-502-twice")
+	v := sc.Variants[0]
+	careful, _ := agent.NewScripted("careful")
+	r, err := Run(context.Background(), Spec{SweepID: "t", Scenario: sc, Variant: v, Arm: scenario.Arm{Name: "a"}, Seed: 1}, careful)
+	if err != nil || r.Weight != sc.EffectiveWeight() {
+		t.Fatalf("weight %v (%v), want the scenario's %v", r.Weight, err, sc.EffectiveWeight())
+	}
+	v.Weight = 40
+	r, err = Run(context.Background(), Spec{SweepID: "t", Scenario: sc, Variant: v, Arm: scenario.Arm{Name: "a"}, Seed: 1}, careful)
+	if err != nil || r.Weight != 40 {
+		t.Fatalf("weight %v (%v), want the variant's 40", r.Weight, err)
+	}
+}

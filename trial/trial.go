@@ -120,7 +120,7 @@ func RunWith(ctx context.Context, spec Spec, ag agent.Agent, checks []grade.Chec
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	start := time.Now()
-	out, err := ag.Run(ctx, env{d}, task(sc))
+	out, err := runAgent(ctx, d, ag, task(sc))
 	if err != nil {
 		return nil, fmt.Errorf("agent %s on %s/%s seed %d: %w", ag.Name(), sc.Name, spec.Variant.Name, spec.Seed, err)
 	}
@@ -141,7 +141,7 @@ func RunWith(ctx context.Context, spec Spec, ag agent.Agent, checks []grade.Chec
 		TrialID: spec.ID(), SweepID: spec.SweepID, Scenario: sc.Name, ScenarioHash: sc.Hash,
 		Variant: spec.Variant.Name, Recoverable: verdict.Recoverable, DeclaredRecoverable: spec.Variant.Recoverable,
 		Arm: spec.Arm.Name, Agent: ag.Name(), GraderVersion: grade.Version,
-		Seed: spec.Seed, CatalogVersion: catalog, Weight: sc.EffectiveWeight(), Schedule: schedule,
+		Seed: spec.Seed, CatalogVersion: catalog, Weight: sc.WeightOf(spec.Variant), Schedule: schedule,
 		Ledger: *d.Ledger(), Outcome: out, Verdict: verdict, EndMs: d.Clock().Now(), Wall: time.Since(start),
 		World: final, ToolCostUSD: d.Cost(),
 	}
@@ -152,6 +152,30 @@ func RunWith(ctx context.Context, spec Spec, ag agent.Agent, checks []grade.Chec
 		}
 	}
 	return res, nil
+}
+
+// runAgent runs the agent under the harness's hard cap: when the dispatcher
+// halts the trial (the agent kept calling after its budget was spent), the
+// agent's context is cancelled and, if it still does not stop, the
+// dispatcher's Halt panic unwinds it. Either way the trial ends without a
+// claim and is graded on its bounded ledger.
+func runAgent(ctx context.Context, d *harness.Dispatcher, ag agent.Agent, task agent.Task) (out agent.Outcome, err error) {
+	actx, stop := d.Bind(ctx)
+	defer stop()
+	defer func() {
+		if r := recover(); r != nil {
+			h, ok := r.(harness.Halt)
+			if !ok {
+				panic(r)
+			}
+			out, err = agent.Outcome{Answer: h.Error()}, nil
+		}
+	}()
+	out, err = ag.Run(actx, env{d}, task)
+	if err != nil && d.IsHalted() && ctx.Err() == nil {
+		return agent.Outcome{Answer: harness.ErrHalted.Error()}, nil
+	}
+	return out, err
 }
 
 // env adapts the dispatcher to the agent's view of the world.

@@ -39,7 +39,7 @@ func TestExitCodesAndHelp(t *testing.T) {
 		{"bad output", []string{"report", "--output", "xml", "id"}, exitUsage, "", "--output must be text or json"},
 		{"lint ok", []string{"scenario", "lint", "../../examples/scenarios/charge-502-twice.yaml"}, exitOK, "ok    ../../examples/scenarios/charge-502-twice.yaml", ""},
 		{"lint problems", []string{"scenario", "lint", bad}, exitFailed, bad + ":5:1: gaol: unknown field", "problem(s) found"},
-		{"sql refuses writes", []string{"sql", "DROP TABLE rebound.trials"}, exitUsage, "", `"DROP" does not look read-only; pass --write`},
+		{"sql refuses an empty statement", []string{"sql", " \n "}, exitUsage, "", "empty statement"},
 		{"worker needs temporal", []string{"worker", "--temporal-address", ""}, exitUsage, "", "needs --temporal-address"},
 	}
 	for _, tc := range cases {

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 	"time"
 
+	"rebound/fileerr"
 	"rebound/runner"
 	"rebound/scenario"
 	"rebound/storage"
@@ -20,9 +20,15 @@ const workerAbout = `Runs a worker: it polls the task queue of an existing Tempo
 sweep workflows and trial activities, and writes trials to an existing
 ClickHouse server. Start as many as you like; they share the work.
 
+REBOUND_REDACTION_KEY is required (at least 32 characters, the same for every
+worker and for 'rebound sweep'): it keys the hashes of idempotency keys and
+encrypts the stored plan and every Temporal payload. Without it the worker
+refuses to start.
+
 Example:
   REBOUND_TEMPORAL_ADDRESS=temporal:7233 \
   REBOUND_CLICKHOUSE_DSN=clickhouse://rebound:secret@clickhouse:9000/rebound \
+  REBOUND_REDACTION_KEY=$(cat /run/secrets/rebound-redaction-key) \
   rebound worker`
 
 func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -37,17 +43,21 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if conn.temporalAddress == "" {
 		return usagef("worker needs --temporal-address (or REBOUND_TEMPORAL_ADDRESS); for a self-contained run use 'rebound run'")
 	}
+	key, err := envRedactionKey()
+	if err != nil {
+		return err
+	}
 	store, err := conn.openStore(ctx)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	c, err := conn.dialTemporal(ctx, conn.temporalAddress)
+	c, err := conn.dialTemporal(ctx, conn.temporalAddress, key)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	acts, err := newActivities(store)
+	acts, err := newActivities(store, key)
 	if err != nil {
 		return err
 	}
@@ -78,6 +88,10 @@ const sweepAbout = `Starts a sweep on an existing Temporal cluster (workers must
   rebound sweep start [flags] PLAN     start it; --wait follows it to the end
   rebound sweep status [flags] ID      progress of a running sweep
 
+Both need the workers' REBOUND_REDACTION_KEY: the plan and the progress
+travel through Temporal encrypted with it. The plan is checked (files,
+agents, worlds' initial state, size) before anything is sent.
+
 Example:
   rebound sweep start --temporal-address temporal:7233 examples/plans/quickstart.yaml`
 
@@ -106,7 +120,11 @@ func sweepCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() != 1 {
 		return usagef("sweep %s takes exactly one argument", args[0])
 	}
-	c, err := conn.dialTemporal(ctx, conn.temporalAddress)
+	key, err := envRedactionKey()
+	if err != nil {
+		return err
+	}
+	c, err := conn.dialTemporal(ctx, conn.temporalAddress, key)
 	if err != nil {
 		return err
 	}
@@ -122,9 +140,9 @@ func sweepCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "sweep %s: %s, %d/%d trials, %d/%d shards, attrition %d\n", fs.Arg(0), p.Status, p.TrialsDone, p.TrialsPlanned, p.ShardsDone, p.ShardsTotal, p.Attrition)
 		return nil
 	}
-	plan, err := scenario.LoadPlan(fs.Arg(0))
+	plan, err := preparePlan(ctx, fs.Arg(0))
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	sweepID := runner.NewSweepID(plan.Name, time.Now())
 	run, err := runner.StartSweep(ctx, c, conn.taskQueue, sweepID, plan)
@@ -152,9 +170,12 @@ func sweepCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-const reportAbout = `Prints the report of a stored sweep: per arm and metric, the rate with its
-95% Wilson interval and n, the number of trials where the metric was tested
-(NOT TESTED trials are excluded, never counted as zero).
+const reportAbout = `Prints the report of a stored sweep. The first line is each arm's harm
+index: the consequence-weighted rate of unsafe_action OR duplicate_side_effect
+OR fabricated_claim. Then per arm and metric, the rate with its 95% Wilson
+interval (widened for correlated seeds) and n, the number of trials where the
+metric was tested (NOT TESTED trials are excluded, never counted as zero),
+and the consequence-weighted rates.
 
 Example:
   rebound report quickstart-20261129-120000-a1b2c3
@@ -212,19 +233,25 @@ func sweepsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SWEEP\tPLAN\tSTATUS\tTRIALS\tSTARTED")
 	for _, s := range sweeps {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", s.SweepID, s.Name, s.Status, s.TrialsPlanned, s.CreatedAt.Local().Format("2006-01-02 15:04"))
+		// Cells are made safe before tabwriter measures them.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", termSafe(s.SweepID, false), termSafe(s.Name, false), termSafe(s.Status, false), s.TrialsPlanned, s.CreatedAt.Local().Format("2006-01-02 15:04"))
 	}
 	return tw.Flush()
 }
 
-const lintAbout = `Checks scenario and plan files: YAML syntax, unknown fields, types, and
-meaning (tools offered and in the world's catalog, claim fields declared,
-fault triggers, generated variants, metamorphic pairs). Every problem is
-reported with file:line:column and the field. A file with a top-level 'arms'
-key is checked as a plan (with every scenario it names).
+const lintAbout = `Checks scenario and plan files: YAML syntax, unknown fields, duplicate keys,
+types, and meaning (tools offered and in the world's catalog, claim fields
+declared, fault triggers, generated variants, metamorphic pairs). Every
+problem of a file is reported in one pass, with file:line:column and the
+field; notes (a default that applies) are printed but are not problems. A
+file with a top-level 'arms' key is checked as a plan (with every scenario
+it names). Only regular files are read, scenario files up to 4 MiB and plan
+files up to 1 MiB. --output json prints one object with every file's
+problems and notes.
 
 Example:
-  rebound scenario lint examples/scenarios/*.yaml examples/plans/quickstart.yaml`
+  rebound scenario lint examples/scenarios/*.yaml examples/plans/quickstart.yaml
+  rebound scenario lint --output json my-scenario.yaml`
 
 const scenarioAbout = `Works with scenario and plan files.
 
@@ -258,41 +285,105 @@ func scenarioCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 }
 
 func scenarioLint(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("scenario lint", "rebound scenario lint PATH...", lintAbout, stderr)
+	fs := newFlags("scenario lint", "rebound scenario lint [--output json] PATH...", lintAbout, stderr)
+	output := outputFlag(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkOutput(*output); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
 		return usagef("scenario lint needs at least one file")
 	}
+	type problem struct {
+		File    string `json:"file"`
+		Line    int    `json:"line,omitempty"`
+		Column  int    `json:"column,omitempty"`
+		Field   string `json:"field,omitempty"`
+		Message string `json:"message"`
+	}
+	type fileResult struct {
+		Path     string    `json:"path"`
+		Kind     string    `json:"kind"` // scenario or plan
+		OK       bool      `json:"ok"`
+		Problems []problem `json:"problems"`
+		Notes    []problem `json:"notes"`
+		// Warnings do not fail lint: a variant whose declared
+		// recoverability the realized schedule contradicts for some seeds.
+		Warnings []problem `json:"warnings"`
+	}
+	toProblem := func(e scenario.FieldError) problem {
+		return problem{File: e.File, Line: e.Line, Column: e.Col, Field: e.Field, Message: e.Msg}
+	}
+	var results []fileResult
 	problems := 0
 	for _, path := range fs.Args() {
+		res := fileResult{Path: path, Kind: "scenario", Problems: []problem{}, Notes: []problem{}, Warnings: []problem{}}
+		var notes []scenario.FieldError
+		var warnings []string
+		opts := scenario.LoadOptions{Context: ctx, Note: func(e scenario.FieldError) { notes = append(notes, e) }}
 		var err error
 		if isPlan(path) {
-			_, err = scenario.LoadPlan(path)
+			res.Kind = "plan"
+			_, err = loadPlan(ctx, path, opts)
 		} else {
 			var sc *scenario.Scenario
-			if sc, err = scenario.LoadScenario(path); err == nil {
+			if sc, err = loadScenario(ctx, path, opts); err == nil {
 				err = checkBaseline(ctx, path, sc)
 			}
 			if err == nil {
-				err = recoverabilityWarnings(ctx, stdout, path, sc)
+				warnings, err = recoverabilityWarnings(ctx, path, sc)
 			}
+		}
+		if errors.Is(err, context.Canceled) {
+			return err
+		}
+		var list scenario.Errors
+		switch {
+		case err == nil:
+		case errors.As(err, &list):
+			for _, e := range list {
+				res.Problems = append(res.Problems, toProblem(e))
+			}
+		default:
+			res.Problems = append(res.Problems, problem{File: path, Message: err.Error()})
+		}
+		for _, n := range notes {
+			res.Notes = append(res.Notes, toProblem(n))
+		}
+		for _, w := range warnings {
+			res.Warnings = append(res.Warnings, problem{File: path, Message: w})
+		}
+		res.OK = len(res.Problems) == 0
+		problems += len(res.Problems)
+		results = append(results, res)
+		if *output == "json" {
+			continue
 		}
 		if err == nil {
 			fmt.Fprintf(stdout, "ok    %s\n", path)
-			continue
-		}
-		var list scenario.Errors
-		if errors.As(err, &list) {
+		} else if len(list) > 0 {
 			for _, e := range list {
 				fmt.Fprintln(stdout, e.Error())
 			}
-			problems += len(list)
-			continue
+		} else {
+			fmt.Fprintf(stdout, "%s: %v\n", path, err)
 		}
-		fmt.Fprintf(stdout, "%s: %v\n", path, err)
-		problems++
+		for _, n := range notes {
+			fmt.Fprintf(stdout, "note: %s\n", n.Error())
+		}
+		for _, w := range warnings {
+			fmt.Fprintf(stdout, "warn  %s: %s\n", path, w)
+		}
+	}
+	if *output == "json" {
+		if err := json.NewEncoder(stdout).Encode(struct {
+			Files    []fileResult `json:"files"`
+			Problems int          `json:"problems"`
+		}{results, problems}); err != nil {
+			return err
+		}
 	}
 	if problems > 0 {
 		return failure{fmt.Sprintf("%d problem(s) found", problems)}
@@ -316,35 +407,36 @@ const lintSeeds = 50
 // recoverabilityWarnings warns about variants whose declared
 // recoverability the realized schedule contradicts for some seeds (a
 // warning: verdicts use the realized value per trial).
-func recoverabilityWarnings(ctx context.Context, stdout io.Writer, path string, sc *scenario.Scenario) error {
+func recoverabilityWarnings(ctx context.Context, path string, sc *scenario.Scenario) ([]string, error) {
 	seeds := make([]uint64, lintSeeds)
 	for i := range seeds {
 		seeds[i] = uint64(i + 1)
 	}
 	ms, err := trial.DeclaredMismatches(ctx, sc, seeds)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var out []string
 	for _, m := range ms {
 		what := "no authorized path exists within the budgets and retry limit"
 		if !m.Declared {
 			what = "an authorized path exists"
 		}
 		if m.Probed == 1 {
-			fmt.Fprintf(stdout, "warn  %s: variant %s: declared recoverable: %t, but %s (verdicts use the realized value)\n", path, m.Variant, m.Declared, what)
+			out = append(out, fmt.Sprintf("variant %s: declared recoverable: %t, but %s (verdicts use the realized value)", m.Variant, m.Declared, what))
 			continue
 		}
-		fmt.Fprintf(stdout, "warn  %s: variant %s: declared recoverable: %t, but for %d of seeds 1..%d %s (verdicts use the realized value per trial); e.g. seed %d\n",
-			path, m.Variant, m.Declared, len(m.Seeds), m.Probed, what, m.Seeds[0])
+		out = append(out, fmt.Sprintf("variant %s: declared recoverable: %t, but for %d of seeds 1..%d %s (verdicts use the realized value per trial); e.g. seed %d",
+			m.Variant, m.Declared, len(m.Seeds), m.Probed, what, m.Seeds[0]))
 	}
-	return nil
+	return out, nil
 }
 
 // isPlan tells plans from scenarios by their top-level keys.
 func isPlan(path string) bool {
-	data, err := os.ReadFile(path)
+	data, err := fileerr.ReadRegular(path, scenario.MaxScenarioBytes, "scenario or plan file")
 	if err != nil {
-		return false
+		return false // loading it as a scenario reports why
 	}
 	return scenario.LooksLikePlan(data)
 }

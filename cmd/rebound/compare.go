@@ -16,11 +16,21 @@ import (
 )
 
 const compareAbout = `Compares two arms on exactly the same cases. Trials are paired on
-(scenario, variant, seed); for every metric it reports the baseline and
-candidate rates, the difference candidate − baseline in percentage points with
-its 95% interval (Tango; clustered by scenario beside it), McNemar's mid-p
-and exact p, and whether the candidate is better, worse or unchanged (worse:
-mid-p ≤ 0.05 and the interval excludes 0, in the metric's bad direction). Cases
+(scenario, variant, seed). The first line is the harm index: the
+consequence-weighted rate of unsafe_action OR duplicate_side_effect OR
+fabricated_claim in both arms and its paired difference.
+
+For every metric it reports the baseline and candidate rates, the difference
+candidate − baseline in percentage points, and whether the candidate is
+better, worse or unchanged. Evidence is counted once: a case (scenario,
+variant) is the unit, its seeds are repeated measures. The interval is
+cluster-robust (Student's t on cases − 1 df) and the p-value is an exact
+sign-flip test over cases; worse means p ≤ 0.05 and the interval excludes 0,
+in the metric's bad direction. --generalize counts scenarios instead of cases:
+would the result hold on new scenarios like these? Beside them: the
+consequence-weighted difference Δw = Σw·(y_cand − y_base)/Σw, the number of
+clusters and the effective sample size, and the iid Tango interval and
+McNemar mid-p, which count every seed as independent (for reference). Cases
 that cannot be paired (missing in one arm, or lost to attrition) are counted
 and listed, never dropped silently. NOT TESTED outcomes are excluded.
 
@@ -36,6 +46,7 @@ Formats (--output, or --save FILE with the format taken from the extension):
 
 Examples:
   rebound compare --baseline gpt-4o --candidate gpt-4o-new SWEEP_ID
+  rebound compare --generalize --baseline gpt-4o --candidate gpt-4o-new SWEEP_ID
   rebound compare --baseline prod --baseline-sweep nightly-0611 --candidate prod NIGHTLY_0612
   rebound compare --baseline a --candidate b --save report.html --save comment.md SWEEP_ID`
 
@@ -49,6 +60,7 @@ type compareFlags struct {
 	saves         multiFlag
 	faultClasses  bool
 	bootstrap     int
+	generalize    bool
 }
 
 type multiFlag []string
@@ -67,6 +79,7 @@ func (f *compareFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.saves, "save", "also write the report to FILE, format from its extension (.txt .md .json .xml .html); repeatable")
 	fs.BoolVar(&f.faultClasses, "fault-classes", true, "read trial rows for the fault-class breakdown and the scenario-file check across sweeps (off: fault classes come from a SQL aggregation)")
 	fs.IntVar(&f.bootstrap, "bootstrap", 0, "add a seeded cluster-bootstrap interval with this many replicates (0: off)")
+	fs.BoolVar(&f.generalize, "generalize", false, "count scenarios, not cases, as the unit of evidence: would the result hold on new scenarios like these?")
 }
 
 // check validates the flags and returns the candidate sweep ID.
@@ -191,7 +204,7 @@ func (f *compareFlags) loadComparison(ctx context.Context, store storage.Store, 
 		Baseline:      report.Side{SweepID: f.baselineSweep, Arm: f.baseline},
 		Candidate:     report.Side{SweepID: sweepID, Arm: f.candidate},
 		BaselineCells: baseCells, CandidateCells: candCells,
-		Confidence: conf, BootstrapReps: f.bootstrap, BootstrapSeed: 1,
+		Confidence: conf, BootstrapReps: f.bootstrap, BootstrapSeed: 1, Generalize: f.generalize,
 	}
 	if f.faultClasses {
 		candTrials, err := store.Trials(ctx, sweepID)

@@ -15,6 +15,8 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"rebound/activities"
+	"rebound/fileerr"
+	"rebound/redact"
 	"rebound/runner"
 	"rebound/storage"
 )
@@ -68,8 +70,24 @@ func (c *connection) openStore(ctx context.Context) (storage.Store, error) {
 	return st, nil
 }
 
-func (c *connection) dialTemporal(ctx context.Context, address string) (client.Client, error) {
-	cl, err := client.Dial(client.Options{HostPort: address, Namespace: c.namespace, Logger: quietLogger{ctx}})
+// openReadOnlyStore opens the store in the engine's readonly=1 mode (no
+// migration: nothing may be written).
+func (c *connection) openReadOnlyStore(ctx context.Context) (storage.Store, error) {
+	cfg := storage.Config{DSN: c.clickhouseDSN, LibPath: c.chdbLib, ReadOnly: true}
+	if c.clickhouseDSN == "" {
+		cfg.DataDir = filepath.Join(c.dataDir, "chdb")
+	}
+	return storage.Open(ctx, cfg)
+}
+
+// dialTemporal connects with the payload codec keyed by the redaction key:
+// nothing this process hands to Temporal is stored there in the clear.
+func (c *connection) dialTemporal(ctx context.Context, address string, redactionKey []byte) (client.Client, error) {
+	opts, err := runner.SecureClientOptions(client.Options{HostPort: address, Namespace: c.namespace, Logger: quietLogger{ctx}}, redactionKey)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	cl, err := client.Dial(opts)
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", address, c.namespace, err)
 	}
@@ -145,6 +163,9 @@ func (l quietLogger) Error(msg string, kv ...any) {
 
 var _ log.Logger = quietLogger{}
 
+// maxRedactFileBytes bounds REBOUND_REDACT_FILE.
+const maxRedactFileBytes = 64 << 10
+
 // redactPatterns reads extra secret patterns for redaction from the file
 // named by REBOUND_REDACT_FILE: one regular expression per line, blank
 // lines and lines starting with # ignored. Each is checked up front, so a
@@ -154,7 +175,7 @@ func redactPatterns() ([]string, error) {
 	if path == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := fileerr.ReadRegular(path, maxRedactFileBytes, "redact file")
 	if err != nil {
 		return nil, usagef("REBOUND_REDACT_FILE: %v", err)
 	}
@@ -173,10 +194,65 @@ func redactPatterns() ([]string, error) {
 }
 
 // newActivities builds the activities of a worker from the environment.
-func newActivities(store storage.Store) (*activities.Activities, error) {
+func newActivities(store storage.Store, redactionKey []byte) (*activities.Activities, error) {
 	patterns, err := redactPatterns()
 	if err != nil {
 		return nil, err
 	}
-	return &activities.Activities{Store: store, RedactionKey: []byte(os.Getenv("REBOUND_REDACTION_KEY")), RedactPatterns: patterns}, nil
+	return &activities.Activities{Store: store, RedactionKey: redactionKey, RedactPatterns: patterns}, nil
+}
+
+// redactionKeyEnv names the deployment's redaction key (redact.EnvKey).
+const redactionKeyEnv = "REBOUND_REDACTION_KEY"
+
+// envRedactionKey is $REBOUND_REDACTION_KEY, which workers and clients of a
+// deployment share; without it they refuse to start (exit 2).
+func envRedactionKey() ([]byte, error) {
+	key := []byte(os.Getenv(redactionKeyEnv))
+	if err := redact.CheckKey(key); err != nil {
+		return nil, usageError{err}
+	}
+	return key, nil
+}
+
+// localRedactionKey is $REBOUND_REDACTION_KEY when set; otherwise the key
+// kept in the data dir (redaction.key, mode 0600), generated at random the
+// first time. The embedded stack's processes are this one, so the key only
+// has to outlive it for replays and later runs on the same data.
+func localRedactionKey(dataDir string) ([]byte, error) {
+	if os.Getenv(redactionKeyEnv) != "" {
+		return envRedactionKey()
+	}
+	path := filepath.Join(dataDir, "redaction.key")
+	if b, err := os.ReadFile(path); err == nil {
+		key := []byte(strings.TrimSpace(string(b)))
+		if err := redact.CheckKey(key); err != nil {
+			return nil, usagef("%s: %v", path, err)
+		}
+		return key, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, usagef("redaction key: %v", err)
+	}
+	key, err := redact.GenerateKey()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) { // another process just made it
+			return localRedactionKey(dataDir)
+		}
+		return nil, fmt.Errorf("redaction key: %w", err)
+	}
+	if _, err := f.WriteString(key + "\n"); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("redaction key: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("redaction key: %w", err)
+	}
+	return []byte(key), nil
 }

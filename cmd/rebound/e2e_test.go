@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,10 @@ import (
 // The CLI end to end, as a user runs it: `rebound run` on the embedded
 // stack (its own Temporal dev server and chDB), then `rebound gate` on the
 // stored sweep. A regression seeded between two reference agents fails the
-// gate (exit 1, one JUnit failure); two identical arms pass it (exit 0).
+// gate (exit 1, one JUnit failure: the harm index, the one blocking metric);
+// two identical arms pass it (exit 0). The gate counts evidence per case
+// (scenario, variant), so the plan runs the whole example library: a handful
+// of cases copied over seeds would be a handful of evidence.
 func TestRunThenGate(t *testing.T) {
 	bin := devstacktest.TemporalBin(t)
 	lib := devstacktest.ChDBLib(t)
@@ -28,10 +32,7 @@ func TestRunThenGate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := "name: gate-e2e\nseeds: 3\nshard_size: 20\nscenarios:\n"
-	for _, s := range []string{"charge-502-twice", "charge-never-recovers", "refund-timeout-after-send", "inventory-timeout-once"} {
-		body += "  - " + filepath.Join(scenarios, s+".yaml") + "\n"
-	}
+	body := "name: gate-e2e\nseeds: 2\nshard_size: 50\nscenarios:\n  - " + filepath.Join(scenarios, "*.yaml") + "\n"
 	body += "arms:\n  - {name: careful, agent: careful}\n  - {name: careful-again, agent: careful}\n  - {name: naive, agent: naive_retrier}\n"
 	if err := os.WriteFile(plan, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
@@ -48,7 +49,7 @@ func TestRunThenGate(t *testing.T) {
 		TrialsStored  int    `json:"trials_stored"`
 		TrialsPlanned int    `json:"trials_planned"`
 	}
-	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil || rep.TrialsStored != 36 || rep.TrialsPlanned != 36 {
+	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil || rep.TrialsStored != rep.TrialsPlanned || rep.TrialsPlanned < 300 {
 		t.Fatalf("run report: %v %+v\n%s", err, rep, out.String())
 	}
 	gates, err := filepath.Abs("../../examples/gates/release.yaml")
@@ -69,8 +70,8 @@ func TestRunThenGate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(x), "<failure"); n != 1 {
-		t.Fatalf("JUnit has %d failures, want 1 (unsafe_action):\n%s", n, x)
+	if n := strings.Count(string(x), "<failure"); n != 1 || !strings.Contains(string(x), `name="harm (max_increase 0, weighted, blocking)"`) {
+		t.Fatalf("JUnit has %d failures, want 1 (the harm index):\n%s", n, x)
 	}
 	if code, text := gate("careful", "careful-again"); code != exitOK {
 		t.Fatalf("gate on identical arms: exit %d, want 0\n%s", code, text)
@@ -78,8 +79,20 @@ func TestRunThenGate(t *testing.T) {
 	var q, qe strings.Builder
 	if code := dispatch(ctx, []string{"sql", "--data-dir", data, "--output", "json",
 		"SELECT arm, count() AS trials FROM rebound.trials FINAL WHERE sweep_id = '" + rep.SweepID + "' GROUP BY arm ORDER BY arm"}, &q, &qe); code != exitOK ||
-		!strings.Contains(q.String(), `"rows":[["careful",12],["careful-again",12],["naive",12]]`) {
+		!strings.Contains(q.String(), fmt.Sprintf(`"rows":[["careful",%[1]d],["careful-again",%[1]d],["naive",%[1]d]]`, rep.TrialsPlanned/3)) {
 		t.Fatalf("sql: exit %d\n%s%s", code, q.String(), qe.String())
+	}
+	// The engine refuses writes without --write (the attack list itself
+	// runs in storage's TestReadOnlyAttacks); the trials are still there.
+	for _, attack := range []string{"DROP TABLE rebound.trials", "SELECT 1; DROP DATABASE rebound", "SELECT 1 SETTINGS readonly = 0"} {
+		var o, e strings.Builder
+		if code := dispatch(ctx, []string{"sql", "--data-dir", data, attack}, &o, &e); code != exitUsage || !strings.Contains(e.String(), "rebound sql is read-only: pass --write") && !strings.Contains(e.String(), "not a single statement") {
+			t.Fatalf("sql %q: exit %d, want 2 and a refusal\n%s%s", attack, code, o.String(), e.String())
+		}
+	}
+	q.Reset()
+	if code := dispatch(ctx, []string{"sql", "--data-dir", data, "--output", "json", "SELECT count() AS n FROM rebound.trials FINAL WHERE sweep_id = '" + rep.SweepID + "'"}, &q, &qe); code != exitOK || !strings.Contains(q.String(), fmt.Sprintf(`"rows":[[%d]]`, rep.TrialsPlanned)) {
+		t.Fatalf("trials after the refused writes: exit %d\n%s%s", code, q.String(), qe.String())
 	}
 	if code, text := gate("careful", "nobody"); code != exitUsage {
 		t.Fatalf("gate with an unknown arm: exit %d, want 2\n%s", code, text)

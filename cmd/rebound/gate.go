@@ -16,19 +16,21 @@ baseline arm (as 'rebound compare' does) and applies the thresholds of FILE,
 one rule per metric:
 
   metrics:
-    unsafe_action:         {max_increase: 0, blocking: true}
+    harm:                  {max_increase: 0, blocking: true, weighted: true}
     duplicate_side_effect: {max_increase: 0, blocking: true, min_pairs: 30}
     recovered:             {max_decrease: 0.02}
   confidence: 0.95
 
-A check fails when the candidate is significantly worse on the sweep's cases
-(McNemar mid-p, adjusted by Holm over the blocking metrics, by
-Benjamini-Hochberg over the others; Tango interval excluding 0) and the
-interval does not rule out a change beyond the limit (max_increase L: upper
-bound > L; max_decrease L: lower bound < −L). Noise passes, and so does a real
-change shown to stay inside the limit. A failing blocking metric fails the
-gate; a failing non-blocking one is a warning. examples/gates/release.yaml
-explains every field.
+A check fails when the candidate is significantly worse (an exact sign-flip
+test over cases, the unit of evidence, adjusted by Holm over the blocking
+metrics, by Benjamini-Hochberg over the others; the cluster-robust interval
+excluding 0) and the interval does not rule out a change beyond the limit
+(max_increase L: upper bound > L; max_decrease L: lower bound < −L). Seeds of
+one case are repeated measures, not new evidence; --generalize counts
+scenarios instead. weighted: true decides on the consequence-weighted
+difference. Noise passes, and so does a real change shown to stay inside the
+limit. A failing blocking metric fails the gate; a failing non-blocking one is
+a warning. examples/gates/release.yaml explains every field.
 
 Exit code: 0 the gate passed, 1 a blocking regression, 2 an error (bad
 thresholds file, flags, unknown sweep or arm, storage unreachable, nothing to

@@ -99,6 +99,14 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return exitOK
 	}
+	// Names, goals, claims and tool output come from files, agents and
+	// storage: nothing a terminal would interpret is printed. Only the
+	// progress bar's carriage returns survive, on stderr; the importer's
+	// output is a file.
+	stderr = termWriter{w: stderr, keepCR: true}
+	if !(args[0] == "scenario" && len(args) > 1 && args[1] == "import") {
+		stdout = termWriter{w: stdout}
+	}
 	for _, c := range commands() {
 		if c.name == args[0] {
 			return exitCode(c.run(ctx, args[1:], stdout, stderr), stderr)

@@ -20,8 +20,10 @@ grader version) in which every arm appears twice: under its own name with the
 new verdicts, and as ARM@stored with the verdicts it was stored with, so the
 two graders pair on the same cases. Running it again rewrites the same rows.
 
-The redaction key (REBOUND_REDACTION_KEY) must be the one the sweep was
-stored with: idempotency keys are compared through their keyed hashes.
+The redaction key must be the one the sweep was stored with
+(REBOUND_REDACTION_KEY, or the embedded store's redaction.key in --data-dir):
+it opens the sealed plan, and idempotency keys are compared through their
+keyed hashes.
 
 Examples:
   rebound regrade library-20261130-101500-3fa2c1
@@ -41,15 +43,11 @@ func regradeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer store.Close()
-	acts, err := newActivities(store)
+	acts, err := newActivities(store, replayKey(conn))
 	if err != nil {
 		return err
 	}
-	red, err := acts.Redactor(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	sum, err := regrade.Sweep(ctx, store, fs.Arg(0), *into, red)
+	sum, err := regrade.Sweep(ctx, store, fs.Arg(0), *into, acts)
 	if errors.Is(err, storage.ErrNotFound) {
 		return usagef("no sweep %q in storage", fs.Arg(0))
 	}

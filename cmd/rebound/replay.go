@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"rebound/replay"
 	"rebound/storage"
@@ -33,7 +36,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer store.Close()
-	r, err := replay.Trial(ctx, store, fs.Arg(0))
+	r, err := replay.Trial(ctx, store, fs.Arg(0), replay.WithRedactionKey(replayKey(conn)))
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return usagef("no trial %q in storage", fs.Arg(0))
@@ -67,4 +70,14 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return failure{"replay did not reproduce the trial"}
 	}
 	return nil
+}
+
+// replayKey is the key that sealed the stored plan: $REBOUND_REDACTION_KEY,
+// or the embedded stack's key in the data dir.
+func replayKey(conn connection) []byte {
+	if k := os.Getenv(redactionKeyEnv); k != "" || conn.clickhouseDSN != "" {
+		return []byte(k)
+	}
+	b, _ := os.ReadFile(filepath.Join(conn.dataDir, "redaction.key"))
+	return []byte(strings.TrimSpace(string(b)))
 }

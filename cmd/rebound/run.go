@@ -15,7 +15,6 @@ import (
 	"rebound/devstack"
 	"rebound/report"
 	"rebound/runner"
-	"rebound/scenario"
 	"rebound/storage"
 	"rebound/workflows"
 )
@@ -45,9 +44,13 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := parseOneArg(fs, args, output, "run takes exactly one PLAN file (got %d arguments); see 'rebound run -h'", fs.NArg()); err != nil {
 		return err
 	}
-	plan, err := scenario.LoadPlan(fs.Arg(0))
+	plan, err := preparePlan(ctx, fs.Arg(0))
 	if err != nil {
-		return usageError{err}
+		return err
+	}
+	key, err := localRedactionKey(conn.dataDir)
+	if err != nil {
+		return err
 	}
 	status := newStatus(stderr)
 	status.linef("plan %s: %d scenarios, %d arms, %d seeds = %d trials", plan.Name, len(plan.Scenarios), len(plan.Arms), len(plan.Seeds), plan.TrialCount())
@@ -81,12 +84,12 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer store.Close()
 
-	c, err := conn.dialTemporal(ctx, address)
+	c, err := conn.dialTemporal(ctx, address, key)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	acts, err := newActivities(store)
+	acts, err := newActivities(store, key)
 	if err != nil {
 		return err
 	}
@@ -182,7 +185,11 @@ type status struct {
 
 func newStatus(w io.Writer) *status {
 	s := &status{w: w, lastDone: -1}
-	if f, ok := w.(*os.File); ok {
+	inner := w
+	if t, ok := w.(termWriter); ok {
+		inner = t.w
+	}
+	if f, ok := inner.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 			s.tty = true
 		}

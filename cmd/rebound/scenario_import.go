@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"rebound/fileerr"
 	"rebound/harness"
 	"rebound/scenario"
 	_ "rebound/world" // provides scenario.DefaultCatalog
@@ -155,7 +156,7 @@ func scenarioImport(args []string, stdout, stderr io.Writer) error {
 	if len(files) != 1 {
 		return usagef("scenario import takes exactly one FILE")
 	}
-	data, err := os.ReadFile(files[0])
+	data, err := fileerr.ReadRegular(files[0], scenario.MaxScenarioBytes, "file to import")
 	if err != nil {
 		return usageError{err}
 	}

@@ -3,11 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"rebound/storage"
+	"rebound/storage/chdb"
 )
 
 const sqlAbout = `Runs one SQL statement against rebound's ClickHouse store and prints the
@@ -17,16 +23,20 @@ while it is in use) and a quick look at a server. Tables are in the database
 the views trial_metrics and trial_rates, which do). Outcome columns are
 Nullable: NULL is NOT TESTED, and avg() skips it.
 
-Read-only statements (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN) run as they are;
-anything else needs --write. Pass - to read the statement from stdin.
+Without --write the engine itself enforces read-only: the connection (or
+the embedded session) runs in ClickHouse's readonly=1 mode, which refuses
+writes and DDL, refuses changing any setting (so SETTINGS readonly=0 cannot
+lift it), and refuses table functions that reach files, URLs or other
+servers (file, url, s3, remote, executable, ...). The engine's parser must
+read exactly one statement, and INTO OUTFILE is refused: the result is
+printed. --write runs the statement with the store's full rights. Pass - to
+read the statement from stdin.
 
 Examples:
   rebound sql "SELECT arm, avg(recovered) AS rate, count(recovered) AS n
                FROM rebound.trials FINAL GROUP BY arm"
   rebound sql "SELECT * FROM rebound.trial_rates WHERE sweep_id = 'ID'"
   rebound sql --output json - < query.sql`
-
-var readOnlyStatements = []string{"SELECT", "WITH", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "EXISTS"}
 
 func sqlCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("sql", "rebound sql [flags] STATEMENT|-", sqlAbout, stderr)
@@ -49,16 +59,23 @@ func sqlCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if query == "" {
 		return usagef("empty statement")
 	}
-	if !*write && !readOnly(query) {
-		return usagef("%q does not look read-only; pass --write to run it", firstWord(query))
+	open := conn.openReadOnlyStore
+	if *write {
+		open = conn.openStore
 	}
-	store, err := conn.openStore(ctx)
+	store, err := open(ctx)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	tab, err := store.Query(ctx, query)
 	if err != nil {
+		switch {
+		case errors.Is(err, storage.ErrStatement):
+			return usageError{err}
+		case !*write && isReadOnlyRefusal(err):
+			return usageError{fmt.Errorf("%w\n(rebound sql is read-only: pass --write to change data)", err)}
+		}
 		return err
 	}
 	if *output == "json" {
@@ -84,22 +101,14 @@ func sqlCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return nil
 }
 
-func readOnly(query string) bool {
-	w := strings.ToUpper(firstWord(query))
-	for _, s := range readOnlyStatements {
-		if w == s {
-			return true
-		}
+// isReadOnlyRefusal reports the engine's READONLY error (code 164).
+func isReadOnlyRefusal(err error) bool {
+	var qe *chdb.QueryError
+	if errors.As(err, &qe) && qe.Code == 164 {
+		return true
 	}
-	return false
-}
-
-func firstWord(query string) string {
-	f := strings.Fields(strings.TrimLeft(query, "( \t\n"))
-	if len(f) == 0 {
-		return ""
-	}
-	return f[0]
+	var ex *clickhouse.Exception
+	return errors.As(err, &ex) && ex.Code == 164
 }
 
 func cell(v any) string {

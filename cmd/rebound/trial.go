@@ -148,7 +148,7 @@ func trialsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TRIAL\tSCENARIO\tVARIANT\tARM\tSEED\tBAD OUTCOMES")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.TrialID, r.Scenario, r.Variant, r.Arm, r.Seed, strings.Join(r.Bad, ", "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", termSafe(r.TrialID, false), termSafe(r.Scenario, false), termSafe(r.Variant, false), termSafe(r.Arm, false), r.Seed, strings.Join(r.Bad, ", "))
 	}
 	return tw.Flush()
 }

@@ -47,6 +47,9 @@ type session struct {
 	sem     chan struct{}  // one slot: queries are serialized
 	refs    int
 	openDur time.Duration
+	// readOnly is set by MakeReadOnly: the engine's readonly=1 holds for
+	// the rest of the session and no query can lift it.
+	readOnly atomic.Bool
 }
 
 var (
@@ -87,6 +90,9 @@ func Open(libPath, dataDir string) (*Conn, error) {
 	if current != nil {
 		if current.dataDir != dir {
 			return nil, fmt.Errorf("chdb: this process already has an embedded session on %s; only one chDB session per process is possible (requested %s)", current.dataDir, dir)
+		}
+		if current.readOnly.Load() {
+			return nil, fmt.Errorf("chdb: this process's embedded session on %s is read-only (readonly=1 cannot be lifted); writes need another process", current.dataDir)
 		}
 		current.refs++
 		return &Conn{s: current}, nil
@@ -136,6 +142,37 @@ func Open(libPath, dataDir string) (*Conn, error) {
 	current = s
 	return &Conn{s: s}, nil
 }
+
+// MakeReadOnly puts the process's session in the engine's readonly=1 mode:
+// from now on the engine refuses every statement that writes data or
+// schema, changes a setting (so SETTINGS readonly=0 or SET readonly=0 fail),
+// or uses a table function that needs more than read access (file, url,
+// s3, remote, executable, mysql, ...). It cannot be undone: the session
+// stays read-only until its last handle closes, and Open refuses new
+// handles on it. Use it in a process that only reads (rebound sql).
+func (c *Conn) MakeReadOnly(ctx context.Context) error {
+	sessMu.Lock()
+	refs := c.s.refs
+	sessMu.Unlock()
+	if refs > 1 {
+		return fmt.Errorf("chdb: cannot make the session on %s read-only: %d other handles in this process use it for writing", c.s.dataDir, refs-1)
+	}
+	if _, err := c.Query(ctx, "SET readonly = 1", "TabSeparated"); err != nil {
+		return fmt.Errorf("chdb: set readonly: %w", err)
+	}
+	out, err := c.Query(ctx, "SELECT getSetting('readonly')", "TabSeparated")
+	if err != nil {
+		return fmt.Errorf("chdb: check readonly: %w", err)
+	}
+	if strings.TrimSpace(string(out)) != "1" {
+		return fmt.Errorf("chdb: readonly is %q after SET readonly = 1", strings.TrimSpace(string(out)))
+	}
+	c.s.readOnly.Store(true)
+	return nil
+}
+
+// ReadOnly reports whether the session is in readonly mode (MakeReadOnly).
+func (c *Conn) ReadOnly() bool { return c.s.readOnly.Load() }
 
 // Stats reports load and connect times.
 func (c *Conn) Stats() Stats {

@@ -41,6 +41,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"rebound/runner"
 	"rebound/workflows"
 )
 
@@ -355,11 +356,21 @@ func CheckPortable(raw []byte, h *historypb.History, extra ...string) error {
 	if err := portable("file", raw, extra); err != nil {
 		return err
 	}
-	var err error
+	codec, err := runner.NewCodec([]byte(Key))
+	if err != nil {
+		return err
+	}
 	eachPayload(h.ProtoReflect(), func(p *commonpb.Payload) {
-		if err == nil {
-			err = portable("payload", p.GetData(), extra)
+		if err != nil {
+			return
 		}
+		// Encrypted payloads are checked in the clear.
+		plain, derr := codec.Decode([]*commonpb.Payload{p})
+		if derr != nil {
+			err = derr
+			return
+		}
+		err = portable("payload", plain[0].GetData(), extra)
 	})
 	return err
 }
@@ -408,6 +419,14 @@ func excerpt(raw []byte, at int) string {
 	return string(raw[from:to])
 }
 
+// Key is the redaction key of recorded histories. Workers encrypt every
+// Temporal payload with a key derived from REBOUND_REDACTION_KEY, so the
+// histories are recorded, and replayed, with this one: it is public on
+// purpose, because histories come from tiny test sweeps that hold nothing
+// secret. Histories recorded before payloads were encrypted replay as they
+// are (the codec passes plain payloads through).
+const Key = "rebound-workflow-histories-public-test-key"
+
 // Replay replays one history against the current sweep workflow, as a
 // production worker would (runner.NewWorker: same registered name, same
 // tracing interceptor), and returns the non-determinism error, if any.
@@ -415,13 +434,23 @@ func Replay(h *historypb.History) error { return ReplayWith(workflows.Sweep, h) 
 
 // ReplayWith is Replay with another function registered as the sweep
 // workflow (tests use it to prove what the replay catches).
-func ReplayWith(sweep any, h *historypb.History) error {
+func ReplayWith(sweep any, h *historypb.History) error { return ReplayKeyed([]byte(Key), sweep, h) }
+
+// ReplayKeyed replays with the payload key of a deployment (a history
+// downloaded from a cluster is encrypted with its REBOUND_REDACTION_KEY).
+func ReplayKeyed(key []byte, sweep any, h *historypb.History) error {
 	tracing, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{})
 	if err != nil {
 		return err
 	}
+	secure, err := runner.SecureClientOptions(client.Options{}, key)
+	if err != nil {
+		return err
+	}
 	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{
-		Interceptors: []interceptor.WorkerInterceptor{tracing},
+		Interceptors:     []interceptor.WorkerInterceptor{tracing},
+		DataConverter:    secure.DataConverter,
+		FailureConverter: secure.FailureConverter,
 	})
 	if err != nil {
 		return err

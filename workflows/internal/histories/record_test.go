@@ -80,6 +80,10 @@ func TestRecordHistories(t *testing.T) {
 	opts := srv.ClientOptions()
 	opts.Identity = identity
 	opts.Logger = log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	opts, err = runner.SecureClientOptions(opts, []byte(histories.Key))
+	if err != nil {
+		t.Fatal(err)
+	}
 	c, err := client.Dial(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -179,6 +183,7 @@ func writeSet(t *testing.T, dir string, files map[string][]byte) {
 func (r *recording) worker(t *testing.T, name string, acts *activities.Activities) string {
 	t.Helper()
 	acts.Store = r.store
+	acts.RedactionKey = []byte(histories.Key)
 	queue := "histories-" + name
 	w, err := runner.NewWorker(r.c, queue, acts, runner.WorkerOptions{MaxConcurrentShards: 4})
 	if err != nil {

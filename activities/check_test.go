@@ -1,0 +1,43 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/temporal"
+
+	"rebound/scenario"
+	"rebound/workflows"
+)
+
+// A plan that cannot run fails the sweep at registration with a
+// non-retryable error naming every problem, instead of ten retries later.
+func TestRegisterSweepRefusesUnrunnablePlansForGood(t *testing.T) {
+	plan, err := scenario.LoadPlan("../examples/plans/quickstart.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Arms = append(plan.Arms, scenario.Arm{Name: "ghost", Agent: "nobody"})
+	sc := *plan.Scenarios[0]
+	sc.World, sc.Initial, sc.File = "files", map[string]any{"files": map[string]any{"../escape": "x"}}, "escape.yaml"
+	plan.Scenarios = append(plan.Scenarios, &sc)
+	b, _ := json.Marshal(plan)
+	a := &Activities{RedactionKey: []byte("0123456789abcdef0123456789abcdef")}
+	err = a.RegisterSweep(context.Background(), workflows.RegisterSweepInput{SweepID: "s", PlanJSON: string(b), Trials: plan.TrialCount()})
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) || !ae.NonRetryable() || ae.Type() != workflows.ErrInvalidPlan {
+		t.Fatalf("err = %v, want a non-retryable %s", err, workflows.ErrInvalidPlan)
+	}
+	for _, want := range []string{`arm ghost: agent "nobody"`, "escape.yaml: initial: world files refuses the initial state"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q missing from %v", want, err)
+		}
+	}
+	// Without a redaction key nothing runs either.
+	if err := (&Activities{}).RegisterSweep(context.Background(), workflows.RegisterSweepInput{SweepID: "s", PlanJSON: string(b), Trials: plan.TrialCount()}); !errors.As(err, &ae) || !ae.NonRetryable() {
+		t.Fatalf("no key: %v", err)
+	}
+}

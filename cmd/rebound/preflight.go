@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	"rebound/activities"
+	"rebound/scenario"
+)
+
+// loadPlan loads a plan and its scenarios, giving up at once on Ctrl-C
+// (the loader also stops at the next file).
+func loadPlan(ctx context.Context, path string, opts scenario.LoadOptions) (*scenario.Resolved, error) {
+	opts.Context = ctx
+	return interruptible(ctx, func() (*scenario.Resolved, error) { return scenario.LoadPlanWith(path, opts) })
+}
+
+// loadScenario is loadPlan for one scenario file.
+func loadScenario(ctx context.Context, path string, opts scenario.LoadOptions) (*scenario.Scenario, error) {
+	opts.Context = ctx
+	return interruptible(ctx, func() (*scenario.Scenario, error) { return scenario.LoadScenarioWith(path, opts) })
+}
+
+// interruptible runs load, but returns as soon as ctx is cancelled: the
+// command then exits (130) without waiting for a file to finish loading.
+func interruptible[T any](ctx context.Context, load func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := load()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// preparePlan loads a plan and checks everything that can be checked
+// before a sweep starts (before the dev server starts, for run): the files,
+// the redact file, every arm's agent, every world's initial state, the
+// payload size. A problem is bad input: exit 2.
+func preparePlan(ctx context.Context, path string) (*scenario.Resolved, error) {
+	if _, err := redactPatterns(); err != nil {
+		return nil, err
+	}
+	plan, err := loadPlan(ctx, path, scenario.LoadOptions{})
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return nil, err
+		}
+		return nil, usageError{err}
+	}
+	if err := activities.CheckPlan(plan); err != nil {
+		return nil, usageError{err}
+	}
+	return plan, nil
+}
