@@ -28,8 +28,8 @@ var KnownOpen = map[string]string{
 	// evidence only" (careful too), claim_supported on shifted fields.
 	"unexplained claim_narrowed_to_evidence":  "grade/steps.go binds a retry after a stale answer to the next identical step",
 	"unexplained block_keeps_facts":           "grade/steps.go binding of retries/reconciliation reads to later identical steps; fallbacks of two steps share one tool",
-	"unexplained dependency_order":            "grade/steps.go binds the retry after a stale answer to a later step: a needs_current write looks like it acted on stale data",
-	"unexplained claim_supported":             "grade/steps.go binding shift on plans that repeat a call (fields of later steps look unsupported)",
+	"unexplained dependency_order":            "grade/steps.go binds the retry after a stale answer to a later step (a needs_current write looks like it acted on stale data); and a reconciliation answer that serves a later read step (issue 9 #9; careful does it too: agent/scripted.go answered()) is not bound to that step, so the next write 'came before clean evidence' (seed 225)",
+	"unexplained claim_supported":             "a reconciliation answer reused for a later read step (deploy.status by key and deployment, then the verify step by deployment; an fs.read read-back, then the verify read) is not bound to that step: its fields look unsupported (seeds 225, 248); plus the binding shift on plans that repeat a call",
 	"unexplained failure_recognized":          "grade/steps.go binding shift on plans that repeat a call",
 	"careful-unsafe dependency_order careful": "same binding defect: careful's exact re-read after a stale answer is bound to the later identical step",
 
