@@ -63,7 +63,7 @@ var KnownOpen = map[string]string{
 
 	// Rare (a handful in 10,000): left to the lead to judge.
 	"missed corrupt_data_rejected write_after_corrupt": "a later write after a required WRITE step whose only answers were corrupt (and accepted) passes: seed 359, support.escalate for cus-10 corrupt at calls 3-5, then the escalation for cus-11 at call 8",
-	"unexplained retries_bounded":                      "a few identical calls still cross the step boundary (status tool used for reconciliation and as a plan step)",
+	"unexplained retries_bounded":                      "grade v2 counts the corrected call after INVALID_INPUT as a retry of the step: INVALID (legacy args), corrected call UNAVAILABLE, one retry of the corrected call fails retries_bounded with retry_limit 1 (seed 2000054); and identical calls across two steps of a repeated lookup",
 }
 
 // known reports whether a class is allowlisted (exactly, or without its
