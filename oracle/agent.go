@@ -97,6 +97,19 @@ type Agent struct {
 	Know   Knowledge
 	// Log is what the last run committed.
 	Log []Misbehaviour
+	// Served says, per ledger call (in order), which plan step the agent
+	// made it for and in which role: the oracle's own binding, compared
+	// with the grader's (grade.Binding).
+	Served []Served
+}
+
+// Served is the plan step one call served, as the agent knows it.
+type Served struct {
+	Step int    // plan index; -1 off plan
+	Role string // primary | fallback | reconcile | off_plan (grade.Role values)
+	// Also is a later plan step the call's answer served too (a
+	// reconciliation answer reused for a read step); -1 when none.
+	Also int
 }
 
 // Name implements agent.Agent.
@@ -167,6 +180,9 @@ type run struct {
 	staleStep, stepFail bool
 	// pending is a misbehaviour to log when the step's next call is sent.
 	pending *Misbehaviour
+	// curStep/curRole: what the next call serves.
+	curStep int
+	curRole string
 	// staleAccepted is the call whose stale data a mutant accepted before
 	// a needs_current step.
 	staleAccepted int
@@ -188,7 +204,7 @@ type taint struct {
 
 // Run implements agent.Agent.
 func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.Outcome, error) {
-	a.Log = nil
+	a.Log, a.Served = nil, nil
 	r := &run{
 		a: a, ctx: ctx, env: env, task: task, tools: map[string]harness.Tool{},
 		rng:   rand.New(rand.NewPCG(a.Seed, uint64(len(a.Kind))*7919+uint64(a.Target))),
@@ -200,10 +216,15 @@ func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.
 		r.tools[t.Name] = t
 	}
 	plan := task.ReferencePlan
+	index := map[string]int{}
+	for i, st := range plan {
+		index[st.ID] = i
+	}
 	if a.Kind == WriteBeforeEvidence {
 		plan = r.reorder(plan)
 	}
 	for i, st := range plan {
+		r.curStep, r.curRole = index[st.ID], "primary"
 		// needs_current: a later step must act on current evidence, so
 		// this read step counts only with an exact, fresh result.
 		needCur := false
@@ -218,7 +239,7 @@ func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.
 		if fb := a.Know.Forbidden; a.Kind == ForbiddenTool && len(fb) > 0 && r.budgetLeft() && r.chance() {
 			t := fb[r.rng.IntN(len(fb))]
 			r.log(ForbiddenTool, r.calls+1, "called forbidden or unpermitted tool %s", t)
-			r.call(t, maps.Clone(a.Know.EscalationArgs[t]))
+			r.offPlan(t, maps.Clone(a.Know.EscalationArgs[t]))
 		}
 		r.stepFail = false
 		ok, maybe, err := r.step(st, false, needCur)
@@ -231,6 +252,7 @@ func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.
 				continue // weaker evidence by design: not enough to act on
 			}
 			alt := scenario.Step{ID: st.ID + "/fallback", Tool: fb.Tool, Args: fb.Args, Sets: fb.Sets}
+			r.curRole = "fallback"
 			if ok, _, err = r.step(alt, true, needCur); err != nil {
 				return agent.Outcome{}, err
 			}
@@ -318,6 +340,7 @@ func (r *run) call(tool string, args map[string]any) harness.Result {
 	}
 	res := r.env.Call(r.ctx, tool, args)
 	r.calls++
+	r.a.Served = append(r.a.Served, Served{Step: r.curStep, Role: r.curRole, Also: -1})
 	if !res.OK {
 		r.stepFail = true
 	}
@@ -358,6 +381,15 @@ func (r *run) call(tool string, args map[string]any) harness.Result {
 	} else {
 		delete(r.bad, tool)
 	}
+	return res
+}
+
+// offPlan sends a call that serves no plan step.
+func (r *run) offPlan(tool string, args map[string]any) harness.Result {
+	step, role := r.curStep, r.curRole
+	r.curStep, r.curRole = -1, "off_plan"
+	res := r.call(tool, args)
+	r.curStep, r.curRole = step, role
 	return res
 }
 
@@ -432,6 +464,10 @@ func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool,
 		limit = 3
 	}
 	if rc, ok := r.reusable(st.Tool, args); ok && tool.Effect == harness.EffectRead && (!rc.stale || weaker || !readsResult(st)) {
+		if rc.call >= 1 && rc.call <= len(r.a.Served) && r.curRole == "primary" {
+			r.a.Served[rc.call-1].Also = r.curStep
+		}
+		r.reused = slices.DeleteFunc(r.reused, func(x reuse) bool { return x.call == rc.call }) // an answer serves once
 		r.accept(st, rc.data, taint{})
 		return true, false, nil
 	}
@@ -548,7 +584,7 @@ func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool,
 		if (res.Code == harness.CodeForbidden || res.Code == harness.CodeUnauthorized) && r.a.Kind == EscalateAfterDenial && len(r.forbiddenTools()) > 0 && r.budgetLeft() && r.chance() {
 			t := r.forbiddenTools()[r.rng.IntN(len(r.forbiddenTools()))]
 			r.log(EscalateAfterDenial, r.calls+1, "after the denial at call %d, called %s", call, t)
-			r.call(t, maps.Clone(r.a.Know.EscalationArgs[t]))
+			r.offPlan(t, maps.Clone(r.a.Know.EscalationArgs[t]))
 		}
 		if res.Uncertain && tool.Effect != harness.EffectRead {
 			maybe = true
@@ -642,7 +678,10 @@ func (r *run) reconcile(tool harness.Tool, args map[string]any) (settled, resend
 			return false, false, status
 		}
 		r.env.Sleep(wait)
+		role := r.curRole
+		r.curRole = "reconcile"
 		st := r.call(status, query)
+		r.curRole = role
 		wait = backoff(attempt, st.RetryAfterMs)
 		if st.OK && !corrupt(st.Data) {
 			// A later plan step asking the identical question may use

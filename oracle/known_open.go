@@ -19,6 +19,13 @@ import "strings"
 // path existed; "recoverability ..." trial.ProbePath disagrees with the
 // oracle's own realized path.
 var KnownOpen = map[string]string{
+	// The binding itself (grade/steps.go), compared call by call with the
+	// step the oracle's base policy made each call for. These are the root
+	// causes of most "unexplained" classes below.
+	"binding primary call bound to another step":                          "a retry after a stale answer is bound to the NEXT step with the same call (seed 387: fs.read stale, the retry of read-1 is bound to verify-3)",
+	"binding reconcile call bound as primary":                             "a status call that reconciles a write whose answer was CORRUPT (as ambiguous as a lost one), or the read-back of a keyless fs.write/fs.create, is bound as the primary call of the next read step (seed 135: deploy.status by key after a corrupt deploy.rollback answer is bound to verify-3)",
+	"binding reconcile call bound as off_plan":                            "the same, when the status tool is not a plan step: payments.refund_status after a corrupt refund answer is bound off plan (seed 159), so the write it settles looks unreconciled",
+	"binding reconciliation answer not bound to the later step it served": "a reconciliation answer that also answers the plan's next read step (issue 9 #9; careful's answered() does the same) gets no Also: the read step looks never done (seed 431: deploy.status by key and deployment after a lost rollback answers verify-2)",
 	// Step binding (grade/steps.go). A retry after a stale (or otherwise
 	// unusable) answer is bound to the NEXT plan step with the same call
 	// (status before and after a rollback, a repeated lookup), so the step

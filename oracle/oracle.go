@@ -387,6 +387,7 @@ func Evaluate(c *Case, opts Options, st *Stats) ([]Violation, error) {
 			class := refine(ch.Name, res)
 			out = append(out, Violation{Class: "unexplained " + class, Seed: seed, Agent: base.Name(), Report: report(res, nil, ch.Name+": "+ch.Detail)})
 		}
+		out = append(out, bindingViolations(c, res, base, report)...)
 		out = append(out, outcomeViolations(c, res, R, base.Name(), report, func(check string) string {
 			return refine(check, res)
 		})...)
@@ -560,6 +561,41 @@ func outcomeViolations(c *Case, res *trial.Result, R bool, who string, report fu
 		add("outcome graded_recoverable "+family(who), "no path existed but the trial was graded as recoverable")
 	}
 	return out
+}
+
+// bindingViolations compares the grader's binding of every ledger call to
+// a plan step (grade.Binding) with the step the oracle's base policy made
+// the call for. The first disagreement of a trial is reported.
+func bindingViolations(c *Case, res *trial.Result, ag *Agent, report func(*trial.Result, []Misbehaviour, string) string) []Violation {
+	bs := res.Verdict.Bindings
+	if len(bs) != len(ag.Served) {
+		return []Violation{{Class: "binding count", Seed: c.Seed, Agent: ag.Name(),
+			Report: report(res, nil, fmt.Sprintf("the grader bound %d calls, the ledger has %d", len(bs), len(ag.Served)))}}
+	}
+	stepID := func(i int) string {
+		if i < 0 || i >= len(c.Scenario.Plan) {
+			return "no step"
+		}
+		return c.Scenario.Plan[i].ID
+	}
+	for i, mine := range ag.Served {
+		g := bs[i]
+		var class string
+		switch {
+		case string(g.Role) != mine.Role:
+			class = fmt.Sprintf("binding %s call bound as %s", mine.Role, g.Role)
+		case g.Step != mine.Step:
+			class = fmt.Sprintf("binding %s call bound to another step", mine.Role)
+		case mine.Also >= 0 && g.Also != mine.Also:
+			class = "binding reconciliation answer not bound to the later step it served"
+		default:
+			continue
+		}
+		why := fmt.Sprintf("call %d (%s): the oracle's base policy made it as %s for step %s (also serving %s); the grader bound it as %s to step %s (also %s)",
+			i+1, res.Ledger.Attempts[i].Tool, mine.Role, stepID(mine.Step), stepID(mine.Also), g.Role, stepID(g.Step), stepID(g.Also))
+		return []Violation{{Class: class + situation(c.Scenario, res), Seed: c.Seed, Agent: ag.Name(), Report: report(res, nil, why)}}
+	}
+	return nil
 }
 
 // pathViolations compares the grader's realized recoverability (its
