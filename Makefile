@@ -41,7 +41,7 @@ TOOLS_ENV := REBOUND_TEMPORAL_BIN="$(REBOUND_TEMPORAL_BIN)" REBOUND_CHDB_LIB="$(
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z]+:.*## / {printf "  make %-9s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-setup: ## install the pinned tools into .cache/ (Temporal CLI, libchdb); fast when done
+setup: ## install the pinned tools into .cache/ (Temporal CLI, libchdb, example agents); fast when done
 	@scripts/setup.sh
 
 build: ## build the rebound binary into .cache/bin/rebound

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -19,6 +20,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"rebound/agent"
+	"rebound/agent/command"
 	"rebound/agent/llm"
 	"rebound/judge"
 	"rebound/redact"
@@ -164,17 +166,23 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 			attribute.String("rebound.scenario", key.Scenario.Name), attribute.String("rebound.variant", key.Variant.Name),
 			attribute.String("rebound.arm", key.Arm.Name), attribute.Int64("rebound.seed", int64(key.Seed))))
 		spec := trial.Spec{SweepID: in.SweepID, Scenario: key.Scenario, Variant: key.Variant, Arm: key.Arm, Seed: key.Seed}
-		res, err := trial.Run(tctx, spec, ag)
+		stopBeat := heartbeat(ctx, i)
+		res, err := trial.Run(command.WithAttempt(tctx, int(attempt)), spec, ag)
+		stopBeat()
 		if err != nil {
 			span.RecordError(err)
 			span.End()
 			switch {
-			case errors.Is(err, llm.ErrAttrition):
-				// The provider, not the agent, failed: count it per arm,
-				// never grade it.
-				trials = append(trials, AttritionRow(spec, ag.Name(), err, red))
+			case errors.Is(err, llm.ErrAttrition), errors.Is(err, agent.ErrAttrition):
+				// The provider (or an external agent's infrastructure),
+				// not the agent, failed: count it per arm, never grade it.
+				row := AttritionRow(spec, ag.Name(), err, red)
+				if p, _ := command.IsAttrition(err); p != nil {
+					row.Process = processJSON(p, red)
+				}
+				trials = append(trials, row)
 				continue
-			case errors.Is(err, llm.ErrConfig):
+			case errors.Is(err, llm.ErrConfig), errors.Is(err, agent.ErrConfig):
 				return workflows.ShardResult{}, temporal.NewNonRetryableApplicationError(red.String(err.Error()), workflows.ErrAgentConfig, nil)
 			}
 			if ctx.Err() != nil {
@@ -207,6 +215,40 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 		}
 	}
 	return out, nil
+}
+
+// heartbeatEvery is how often a running trial heartbeats: an external
+// agent's process may run for minutes, far beyond the shard's 2-minute
+// heartbeat timeout.
+const heartbeatEvery = 10 * time.Second
+
+// heartbeat records a heartbeat for trial i now and then until stopped.
+func heartbeat(ctx context.Context, i int) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	return every(heartbeatEvery, func() { activity.RecordHeartbeat(ctx, i) })
+}
+
+// every calls f every d until stop is called; stop returns once f will not
+// be called again.
+func every(d time.Duration, f func()) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				f()
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 func (a *Activities) resolve(arm scenario.Arm) (agent.Agent, error) {
@@ -245,13 +287,17 @@ func (a *Activities) redactor(plan *scenario.Resolved) (*redact.Redactor, error)
 }
 
 // KnownSecrets returns the values of the API keys a plan names
-// (api_key_env of its LLM arms and judge) as this process sees them: they
-// are redacted by value wherever they appear, whatever their shape.
+// (api_key_env of its LLM arms and judge, env_from of its command arms) as
+// this process sees them: they are redacted by value wherever they appear,
+// whatever their shape.
 func KnownSecrets(plan *scenario.Resolved) []string {
 	var names []string
 	for _, arm := range plan.Arms {
 		if arm.LLM != nil && arm.LLM.APIKeyEnv != "" {
 			names = append(names, arm.LLM.APIKeyEnv)
+		}
+		for _, worker := range arm.EnvFrom { // a command arm's secrets
+			names = append(names, worker)
 		}
 	}
 	if plan.Judge != nil && plan.Judge.APIKeyEnv != "" {

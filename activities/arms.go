@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"rebound/agent"
+	"rebound/agent/command"
 	"rebound/agent/llm"
 	"rebound/scenario"
 )
@@ -14,6 +15,9 @@ import (
 // trial, since it records its run). The CLI calls it before starting a
 // sweep, so a bad arm fails fast with exit code 2 instead of mid-sweep.
 func ResolveArm(arm scenario.Arm, opts ...llm.Option) (agent.Agent, error) {
+	if arm.Agent == scenario.AgentCommand {
+		return command.New(command.FromArm(arm))
+	}
 	if arm.Agent != scenario.AgentLLM {
 		return agent.NewScripted(arm.Agent)
 	}

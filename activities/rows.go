@@ -3,6 +3,7 @@ package activities
 import (
 	"encoding/json"
 
+	"rebound/agent"
 	"rebound/grade"
 	"rebound/redact"
 	"rebound/storage"
@@ -29,6 +30,7 @@ func Rows(r *trial.Result, red *redact.Redactor) (storage.Trial, []storage.ToolC
 		Claim:          redactClaim(red, r.Outcome.Claim),
 		Answer:         red.String(r.Outcome.Answer),
 		Recording:      redactText(red, r.Recording),
+		Process:        processJSON(r.Outcome.Process, red),
 		PromptHash:     r.PromptHash,
 		Verdicts:       red.JSON(v),
 		FaultSchedule:  red.JSON(r.Schedule),
@@ -71,6 +73,22 @@ func AttritionRow(spec trial.Spec, agentName string, cause error, red *redact.Re
 		FaultClasses: []string{}, Weight: spec.Scenario.WeightOf(spec.Variant),
 		Attrition: true, Error: red.String(cause.Error()), Claim: "", Verdicts: "{}", FaultSchedule: "{}",
 	}
+}
+
+// processJSON renders a command arm's process record for storage, its
+// output redacted like every other column (the agent already removed the
+// values of its secret variables).
+func processJSON(p *agent.Process, red *redact.Redactor) string {
+	if p == nil {
+		return ""
+	}
+	cp := *p
+	cp.Stdout, cp.Stderr = red.String(cp.Stdout), red.String(cp.Stderr)
+	cp.Command = make([]string, len(p.Command))
+	for i, s := range p.Command {
+		cp.Command[i] = red.String(s)
+	}
+	return mustJSON(cp)
 }
 
 // EvidenceJSON renders a trial's grading evidence for storage, redacted

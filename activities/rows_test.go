@@ -84,3 +84,33 @@ func TestAttritionRowIsUngraded(t *testing.T) {
 		}
 	}
 }
+
+// A command arm's process record is stored with its output redacted; an
+// attrition exit keeps its record on the attrition row.
+func TestRowsKeepTheProcessRecord(t *testing.T) {
+	r, _ := refundTrial(t, "careful")
+	r.Outcome.Process = &agent.Process{Command: []string{"node", "a.js"}, ExitCode: 2, Stdout: "token ghp_abcdefghijklmnopqrstuvwxyz0123456789", Stderr: "boom"}
+	red, err := redact.New(nil, []byte("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _ := Rows(r, red)
+	if !strings.Contains(tr.Process, `"exit_code":2`) || !strings.Contains(tr.Process, "boom") || strings.Contains(tr.Process, "ghp_") {
+		t.Errorf("process column %s", tr.Process)
+	}
+	if tr, _ := Rows(&trial.Result{TrialID: "x"}, red); tr.Process != "" {
+		t.Errorf("an arm without a process stores %q", tr.Process)
+	}
+}
+
+// A command arm's env_from values are secrets the worker knows: redacted by
+// value from every column.
+func TestKnownSecretsIncludeCommandArmEnvFrom(t *testing.T) {
+	t.Setenv("ROWS_TEST_AGENT_KEY", "plainvalue-without-a-shape-42")
+	plan := &scenario.Resolved{Arms: []scenario.Arm{{Name: "ext", Agent: scenario.AgentCommand, Command: []string{"x"},
+		EnvFrom: map[string]string{"OPENAI_API_KEY": "ROWS_TEST_AGENT_KEY"}}}}
+	got := KnownSecrets(plan)
+	if len(got) != 1 || got[0] != "plainvalue-without-a-shape-42" {
+		t.Fatalf("known secrets %v", got)
+	}
+}

@@ -6,6 +6,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -40,6 +41,9 @@ type Task struct {
 	// ReferencePlan is the scenario's reference path. Only scripted
 	// reference agents use it; it is never shown to an LLM agent.
 	ReferencePlan []scenario.Step
+	// TrialID is the trial's derived id (stable across retries), for agents
+	// that keep records of their own.
+	TrialID string
 }
 
 // Outcome is what the agent hands back at the end of a trial.
@@ -52,7 +56,36 @@ type Outcome struct {
 	Answer string  `json:"answer,omitempty"`
 	Tokens int64   `json:"tokens,omitempty"`
 	Cost   float64 `json:"cost_usd,omitempty"`
+	// Process is what an external agent's process did (command arms): its
+	// exit, whether it timed out, and its redacted output.
+	Process *Process `json:"process,omitempty"`
 }
+
+// Process is the record of one run of an external agent's process.
+type Process struct {
+	Command  []string `json:"command"`
+	ExitCode int      `json:"exit_code"`
+	// Signal names the signal that ended the process, if one did.
+	Signal   string `json:"signal,omitempty"`
+	TimedOut bool   `json:"timed_out,omitempty"`
+	WallMs   int64  `json:"wall_ms"`
+	// Stdout and Stderr are the process's output, redacted and bounded
+	// (the middle of a long stream is dropped and marked).
+	Stdout string `json:"stdout,omitempty"`
+	Stderr string `json:"stderr,omitempty"`
+}
+
+// Errors an agent returns when the trial could not be run for reasons that
+// are not the agent's behaviour. Trial runners match them with errors.Is.
+var (
+	// ErrAttrition: the agent's infrastructure failed (a provider that kept
+	// failing, an external agent exiting with a declared infrastructure
+	// code). The trial is stored as attrition, never graded.
+	ErrAttrition = errors.New("agent infrastructure failed (attrition)")
+	// ErrConfig: the arm is misconfigured (a command that cannot start);
+	// every trial of the arm would fail the same way, so the sweep stops.
+	ErrConfig = errors.New("agent configuration error")
+)
 
 // Agent is a system under test.
 type Agent interface {
@@ -99,6 +132,17 @@ func (c *claim) apply(step scenario.Step, data map[string]any) {
 			if x, ok := data[strings.TrimPrefix(ref, "$result.")]; ok {
 				c.fields[k] = x
 			}
+			continue
+		}
+		c.fields[k] = v
+	}
+}
+
+// applyLiterals records the facts a step establishes by happening (its
+// literal values), not the ones it reads from the tool's data.
+func (c *claim) applyLiterals(step scenario.Step) {
+	for k, v := range step.Sets {
+		if ref, ok := v.(string); ok && strings.HasPrefix(ref, "$result.") {
 			continue
 		}
 		c.fields[k] = v

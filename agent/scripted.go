@@ -52,6 +52,35 @@ type careful struct {
 	// down holds the tools that answered a standing failure (unavailable,
 	// forbidden, unauthorized): calling them again changes nothing.
 	down map[string]bool
+	// calls and replans count what the agent spent of its budgets: it
+	// never relies on the harness refusing a call it should not send.
+	calls, replans *int
+	// stale marks the steps that answered only older data.
+	stale map[string]bool
+}
+
+// call sends one tool call unless the call budget is spent, in which case
+// it answers BUDGET_EXHAUSTED itself without sending anything.
+func (a careful) call(ctx context.Context, env Env, task Task, tool string, args map[string]any) harness.Result {
+	limit := task.Budget.ToolCalls
+	if limit <= 0 {
+		limit = harness.DefaultToolCalls
+	}
+	if *a.calls >= limit {
+		return harness.Failed(harness.CodeBudgetExhausted, false, "the agent's own count: %d of %d calls spent", *a.calls, limit)
+	}
+	*a.calls++
+	return env.Call(ctx, tool, args)
+}
+
+// replan publishes a plan update while the replan budget allows; past it,
+// the agent keeps working without announcing more plans.
+func (a careful) replan(env Env, task Task, summary string) {
+	if task.Budget.Replans > 0 && *a.replans >= task.Budget.Replans {
+		return
+	}
+	*a.replans++
+	env.Replan(summary)
 }
 
 // affordable reports whether a call of t fits the remaining deadline (by its
@@ -82,6 +111,8 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 	a.spent = new(float64)
 	a.answers = new([]answer)
 	a.down = map[string]bool{}
+	a.calls, a.replans = new(int), new(int)
+	a.stale = map[string]bool{}
 	tools := map[string]harness.Tool{}
 	for _, t := range env.Tools() {
 		tools[t.Name] = t
@@ -109,7 +140,7 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 				continue // replicated data cannot back a step that needs current data
 			}
 			alt := scenario.Step{ID: step.ID + "/fallback", Tool: fb.Tool, Args: fb.Args, Sets: fb.Sets}
-			env.Replan(fmt.Sprintf("step %s: %s failed; fall back to %s", step.ID, step.Tool, fb.Tool))
+			a.replan(env, task, fmt.Sprintf("step %s: %s failed; fall back to %s", step.ID, step.Tool, fb.Tool))
 			if done, _, err = a.step(ctx, env, tools, task, alt, c, true, current); err != nil {
 				return Outcome{}, err
 			}
@@ -118,6 +149,14 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 			}
 		}
 		if done || step.Optional {
+			continue
+		}
+		if a.stale[step.ID] && !current && !readsGoalField(step, task.Claim) {
+			// Only older data came back, nothing after this step needs
+			// current data, and the goal needs none of the exact facts it
+			// reads: act on it, but claim only what it supports (the step's
+			// exact result fields stay unclaimed).
+			c.applyLiterals(step)
 			continue
 		}
 		return Outcome{Claim: c.blocked(blockedOn)}, nil
@@ -131,6 +170,21 @@ func (a careful) noteStanding(tool string, r harness.Result) {
 	case harness.CodeToolUnavailable, harness.CodeForbidden, harness.CodeUnauthorized:
 		a.down[tool] = true
 	}
+}
+
+// readsGoalField reports whether a step reads a goal claim field from the
+// tool's data: then only exact data can reach the goal.
+func readsGoalField(step scenario.Step, fields []scenario.ClaimField) bool {
+	goal := map[string]bool{}
+	for _, f := range fields {
+		goal[f.Name] = f.Goal
+	}
+	for k, v := range step.Sets {
+		if ref, ok := v.(string); ok && strings.HasPrefix(ref, "$result.") && goal[k] {
+			return true
+		}
+	}
+	return false
 }
 
 // needsCurrent reports whether plan step i is a read that a later step
@@ -202,13 +256,16 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			return false, step.Tool, nil
 		}
 		*a.spent += tools[step.Tool].CostUSD
-		r := env.Call(ctx, step.Tool, args)
+		r := a.call(ctx, env, task, step.Tool, args)
 		a.noteStanding(step.Tool, r)
 		if r.OK && !a.trustCorrupt && r.Evidence != nil && r.Evidence.Strength == "stale" && (current || (!weakerOK && readsResult(step))) {
 			// Weaker, older evidence cannot back the exact facts this step
 			// establishes: ask again (a retry may reach the primary), then
 			// narrow the claim (a fallback declares what it can support)
 			// or block.
+			if !current && hasResultFields(step, r.Data) {
+				a.stale[step.ID] = true // weaker evidence to fall back on
+			}
 			r = harness.Failed("STALE_EVIDENCE", true, "evidence is %dms old", r.Evidence.AgeMs)
 		}
 		if r.OK && (a.trustCorrupt || hasResultFields(step, r.Data)) {
@@ -217,9 +274,11 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 		}
 		if r.OK { // corrupt data: reject it as evidence, retry safely
 			r = harness.Failed("CORRUPT_OUTPUT", true, "data failed validation")
-			if t := tools[step.Tool]; t.Effect.SideEffecting() && !sameKeyResendIsSafe(t, args) {
+			if tools[step.Tool].Effect.SideEffecting() {
 				// An unreadable answer to a write that reached the world is
-				// as ambiguous as a lost one: reconcile, never resend.
+				// as ambiguous as a lost one: reconcile through the status
+				// tool (or, without one, resend with the same key when that
+				// is safe), and never claim the write did not happen.
 				r.Uncertain = true
 			}
 		}
@@ -228,12 +287,12 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			// identical invalid call.
 			maps.Copy(args, step.Corrected)
 			corrected = true
-			env.Replan(fmt.Sprintf("step %s: correct the arguments of %s after %s", step.ID, step.Tool, r.Code))
+			a.replan(env, task, fmt.Sprintf("step %s: correct the arguments of %s after %s", step.ID, step.Tool, r.Code))
 			continue
 		}
 		if a.escalate && (r.Code == harness.CodeForbidden || r.Code == harness.CodeUnauthorized) {
 			if alt, ok := offPlanTool(tools, task.ReferencePlan); ok {
-				if ar := env.Call(ctx, alt.Name, workaroundArgs(alt, args)); ar.OK {
+				if ar := a.call(ctx, env, task, alt.Name, workaroundArgs(alt, args)); ar.OK {
 					c.apply(step, ar.Data)
 					return true, "", nil
 				}
@@ -248,7 +307,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			} else if tool.ReconciledBy == "" && sameKeyResendIsSafe(tool, args) {
 				// No status tool to ask, but the call is idempotent: the
 				// documented recovery is the identical call, same key.
-				env.Replan(fmt.Sprintf("step %s: resend %s with the same idempotency key (no status tool)", step.ID, step.Tool))
+				a.replan(env, task, fmt.Sprintf("step %s: resend %s with the same idempotency key (no status tool)", step.ID, step.Tool))
 			} else {
 				settled, data, unresolved := a.reconcile(ctx, env, tools, task, tool, args)
 				if settled {
@@ -265,7 +324,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 		if !r.Retryable && len(step.Recover) > 0 && !recovered && r.Code != harness.CodeBudgetExhausted {
 			// A documented failure with a documented way out (seed 004's
 			// lock): take the recovery actions once, then retry the step.
-			env.Replan(fmt.Sprintf("step %s: %s failed with %s; run its documented recovery, then retry", step.ID, step.Tool, r.Code))
+			a.replan(env, task, fmt.Sprintf("step %s: %s failed with %s; run its documented recovery, then retry", step.ID, step.Tool, r.Code))
 			for _, rc := range step.Recover {
 				ok, on, err := a.step(ctx, env, tools, task, scenario.Step{ID: step.ID + "/recover", Tool: rc.Tool, Args: rc.Args, Sets: rc.Sets}, c, false, false)
 				if err != nil || !ok {
@@ -287,7 +346,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			return false, step.Tool, nil
 		}
 		if retries == 0 {
-			env.Replan(fmt.Sprintf("step %s: retry %s after %s with bounded backoff", step.ID, step.Tool, r.Code))
+			a.replan(env, task, fmt.Sprintf("step %s: retry %s after %s with bounded backoff", step.ID, step.Tool, r.Code))
 		}
 		env.Sleep(wait)
 		retries++
@@ -383,7 +442,7 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 	if len(query) == 0 {
 		return false, nil, tool.Name
 	}
-	env.Replan(fmt.Sprintf("reconcile %s %v through %s before any resubmission", tool.Name, query, tool.ReconciledBy))
+	a.replan(env, task, fmt.Sprintf("reconcile %s %v through %s before any resubmission", tool.Name, query, tool.ReconciledBy))
 	for retries := 0; ; retries++ {
 		if !a.affordable(env, task, status) {
 			return false, nil, tool.ReconciledBy
@@ -392,7 +451,7 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 			return false, nil, tool.ReconciledBy
 		}
 		*a.spent += status.CostUSD
-		st := env.Call(ctx, tool.ReconciledBy, query)
+		st := a.call(ctx, env, task, tool.ReconciledBy, query)
 		a.noteStanding(tool.ReconciledBy, st)
 		if st.OK && hasResultFields(scenario.Step{}, st.Data) {
 			switch st.Data["status"] {

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"rebound/agent"
 	"rebound/grade"
 	"rebound/redact"
 	"rebound/scenario"
@@ -58,6 +59,9 @@ type Artifact struct {
 	Recoverable         bool              `json:"recoverable"`
 	DeclaredRecoverable bool              `json:"declared_recoverable"`
 	Reproduce           map[string]string `json:"reproduce"`
+	// Process is an external agent's process record (command arms): exit,
+	// timeout, redacted stdout and stderr.
+	Process *agent.Process `json:"process,omitempty"`
 }
 
 // Pivot is the causal story of the trial.
@@ -188,6 +192,9 @@ func (a Artifact) WriteText(w io.Writer) error {
 	if a.Answer != "" {
 		fmt.Fprintf(w, "answer: %s\n", a.Answer)
 	}
+	if p := a.Process; p != nil {
+		writeProcess(w, p)
+	}
 	fmt.Fprintf(w, "pivot: %s\n", a.Pivot.Summary)
 	if len(a.FailedChecks) == 0 {
 		fmt.Fprintln(w, "failed checks: none")
@@ -206,6 +213,28 @@ func (a Artifact) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "%s: %s\n", k, a.Reproduce[k])
 	}
 	return nil
+}
+
+// writeProcess prints an external agent's exit and its output.
+func writeProcess(w io.Writer, p *agent.Process) {
+	how := fmt.Sprintf("exit %d", p.ExitCode)
+	if p.TimedOut {
+		how = "timed out"
+	}
+	if p.Signal != "" {
+		how += " (" + p.Signal + ")"
+	}
+	fmt.Fprintf(w, "process: %s after %dms: %s\n", how, p.WallMs, strings.Join(p.Command, " "))
+	for _, s := range []struct{ name, text string }{{"stdout", p.Stdout}, {"stderr", p.Stderr}} {
+		if strings.TrimSpace(s.text) == "" {
+			fmt.Fprintf(w, "  %s: (empty)\n", s.name)
+			continue
+		}
+		fmt.Fprintf(w, "  %s:\n", s.name)
+		for _, line := range strings.Split(strings.TrimRight(s.text, "\n"), "\n") {
+			fmt.Fprintf(w, "    | %s\n", line)
+		}
+	}
 }
 
 func compact(raw json.RawMessage) string {
@@ -232,6 +261,11 @@ func FromResult(r *trial.Result, sc *scenario.Scenario, red *redact.Redactor) Ar
 		Reproduce: map[string]string{"scenario_hash": r.ScenarioHash, "catalog_version": r.CatalogVersion, "agent": r.Agent},
 	}
 	a.FaultSchedule, _ = json.Marshal(r.Schedule)
+	if p := r.Outcome.Process; p != nil {
+		cp := *p
+		cp.Stdout, cp.Stderr = red.String(p.Stdout), red.String(p.Stderr)
+		a.Process = &cp
+	}
 	for _, at := range r.Ledger.Attempts {
 		args, _ := json.Marshal(red.Value(at.Args))
 		fault := ""

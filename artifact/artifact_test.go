@@ -76,3 +76,24 @@ func TestPivotOfACleanRecovery(t *testing.T) {
 		t.Fatal("careful did not recover")
 	}
 }
+
+func TestProcessIsPrinted(t *testing.T) {
+	r, sc := runTrial(t, "charge-502-twice.yaml", "quitter")
+	r.Outcome.Process = &agent.Process{Command: []string{"node", "agent.js"}, ExitCode: 1, TimedOut: true, Signal: "terminated", WallMs: 300000,
+		Stdout: "calling payments__charge\nkey sk-abcdefghijklmnopqrstuvwx\n", Stderr: ""}
+	red, _ := redact.New(nil, []byte("k"))
+	a := FromResult(r, sc, red)
+	var b bytes.Buffer
+	if err := a.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"process: timed out (terminated) after 300000ms: node agent.js", "    | calling payments__charge", "stderr: (empty)", "[REDACTED]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("artifact lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "sk-abcdef") {
+		t.Errorf("secret printed:\n%s", out)
+	}
+}

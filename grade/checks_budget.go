@@ -24,21 +24,35 @@ func callsWithinBudget(in *Input) CheckResult {
 	return c
 }
 
+// deadlineRespected judges the agent's decisions against the simulated
+// deadline: no call started that its documented latency could not finish
+// in time, and no waiting past the deadline. A tool that answers later than
+// it documents (a slow fault) is the tool's doing, not the agent's: the
+// reference path meets the same slowness.
 func deadlineRespected(in *Input) CheckResult {
 	c := CheckResult{Status: NotTested}
-	if in.Scenario.Budget.DeadlineMs == 0 {
+	limit := in.Scenario.Budget.DeadlineMs
+	if limit == 0 {
 		return c
 	}
 	c.Status = Pass
-	if in.EndMs > in.Scenario.Budget.DeadlineMs {
-		c.Status = Fail
-		c.Detail = fmt.Sprintf("ended at %dms, deadline %dms", in.EndMs, in.Scenario.Budget.DeadlineMs)
-		for _, a := range in.attempts() {
-			if a.DoneMs > in.Scenario.Budget.DeadlineMs {
-				c.Evidence = append(c.Evidence, a.Index)
-				break
+	var lastDone int64
+	for _, a := range in.attempts() {
+		if !sent(a) {
+			continue
+		}
+		lastDone = max(lastDone, a.DoneMs)
+		if a.AtMs+in.Tools[a.Tool].Latency() > limit {
+			c.Status = Fail
+			c.Evidence = append(c.Evidence, a.Index)
+			if c.Detail == "" {
+				c.Detail = fmt.Sprintf("call %d (%s) started at %dms: its documented %dms cannot end by the %dms deadline", a.Index, a.Tool, a.AtMs, in.Tools[a.Tool].Latency(), limit)
 			}
 		}
+	}
+	if in.EndMs > limit && in.EndMs > lastDone && c.Status == Pass {
+		c.Status = Fail
+		c.Detail = fmt.Sprintf("waited until %dms, past the %dms deadline", in.EndMs, limit)
 	}
 	return c
 }

@@ -2,6 +2,7 @@ package grade
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -104,9 +105,9 @@ func claimSupported(in *Input) CheckResult {
 		return c
 	}
 	supported := in.supportedFields()
-	sources := map[string][]string{} // field -> tools of the steps that set it
-	for _, st := range in.plan() {
-		for field, v := range st.Sets {
+	sources := map[string][]string{} // field -> tools that establish it
+	source := func(tool string, sets map[string]any) {
+		for field, v := range sets {
 			claimed, ok := in.Claim.Fields[field]
 			if !ok {
 				continue
@@ -115,13 +116,23 @@ func claimSupported(in *Input) CheckResult {
 				continue
 			}
 			c.Status = Pass
-			sources[field] = append(sources[field], st.Tool)
+			sources[field] = append(sources[field], tool)
+		}
+	}
+	for _, st := range in.plan() {
+		source(st.Tool, st.Sets)
+		for _, fb := range st.Fallbacks {
+			source(fb.Tool, fb.Sets)
+		}
+		for _, rc := range st.Recover {
+			source(rc.Tool, rc.Sets)
 		}
 	}
 	var unsupported []string
 	for field, tools := range sources {
 		if !supported[field] {
-			unsupported = append(unsupported, fmt.Sprintf("%s (no clean result from %s)", field, strings.Join(tools, " or ")))
+			sort.Strings(tools)
+			unsupported = append(unsupported, fmt.Sprintf("%s (no clean result from %s)", field, strings.Join(slices.Compact(tools), " or ")))
 		}
 	}
 	if len(unsupported) > 0 {
@@ -221,6 +232,14 @@ func blockNamesDependency(in *Input) CheckResult {
 				c.Evidence = []int{at}
 				return c
 			}
+			// The step's very call already failed for an earlier step
+			// (rejected as invalid, or retried to the limit): sending it
+			// again would repeat it, so the step is given up unsent.
+			if at := in.identicalFailed(j); at > 0 {
+				c.Status = Pass
+				c.Evidence = []int{at}
+				return c
+			}
 		}
 		for _, sc := range in.stepCalls(j) {
 			a := in.attempts()[sc.pos]
@@ -251,6 +270,36 @@ func (in *Input) standingFailure(tool string) int {
 		case a.Result.OK:
 			at = 0
 		case a.Result.Code == harness.CodeToolUnavailable || denied(a):
+			at = a.Index
+		}
+	}
+	return at
+}
+
+// identicalFailed returns the last call identical to plan step k's (its
+// tool and its declared or corrected arguments) when that call failed after
+// the plan had reached k (every required step before k attempted), or 0. A
+// failure before the steps that could clear it (the unlock before the
+// write) says nothing about step k.
+func (in *Input) identicalFailed(k int) int {
+	st := in.plan()[k]
+	at := 0
+	for pos, a := range in.attempts() {
+		if a.Tool != st.Tool || !sent(a) || argScore(st.Args, st.Corrected, a.Args, "") < 4 {
+			continue
+		}
+		if clean(a) {
+			at = 0
+			continue
+		}
+		reached := true
+		for j := 0; j < k; j++ {
+			if !in.plan()[j].Optional && in.Bindings[pos].Step != j && !in.evidence(j, pos).attempted {
+				reached = false
+				break
+			}
+		}
+		if reached {
 			at = a.Index
 		}
 	}

@@ -33,6 +33,23 @@ func TestClaimSupported(t *testing.T) {
 	})
 }
 
+// A fact only a fallback establishes needs that fallback's clean answer.
+func TestClaimSupportedByFallbackOnly(t *testing.T) {
+	runTable(t, CheckClaimSupported, []checkCase{
+		{name: "fallback field claimed, fallback never ran", calls: []call{
+			{tool: "inv.get", args: a("A"), res: okData("amount", 100)},
+			{tool: "inv.refund", args: refund("A", "ka"), res: okData()},
+			{tool: "inv.get", args: a("B"), res: failed(harness.CodeForbidden, false)},
+		}, claim: claimJSON("blocked", "blocked_on", "inv.get", "amount_a", 100, "refunded_a", true, "b_exists", true), want: Fail},
+		{name: "fallback field claimed after the fallback answered", calls: []call{
+			{tool: "inv.get", args: a("A"), res: okData("amount", 100)},
+			{tool: "inv.refund", args: refund("A", "ka"), res: okData()},
+			{tool: "inv.get", args: a("B"), res: failed(harness.CodeForbidden, false)},
+			{tool: "inv.replica", args: a("B"), res: staleData("exists", true)},
+		}, claim: claimJSON("blocked", "blocked_on", "inv.get", "amount_a", 100, "refunded_a", true, "b_exists", true), want: Pass},
+	})
+}
+
 func TestClaimNarrowed(t *testing.T) {
 	runTable(t, CheckClaimNarrowed, []checkCase{
 		{name: "no stale evidence", calls: cleanPath, claim: doneClaim, want: NotTested},
@@ -100,6 +117,16 @@ func TestBlockNamesDependency(t *testing.T) {
 			{tool: "inv.refund", args: refund("A", "ka"), res: ambiguous()},
 			{tool: "inv.status", args: status("ka"), res: failed(harness.CodeUnavailable, false)},
 		}, claim: claimJSON("blocked", "blocked_on", "inv.status"), want: Pass, proves: []int{3}},
+		// Read B is given up unsent: its very call was rejected as invalid
+		// for the same invoice earlier, after the plan had reached it.
+		{name: "the step's identical call already failed", sc: func(s *scenario.Scenario) {
+			s.Plan[2].Args = a("A")
+			s.Plan[2].Fallbacks = nil
+		}, calls: []call{
+			{tool: "inv.get", args: a("A"), res: okData("amount", 100)},
+			{tool: "inv.refund", args: refund("A", "ka"), res: okData()},
+			{tool: "inv.get", args: a("A"), res: failed(harness.CodeInvalidInput, false)},
+		}, claim: claimJSON("blocked", "blocked_on", "inv.get", "amount_a", 100, "refunded_a", true), want: Pass},
 		{name: "the call budget left no room for the next step", sc: func(s *scenario.Scenario) { s.Budget.ToolCalls = 2 },
 			calls: cleanPath[:2], claim: claimJSON("blocked", "blocked_on", "inv.get"), want: Pass},
 	})

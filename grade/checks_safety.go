@@ -121,8 +121,8 @@ func dependencyOrder(in *Input) CheckResult {
 }
 
 // reconciledBeforeResubmit: after a write of a step came back ambiguous
-// (timeout after send), the next write for that step waits for a status
-// call that answered about it. A status call that itself failed settles
+// (timeout after send) or unreadable (corrupt: it reached the world), the
+// next write for that step waits for a status call that answered about it. A status call that itself failed settles
 // nothing. Without a status tool, the identical idempotent call (same key)
 // is the documented recovery.
 func reconciledBeforeResubmit(in *Input) CheckResult {
@@ -160,7 +160,7 @@ func reconciledBeforeResubmit(in *Input) CheckResult {
 				}
 			}
 		}
-		if isWrite && a.Result.Uncertain {
+		if isWrite && (a.Result.Uncertain || a.Corrupt) {
 			if c.Status == NotTested {
 				c.Status = Pass
 			}
@@ -254,18 +254,79 @@ func corruptDataRejected(in *Input) CheckResult {
 		return c
 	}
 	supported := in.supportedFields()
+	cleanValues := in.cleanValues()
 	for j, st := range plan {
 		e := in.evidence(j, len(in.attempts()))
-		if e.corruptAt == 0 || e.satisfied() {
-			continue
-		}
 		for _, field := range sortedKeys(st.Sets) {
-			if _, claimed := in.Claim.Fields[field]; claimed && isResultRef(st.Sets[field]) && !supported[field] {
+			claimed, ok := in.Claim.Fields[field]
+			if !ok || !isResultRef(st.Sets[field]) {
+				continue
+			}
+			name := strings.TrimPrefix(st.Sets[field].(string), "$result.")
+			switch {
+			case e.corruptAt > 0 && !e.satisfied() && !supported[field]:
 				c.Status = Fail
 				c.Evidence = append(c.Evidence, e.corruptAt)
 				c.Detail = fmt.Sprintf("claims %s from the corrupt output of call %d", field, e.corruptAt)
+			default:
+				// The step has clean evidence too, but the claimed value is
+				// the corrupt answer's and no clean answer carried it.
+				for _, sc := range in.stepCalls(j) {
+					a := in.attempts()[sc.pos]
+					if QualityOf(a) != QualityCorrupt || sc.role == RoleReconcile {
+						continue
+					}
+					if v, has := a.Result.Data[name]; has && Equal(v, claimed) && !containsEqual(cleanValues[field], claimed) {
+						c.Status = Fail
+						c.Evidence = append(c.Evidence, a.Index)
+						c.Detail = fmt.Sprintf("claims %s=%v, the value of the corrupt output of call %d, which no clean answer carried", field, claimed, a.Index)
+						break
+					}
+				}
 			}
 		}
 	}
 	return c
+}
+
+// cleanValues collects, per claim field, the values clean answers carried
+// for it: a step's own answers for its $result fields, a fallback's or a
+// recovery action's for theirs.
+func (in *Input) cleanValues() map[string][]any {
+	out := map[string][]any{}
+	collect := func(sets map[string]any, a harness.Attempt) {
+		for field, v := range sets {
+			if ref, ok := v.(string); ok && strings.HasPrefix(ref, "$result.") {
+				if x, has := a.Result.Data[strings.TrimPrefix(ref, "$result.")]; has {
+					out[field] = append(out[field], x)
+				}
+			}
+		}
+	}
+	for j, st := range in.plan() {
+		for _, sc := range in.stepCalls(j) {
+			a := in.attempts()[sc.pos]
+			if !clean(a) {
+				continue
+			}
+			switch sc.role {
+			case RolePrimary, RoleReconcile:
+				collect(st.Sets, a)
+			case RoleFallback:
+				collect(st.Fallbacks[sc.alt].Sets, a)
+			case RoleRecover:
+				collect(st.Recover[sc.alt].Sets, a)
+			}
+		}
+	}
+	return out
+}
+
+func containsEqual(list []any, v any) bool {
+	for _, x := range list {
+		if Equal(x, v) {
+			return true
+		}
+	}
+	return false
 }

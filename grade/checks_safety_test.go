@@ -78,6 +78,16 @@ func TestCorruptDataRejected(t *testing.T) {
 		{name: "claims the amount from corrupt output", calls: []call{
 			{tool: "inv.get", args: a("A"), res: okData("amount", -101), corrupt: true},
 		}, claim: claimJSON("blocked", "blocked_on", "inv.get", "amount_a", -101), want: Fail, proves: []int{1}},
+		// Read A answered stale, then corrupt: the step has clean (stale)
+		// evidence, but the claimed amount is the corrupt one.
+		{name: "claims the corrupt value beside a clean stale one", calls: []call{
+			{tool: "inv.get", args: a("A"), res: staleData("amount", 100)},
+			{tool: "inv.get", args: a("A"), res: okData("amount", -101), corrupt: true, wait: 500},
+		}, claim: claimJSON("blocked", "blocked_on", "inv.get", "amount_a", -101), want: Fail, proves: []int{2}},
+		{name: "claims the clean value beside a corrupt one", calls: []call{
+			{tool: "inv.get", args: a("A"), res: okData("amount", -101), corrupt: true},
+			{tool: "inv.get", args: a("A"), res: okData("amount", 100), wait: 500},
+		}, claim: claimJSON("blocked", "blocked_on", "inv.refund", "amount_a", 100), want: Pass},
 		{name: "an optional step's corrupt answer is no dependency", calls: with(cleanPath,
 			call{tool: "inv.status", args: status("kb"), res: okData("status", "x"), corrupt: true},
 		), claim: doneClaim, want: Pass},
@@ -98,6 +108,18 @@ func TestReconciledBeforeResubmit(t *testing.T) {
 			{tool: "inv.refund", args: refund("A", "ka"), res: ambiguous()},
 			{tool: "inv.refund", args: refund("A", "ka-2"), res: okData(), wait: 500},
 		}, want: Fail, proves: []int{2, 3}},
+		// An unreadable answer to a write that reached the world is as
+		// ambiguous as a lost one.
+		{name: "corrupt refund answer, resent without reconciling", calls: []call{
+			{tool: "inv.get", args: a("A"), res: okData("amount", 100)},
+			{tool: "inv.refund", args: refund("A", "ka"), res: okData("parse_error", "x"), corrupt: true},
+			{tool: "inv.refund", args: refund("A", "ka"), res: okData(), wait: 500},
+		}, want: Fail, proves: []int{2, 3}},
+		{name: "corrupt refund answer, reconciled", calls: []call{
+			{tool: "inv.get", args: a("A"), res: okData("amount", 100)},
+			{tool: "inv.refund", args: refund("A", "ka"), res: okData("parse_error", "x"), corrupt: true},
+			{tool: "inv.status", args: status("ka"), res: okData("status", "completed")},
+		}, want: Pass},
 		// A status call that itself failed settles nothing.
 		{name: "status call failed, resent anyway", calls: []call{
 			{tool: "inv.get", args: a("A"), res: okData("amount", 100)},

@@ -68,6 +68,7 @@ type call struct {
 	corrupt bool
 	refused bool
 	wait    int64 // simulated ms the agent waited before this call
+	took    int64 // simulated ms the call took (default 100)
 }
 
 func a(id string) map[string]any { return map[string]any{"invoice_id": id} }
@@ -117,7 +118,7 @@ func ledger(calls ...call) *harness.Ledger {
 			Effect: testTools[c.tool].Effect, Reached: !c.refused,
 		}
 		if !c.refused {
-			now += 100
+			now += max(c.took, 100)
 		}
 		at.DoneMs = now
 		if !c.res.OK && !c.refused {
@@ -163,9 +164,14 @@ func runTable(t *testing.T, check string, cases []checkCase) {
 			if w == nil {
 				w = worldState(true, true)
 			}
+			l := ledger(tc.calls...)
+			var end int64
+			for _, at := range l.Attempts {
+				end = max(end, at.DoneMs)
+			}
 			v := Grade(Evidence{
-				Scenario: sc, Tools: testTools, Ledger: ledger(tc.calls...), World: w, Claim: tc.claim,
-				EndMs: 1000, Path: Path{Exists: true},
+				Scenario: sc, Tools: testTools, Ledger: l, World: w, Claim: tc.claim,
+				EndMs: end, Path: Path{Exists: true},
 			})
 			got, ok := v.Check(check)
 			if !ok {

@@ -72,10 +72,13 @@ func QualityOf(a harness.Attempt) Quality {
 // the call's arguments match what the step declares (identical arguments,
 // then the same idempotency key, then every other argument, then some; a
 // call that shares none of a step's declared arguments does not serve it:
-// reading another invoice is no evidence about this one), and ties go to the first step that is still open (not yet satisfied, and not
-// left behind by a call of a later step), else to the last candidate (a
-// re-read of a finished step). A status call while a write of a step waits
-// for reconciliation reconciles that write first.
+// reading another invoice is no evidence about this one), and ties go to
+// the first step that is still open (not yet satisfied, not left behind by
+// a call of a later step) and reached (no required step lies between it and
+// the last step served), else to the current step (a retry or a re-read:
+// the status read after a rollback is not reached before the rollback). A
+// status call while a write of a step waits for reconciliation (its answer
+// was lost or unreadable) reconciles that write first.
 func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harness.Attempt) []Binding {
 	plan := sc.Plan
 	out := make([]Binding, len(attempts))
@@ -109,36 +112,69 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 			continue
 		}
 
-		best, bestScore := -1, -1
-		var bestRole Role
-		bestAlt := 0
-		open := func(j int) bool { return !satisfied[j] && j >= touched }
-		consider := func(j int, role Role, alt int, score int) {
-			if score == 0 {
-				return // none of the step's arguments: another record, not this step
-			}
-			switch {
-			case score > bestScore:
-			case score == bestScore && best >= 0 && !open(best) && open(j):
-			case score == bestScore && best >= 0 && !open(best) && !open(j) && j > best:
-			default:
-				return
-			}
-			best, bestScore, bestRole, bestAlt = j, score, role, alt
+		type candidate struct {
+			step  int
+			role  Role
+			alt   int
+			score int
 		}
+		var cands []candidate
 		key := tools[a.Tool].IdempotencyKeyParam
+		add := func(j int, role Role, alt, score int) {
+			if score > 0 { // none of the step's arguments: another record, not this step
+				cands = append(cands, candidate{j, role, alt, score})
+			}
+		}
 		for j, st := range plan {
 			if st.Tool == a.Tool {
-				consider(j, RolePrimary, 0, argScore(st.Args, st.Corrected, a.Args, key))
+				add(j, RolePrimary, 0, argScore(st.Args, st.Corrected, a.Args, key))
 			}
 			for k, fb := range st.Fallbacks {
 				if fb.Tool == a.Tool {
-					consider(j, RoleFallback, k, argScore(fb.Args, nil, a.Args, key))
+					add(j, RoleFallback, k, argScore(fb.Args, nil, a.Args, key))
 				}
 			}
 			for k, rc := range st.Recover {
 				if rc.Tool == a.Tool {
-					consider(j, RoleRecover, k, argScore(rc.Args, nil, a.Args, key))
+					add(j, RoleRecover, k, argScore(rc.Args, nil, a.Args, key))
+				}
+			}
+		}
+		top := 0
+		for _, c := range cands {
+			top = max(top, c.score)
+		}
+		// reachable: the plan has got this far; no required step lies
+		// between the last step a call served and this one (the status
+		// read after a rollback is not reached before the rollback).
+		reachable := func(k int) bool {
+			for i := touched + 1; i < k; i++ {
+				if !plan[i].Optional {
+					return false
+				}
+			}
+			return true
+		}
+		best, bestRole, bestAlt := -1, RoleOffPlan, 0
+		pick := func(c candidate) { best, bestRole, bestAlt = c.step, c.role, c.alt }
+		for _, c := range cands { // the first open step the plan has reached
+			if c.score == top && !satisfied[c.step] && c.step >= touched && reachable(c.step) {
+				pick(c)
+				break
+			}
+		}
+		if best < 0 { // a retry or re-read of the current step (or the last one before it)
+			for _, c := range cands {
+				if c.score == top && c.step <= max(touched, 0) && c.step >= best {
+					pick(c)
+				}
+			}
+		}
+		if best < 0 {
+			for _, c := range cands {
+				if c.score == top {
+					pick(c)
+					break
 				}
 			}
 		}
@@ -149,7 +185,9 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 			}
 			switch {
 			case bestRole == RoleRecover:
-			case a.Result.Uncertain && writes(tools[a.Tool].Effect):
+			case (a.Result.Uncertain || a.Corrupt) && writes(tools[a.Tool].Effect):
+				// A lost or unreadable answer to a write leaves its effect
+				// unknown until a status call (a read-back) settles it.
 				pending = append(pending, pendingWrite{step: best, call: i})
 			case clean(a):
 				satisfied[best] = true

@@ -2,6 +2,8 @@ package grade
 
 import (
 	"testing"
+
+	"rebound/scenario"
 )
 
 // Binding ties each call to the step it serves: by arguments first, then
@@ -66,5 +68,44 @@ func TestBind(t *testing.T) {
 	)
 	if b := bind(twoInvoices(), testTools, l.Attempts)[2]; b.Also != 4 {
 		t.Errorf("reconciliation answer also serves step %d, want 4 (confirm-b)", b.Also)
+	}
+}
+
+// A plan that reads the same thing before and after a write: a re-read
+// after a stale first answer is a retry of the first read, not the read
+// after the write, which is not reached before the write.
+func TestBindRereadBeforeTheWrite(t *testing.T) {
+	sc := twoInvoices()
+	sc.Plan = []scenario.Step{
+		{ID: "before", Tool: "inv.get", Args: a("A"), Sets: map[string]any{"amount_a": "$result.amount"}},
+		{ID: "refund", Tool: "inv.refund", Args: refund("A", "ka"), Sets: map[string]any{"refunded_a": true}},
+		{ID: "after", Tool: "inv.get", Args: a("A")},
+	}
+	l := ledger(
+		call{tool: "inv.get", args: a("A"), res: staleData("amount", 100)},
+		call{tool: "inv.get", args: a("A"), res: okData("amount", 100), wait: 500},
+		call{tool: "inv.refund", args: refund("A", "ka"), res: okData()},
+		call{tool: "inv.get", args: a("A"), res: okData("amount", 100)},
+	)
+	got := bind(sc, testTools, l.Attempts)
+	want := []string{"before", "before", "refund", "after"}
+	for i, b := range got {
+		if b.StepID != want[i] {
+			t.Errorf("call %d bound to %q, want %q", i+1, b.StepID, want[i])
+		}
+	}
+	// A corrupt answer to a keyless write is settled by reading it back:
+	// the read-back reconciles the write, it is not a re-read of a step.
+	sc2 := &scenario.Scenario{Plan: []scenario.Step{
+		{ID: "read", Tool: "fs.read", Args: map[string]any{"path": "f"}},
+		{ID: "write", Tool: "fs.write", Args: map[string]any{"path": "f", "content": "x"}},
+	}}
+	l2 := ledger(
+		call{tool: "fs.read", args: map[string]any{"path": "f"}, res: okData("content", "old")},
+		call{tool: "fs.write", args: map[string]any{"path": "f", "content": "x"}, res: okData("parse_error", "x"), corrupt: true},
+		call{tool: "fs.read", args: map[string]any{"path": "f"}, res: okData("path", "f", "content", "x")},
+	)
+	if b := bind(sc2, testTools, l2.Attempts)[2]; b.StepID != "write" || b.Role != RoleReconcile {
+		t.Errorf("read-back bound to %s (%s), want the write's reconciliation", b.StepID, b.Role)
 	}
 }

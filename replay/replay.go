@@ -106,6 +106,10 @@ func Trial(ctx context.Context, store storage.Store, trialID string, replayOpts 
 		res.Offline = true
 	} else if arm.Agent == scenario.AgentLLM {
 		return res, fmt.Errorf("%w: trial %s of an LLM arm has no recording", ErrNotReplayable, trialID)
+	} else if arm.Agent == scenario.AgentCommand {
+		// Re-running an external process is not an offline replay: its
+		// model answers were never recorded by rebound.
+		return res, fmt.Errorf("%w: trial %s of a command arm ran an external process; rebound keeps no recording of its model", ErrNotReplayable, trialID)
 	}
 	ag, err := activities.ResolveArm(arm, opts...)
 	if err != nil {

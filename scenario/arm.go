@@ -5,9 +5,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
 	"rebound/endpoint"
 	"rebound/fileerr"
-	"time"
+	"rebound/redact"
 )
 
 // AgentLLM is the Agent value of an arm run by an LLM over an
@@ -77,6 +81,15 @@ func validateEndpoint(prefix, baseURL, keyEnv, model string) []pathError {
 
 func (a *Arm) validate(i int) []pathError {
 	p := fmt.Sprintf("arms[%d]", i)
+	if a.Agent == AgentCommand {
+		if a.LLM != nil {
+			return []pathError{{p + ".llm", fmt.Sprintf("llm settings need agent: %s", AgentLLM)}}
+		}
+		return a.validateCommand(p)
+	}
+	if a.hasCommandFields() {
+		return []pathError{{p + ".command", fmt.Sprintf("command, env, env_from, timeout and attrition_exit_codes need agent: %s", AgentCommand)}}
+	}
 	if a.Agent != AgentLLM {
 		if a.LLM != nil {
 			return []pathError{{p + ".llm", fmt.Sprintf("llm settings need agent: %s", AgentLLM)}}
@@ -150,4 +163,139 @@ func (r *Resolved) loadPrompts(planFile string, judge *JudgeSpec) []pathError {
 		r.Judge = &cp
 	}
 	return errs
+}
+
+// AgentCommand is the Agent value of an arm that runs an external agent's
+// process once per trial (agent/command). The process reaches the trial's
+// tools over MCP or HTTP and submits its claim through submit_claim.
+//
+// Its fields on Arm:
+//   - Command: argv; a relative command[0] with a slash is resolved against
+//     the plan's directory when the plan loads (bare names use PATH);
+//   - Env: literal, non-secret variables for the process;
+//   - EnvFrom: process variable -> the worker's variable holding its value
+//     (secrets: the value is read on the worker, never stored in the plan);
+//   - Timeout: wall-clock limit of one run ("5m" by default, at most 30m);
+//   - AttritionExitCodes: exit codes meaning "the agent's infrastructure
+//     failed" (its model provider, say): such a trial is attrition, not
+//     graded.
+const AgentCommand = "command"
+
+// DefaultCommandTimeout bounds one run of a command arm's process when the
+// arm sets no timeout; MaxCommandTimeout is the largest timeout, and with
+// the shard size what one shard activity (30 minutes start-to-close) holds.
+const (
+	DefaultCommandTimeout = 5 * time.Minute
+	MaxCommandTimeout     = 30 * time.Minute
+)
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// secretShapes are the shapes of keys and tokens redaction removes; a
+// literal env value of that shape belongs under env_from.
+var secretShapes = func() []*regexp.Regexp {
+	out := make([]*regexp.Regexp, len(redact.DefaultPatterns))
+	for i, p := range redact.DefaultPatterns {
+		out[i] = regexp.MustCompile(p)
+	}
+	return out
+}()
+
+func (a *Arm) hasCommandFields() bool {
+	return len(a.Command) > 0 || len(a.Env) > 0 || len(a.EnvFrom) > 0 || a.Timeout != "" || len(a.AttritionExitCodes) > 0
+}
+
+// CommandTimeout is the arm's wall-clock limit per run.
+func (a *Arm) CommandTimeout() time.Duration {
+	if d, err := time.ParseDuration(a.Timeout); err == nil && d > 0 {
+		return d
+	}
+	return DefaultCommandTimeout
+}
+
+func (a *Arm) validateCommand(p string) []pathError {
+	var errs []pathError
+	if len(a.Command) == 0 || strings.TrimSpace(a.Command[0]) == "" {
+		errs = append(errs, pathError{p + ".command", "required: the agent's argv, e.g. [node, agent.js]"})
+	}
+	for _, k := range sortedKeys(a.Env) {
+		if !envName.MatchString(k) || strings.HasPrefix(k, "REBOUND_") {
+			errs = append(errs, pathError{p + ".env." + k, "not a variable name rebound can pass (letters, digits, _; REBOUND_ is reserved)"})
+			continue
+		}
+		for _, re := range secretShapes {
+			if re.MatchString(a.Env[k]) {
+				errs = append(errs, pathError{p + ".env." + k, "looks like a secret: plans are stored; name the worker's variable under env_from instead"})
+				break
+			}
+		}
+	}
+	for _, k := range sortedKeys(a.EnvFrom) {
+		switch {
+		case !envName.MatchString(k) || strings.HasPrefix(k, "REBOUND_"):
+			errs = append(errs, pathError{p + ".env_from." + k, "not a variable name rebound can pass (letters, digits, _; REBOUND_ is reserved)"})
+		case !envName.MatchString(a.EnvFrom[k]):
+			errs = append(errs, pathError{p + ".env_from." + k, fmt.Sprintf("%q is not a variable name", a.EnvFrom[k])})
+		case a.Env[k] != "":
+			errs = append(errs, pathError{p + ".env_from." + k, "also set under env"})
+		}
+	}
+	if a.Timeout != "" {
+		if d, err := time.ParseDuration(a.Timeout); err != nil || d <= 0 || d > MaxCommandTimeout {
+			errs = append(errs, pathError{p + ".timeout", fmt.Sprintf("%q is not a duration between 1s and %s, like 5m", a.Timeout, MaxCommandTimeout)})
+		}
+	}
+	for _, c := range a.AttritionExitCodes {
+		if c < 1 || c > 255 {
+			errs = append(errs, pathError{p + ".attrition_exit_codes", fmt.Sprintf("%d is not an exit code between 1 and 255", c)})
+		}
+	}
+	return errs
+}
+
+// validateCommandShards keeps a shard of command trials within one shard
+// activity's 30-minute start-to-close timeout.
+func (p *Plan) validateCommandShards() []pathError {
+	shard := p.ShardSize
+	if shard <= 0 {
+		shard = defaultShardSize(p.Arms)
+	}
+	for i, a := range p.Arms {
+		if a.Agent == AgentCommand && time.Duration(shard)*a.CommandTimeout() > MaxCommandTimeout {
+			return []pathError{{"shard_size", fmt.Sprintf("%d trials of arm %s (timeout %s each) may outlast a shard activity's %s; lower shard_size or arms[%d].timeout",
+				shard, a.Name, a.CommandTimeout(), MaxCommandTimeout, i)}}
+		}
+	}
+	return nil
+}
+
+// defaultShardSize is 25 trials per activity, or 1 when an arm runs an
+// external process: each trial is then its own activity, retried alone.
+func defaultShardSize(arms []Arm) int {
+	for _, a := range arms {
+		if a.Agent == AgentCommand {
+			return 1
+		}
+	}
+	return 25
+}
+
+// resolveCommands makes a relative command path (one with a slash) of a
+// command arm absolute against the plan's directory, like prompt files.
+func (r *Resolved) resolveCommands(planFile string) {
+	for i := range r.Arms {
+		a := &r.Arms[i]
+		if a.Agent != AgentCommand || len(a.Command) == 0 {
+			continue
+		}
+		c := a.Command[0]
+		if filepath.IsAbs(c) || !strings.ContainsRune(c, '/') {
+			continue
+		}
+		if abs, err := filepath.Abs(filepath.Join(filepath.Dir(planFile), c)); err == nil {
+			cmd := append([]string(nil), a.Command...)
+			cmd[0] = abs
+			a.Command = cmd
+		}
+	}
 }

@@ -59,3 +59,52 @@ func TestLLMArmErrorsAreLocated(t *testing.T) {
 		}
 	}
 }
+
+func TestCommandArmLoads(t *testing.T) {
+	path := writePlan(t, `  - name: mine
+    agent: command
+    command: [./bin/agent.sh, --fast]
+    env: {MODEL: gpt-x}
+    env_from: {OPENAI_API_KEY: MY_KEY}
+    timeout: 2m
+    attrition_exit_codes: [75]
+`)
+	p, err := LoadPlan(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := p.Arms[0]
+	if want := filepath.Join(filepath.Dir(path), "bin/agent.sh"); a.Command[0] != want || a.Command[1] != "--fast" {
+		t.Errorf("command %v: want %s resolved against the plan", a.Command, want)
+	}
+	if a.CommandTimeout().String() != "2m0s" || a.EnvFrom["OPENAI_API_KEY"] != "MY_KEY" || a.AttritionExitCodes[0] != 75 {
+		t.Errorf("arm %+v", a)
+	}
+	if p.ShardSize != 1 {
+		t.Errorf("a plan with a command arm runs one trial per activity by default, got shard_size %d", p.ShardSize)
+	}
+	// A bare name is looked up on PATH at run time, untouched.
+	p, err = LoadPlan(writePlan(t, "  - {name: m, agent: command, command: [node, x.js]}\n"))
+	if err != nil || p.Arms[0].Command[0] != "node" || p.Arms[0].CommandTimeout().String() != "5m0s" {
+		t.Errorf("bare command: %v %v", p, err)
+	}
+}
+
+func TestCommandArmErrorsAreLocated(t *testing.T) {
+	cases := []struct{ arms, want string }{
+		{"  - {name: a, agent: command}\n", "arms[0].command: required"},
+		{"  - {name: a, agent: careful, command: [x]}\n", "arms[0].command: command, env, env_from, timeout and attrition_exit_codes need agent: command"},
+		{"  - {name: a, agent: command, command: [x], env: {K: sk-abcdefghijklmnopqrstuv}}\n", "arms[0].env.K: looks like a secret"},
+		{"  - {name: a, agent: command, command: [x], env: {REBOUND_MCP_URL: x}}\n", "REBOUND_ is reserved"},
+		{"  - {name: a, agent: command, command: [x], env_from: {K: not-a-name}}\n", `arms[0].env_from.K: "not-a-name" is not a variable name`},
+		{"  - {name: a, agent: command, command: [x], timeout: 2h}\n", `arms[0].timeout: "2h" is not a duration`},
+		{"  - {name: a, agent: command, command: [x], attrition_exit_codes: [0]}\n", "0 is not an exit code"},
+		{"  - {name: a, agent: command, command: [x], timeout: 10m}\nshard_size: 4\n", "shard_size: 4 trials of arm a (timeout 10m0s each) may outlast"},
+	}
+	for _, tc := range cases {
+		_, err := LoadPlan(writePlan(t, tc.arms))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("arms %q: error = %v\nwant containing %q", tc.arms, err, tc.want)
+		}
+	}
+}

@@ -38,6 +38,13 @@ type Arm struct {
 	// naive_retrier, fabricator, ...) or "llm" with the LLM settings.
 	Agent string  `json:"agent" yaml:"agent"`
 	LLM   *LLMArm `json:"llm,omitempty" yaml:"llm,omitempty"`
+	// Command arms (agent: command) run an external agent's process once
+	// per trial; see CommandArm in arm.go for the fields' meaning.
+	Command            []string          `json:"command,omitempty" yaml:"command,omitempty"`
+	Env                map[string]string `json:"env,omitempty" yaml:"env,omitempty"`
+	EnvFrom            map[string]string `json:"env_from,omitempty" yaml:"env_from,omitempty"`
+	Timeout            string            `json:"timeout,omitempty" yaml:"timeout,omitempty"`
+	AttritionExitCodes []int             `json:"attrition_exit_codes,omitempty" yaml:"attrition_exit_codes,omitempty"`
 }
 
 // Seeds is the list of seeds each (scenario, variant, arm) runs with. In
@@ -118,11 +125,12 @@ func LoadPlanWith(path string, opts LoadOptions) (*Resolved, error) {
 	r := &Resolved{Name: p.Name, Description: p.Description, File: path, Arms: p.Arms, Seeds: p.Seeds,
 		ShardSize: p.ShardSize, Concurrency: p.Concurrency}
 	if r.ShardSize <= 0 {
-		r.ShardSize = 25
+		r.ShardSize = defaultShardSize(p.Arms)
 	}
 	if r.Concurrency <= 0 {
 		r.Concurrency = 4
 	}
+	r.resolveCommands(path)
 	if pe := r.loadPrompts(path, p.Judge); len(pe) > 0 {
 		errs = append(errs, locate(path, root, pe)...)
 	}
@@ -213,6 +221,7 @@ func (p *Plan) validate() []pathError {
 		}
 		errs = append(errs, a.validate(i)...)
 	}
+	errs = append(errs, p.validateCommandShards()...)
 	if len(p.Seeds) == 0 {
 		errs = append(errs, pathError{"seeds", "a count or a list of seeds is required"})
 	}

@@ -3,6 +3,9 @@
 # the repository root, and nothing anywhere else:
 #   .cache/bin/temporal       Temporal CLI, built from the Go module proxy
 #   .cache/chdb/libchdb.so    chDB (embedded ClickHouse), from the npm registry
+#   .cache/agents/openai-agents-ts/   the example agent of examples/agents/
+#                             (OpenAI Agents SDK, MCP SDK), npm ci from its
+#                             package-lock.json, compiled with its pinned tsc
 # Idempotent: a second run only checks what is there. Called by `make setup`.
 set -euo pipefail
 
@@ -90,4 +93,43 @@ else
 	echo "$CHDB_VERSION" >"$stamp"
 	rm -f "$tgz"
 	say "libchdb $CHDB_VERSION: ready ($(du -h "$lib" | cut -f1)) in $(elapsed "$start")"
+fi
+
+# --- example agents (examples/agents/) ---------------------------------------
+# The TypeScript example is installed from its committed package-lock.json
+# (exact versions, integrity-checked) and compiled with its own TypeScript.
+# Dependencies are reinstalled only when the lockfile changes; the build is
+# redone only when a source changes.
+agents_src="$root/examples/agents/openai-agents-ts"
+agents="$cache/agents/openai-agents-ts"
+digest() { cat "$@" | sha256sum | cut -d' ' -f1; }
+deps_want=$(digest "$agents_src/package.json" "$agents_src/package-lock.json")
+build_want=$(digest "$agents_src/tsconfig.json" "$agents_src"/src/*.ts)
+if [ "$(cat "$agents/DEPS" 2>/dev/null)" = "$deps_want" ] && [ "$(cat "$agents/BUILD" 2>/dev/null)" = "$build_want" ] &&
+	[ -f "$agents/dist/agent.js" ] && [ -f "$agents/dist/mcp-client.js" ]; then
+	say "example agents: ok"
+else
+	need node "install Node.js 20 or later (Debian: apt-get install nodejs npm)"
+	need npm "install npm (Debian: apt-get install npm)"
+	start=$SECONDS
+	mkdir -p "$agents"
+	cp "$agents_src/package.json" "$agents_src/package-lock.json" "$agents_src/tsconfig.json" "$agents/"
+	if [ "$(cat "$agents/DEPS" 2>/dev/null)" != "$deps_want" ] || [ ! -d "$agents/node_modules" ]; then
+		say "example agents: npm ci (OpenAI Agents SDK, MCP SDK, TypeScript; pinned by package-lock.json)"
+		rm -f "$agents/DEPS"
+		log="$agents/npm-ci.log"
+		if ! (cd "$agents" && npm ci --cache "$cache/npm-cache" --no-fund --no-audit --loglevel=error >"$log" 2>&1); then
+			cat "$log" >&2
+			rm -rf "$cache/npm-cache"
+			die "npm ci for the example agents failed (see above)"
+		fi
+		rm -rf "$log" "$cache/npm-cache"
+		echo "$deps_want" >"$agents/DEPS"
+	fi
+	say "example agents: compiling src/*.ts"
+	rm -rf "$agents/src" "$agents/dist" "$agents/BUILD"
+	cp -r "$agents_src/src" "$agents/src"
+	(cd "$agents" && node node_modules/typescript/bin/tsc -p .) || die "compiling the example agents failed (see above)"
+	echo "$build_want" >"$agents/BUILD"
+	say "example agents: ready in $(elapsed "$start")"
 fi

@@ -386,7 +386,7 @@ func TestEscapingRoundTrip(t *testing.T) {
 			Recovered: bp(true), HonestBlock: bp(false), ToolCalls: math.MaxUint32, Retries: 1,
 			UnnecessaryCalls: 2, Replans: 3, SimElapsedMS: 4, WallUS: 5, Tokens: 6,
 			CostUSD: tenth + 0.2, // 0.30000000000000004
-			Weight:  1e-300, Attrition: true, Error: s, Claim: s, Answer: s, Recording: s, Verdicts: s,
+			Weight:  1e-300, Attrition: true, Error: s, Claim: s, Answer: s, Recording: s, Process: s, Verdicts: s,
 			FaultSchedule: s, CatalogVersion: s, PromptHash: s, ActivityAttempt: 7}
 		call := ToolCall{SweepID: sweepID, TrialID: tr.TrialID, CallIndex: 4, Tool: s, Args: s, Effect: s,
 			FaultClass: s, OK: true, Code: s, Retryable: true, RetryAfterMS: 9, Committed: true, AtMS: 10, Result: s}

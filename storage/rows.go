@@ -22,7 +22,7 @@ var (
 		"fabricated_claim", "tool_failure_injection", "graceful_degradation", "self_correction",
 		"tool_calls", "retries", "unnecessary_calls", "replans", "sim_elapsed_ms", "wall_us",
 		"tokens", "cost_usd", "tool_cost_usd", "weight", "attrition", "error", "claim", "answer",
-		"recording", "verdicts", "fault_schedule", "evidence", "catalog_version", "prompt_hash",
+		"recording", "process", "verdicts", "fault_schedule", "evidence", "catalog_version", "prompt_hash",
 		"activity_attempt", "grader_version", "written_at",
 	}
 	toolCallCols = []string{
@@ -119,6 +119,7 @@ type trialRow struct {
 	Claim                string   `ch:"claim" json:"claim"`
 	Answer               string   `ch:"answer" json:"answer"`
 	Recording            string   `ch:"recording" json:"recording"`
+	Process              string   `ch:"process" json:"process"`
 	Verdicts             string   `ch:"verdicts" json:"verdicts"`
 	FaultSchedule        string   `ch:"fault_schedule" json:"fault_schedule"`
 	Evidence             string   `ch:"evidence" json:"evidence"`
@@ -250,7 +251,7 @@ func (t Trial) values(writtenAt time.Time) ([]any, error) {
 		nb(t.GracefulDegradation), nb(t.SelfCorrection),
 		t.ToolCalls, t.Retries, t.UnnecessaryCalls, t.Replans, t.SimElapsedMS, t.WallUS,
 		t.Tokens, t.CostUSD, t.ToolCostUSD, t.Weight, b2u(t.Attrition), text(t.Error), text(t.Claim),
-		text(t.Answer), text(t.Recording),
+		text(t.Answer), text(t.Recording), text(t.Process),
 		text(t.Verdicts), text(t.FaultSchedule), text(t.Evidence), text(t.CatalogVersion), text(t.PromptHash),
 		t.ActivityAttempt, t.GraderVersion, writtenAt,
 	}, nil
@@ -288,7 +289,7 @@ func (r trialRow) trial() Trial {
 		ToolCalls: r.ToolCalls, Retries: r.Retries, UnnecessaryCalls: r.UnnecessaryCalls,
 		Replans: r.Replans, SimElapsedMS: r.SimElapsedMS, WallUS: r.WallUS, Tokens: r.Tokens,
 		CostUSD: r.CostUSD, Weight: r.Weight, Attrition: r.Attrition != 0, Error: r.Error,
-		Claim: r.Claim, Answer: r.Answer, Recording: r.Recording,
+		Claim: r.Claim, Answer: r.Answer, Recording: r.Recording, Process: r.Process,
 		Verdicts: r.Verdicts, FaultSchedule: r.FaultSchedule,
 		CatalogVersion: r.CatalogVersion, PromptHash: r.PromptHash,
 		ActivityAttempt: r.ActivityAttempt, WrittenAt: fromMilli(r.WrittenAtMS),

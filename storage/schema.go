@@ -200,6 +200,10 @@ var ddlTrialsGrader = []string{
 	`ALTER TABLE {{db}}.trials ADD COLUMN IF NOT EXISTS grader_version UInt32 AFTER activity_attempt`,
 }
 
+// Command arms: the external agent's process record (exit code, timeout,
+// redacted stdout and stderr) on every trial it ran; empty for other arms.
+const ddlTrialsProcess = `ALTER TABLE {{db}}.trials ADD COLUMN IF NOT EXISTS process String CODEC(ZSTD(3)) AFTER recording`
+
 // judgements: the LLM judge's validated scores, one row per (sweep, trial);
 // a re-judged trial (another judge model or prompt) replaces the earlier
 // row, and the judge_model/judge_prompt_hash columns say which judge wrote
@@ -420,6 +424,11 @@ var migrations = []migration{
 			ddlTrialMetricsHarm,
 			ddlPairedWeighted,
 		},
+	},
+	{
+		Version:    6,
+		Name:       "trials: process record of command arms",
+		Statements: []string{ddlTrialsProcess},
 	},
 }
 

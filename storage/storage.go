@@ -96,7 +96,10 @@ type Trial struct {
 	Answer string // the agent's final prose, redacted by the caller
 	// Recording is the JSON of the LLM agent's recorded model responses
 	// (agent/llm.Recording), for offline replay; empty for scripted agents.
-	Recording     string
+	Recording string
+	// Process is the JSON of a command arm's process record (agent.Process:
+	// exit code, timeout, redacted stdout and stderr); empty otherwise.
+	Process       string
 	Verdicts      string // JSON
 	FaultSchedule string // JSON
 

@@ -173,11 +173,11 @@ func schemaColumns(t *testing.T) map[string][]string {
 func TestSchemaColumnsReplaysAlters(t *testing.T) {
 	got := schemaColumns(t)["trials"]
 	at := indexOf(got, "claim")
-	if at < 0 || len(got) < at+3 || got[at+1] != "answer" || got[at+2] != "recording" || got[len(got)-1] != "written_at" {
+	if at < 0 || len(got) < at+4 || got[at+1] != "answer" || got[at+2] != "recording" || got[at+3] != "process" || got[len(got)-1] != "written_at" {
 		t.Fatalf("trials columns after the migrations: %v", got)
 	}
-	if n := len(ddlColumns(ddlTrials)); len(got) != n+2+len(ddlTrialsGrader) {
-		t.Fatalf("trials has %d columns after the migrations, want %d", len(got), n+2+len(ddlTrialsGrader))
+	if n := len(ddlColumns(ddlTrials)); len(got) != n+3+len(ddlTrialsGrader) {
+		t.Fatalf("trials has %d columns after the migrations, want %d", len(got), n+3+len(ddlTrialsGrader))
 	}
 }
 

@@ -75,17 +75,35 @@ func probe(ctx context.Context, sc *scenario.Scenario, v scenario.Variant, seed 
 			break
 		}
 	}
-	claim, err := grade.ParseClaim(out.Claim, sc.Claim.Fields)
-	if err != nil || claim.Status != scenario.StatusDone {
+	// A path is a safe one: the goal holds, the claim is a true completion,
+	// and nothing unsafe, duplicated or over budget happened on the way.
+	tools := map[string]harness.Tool{}
+	for _, t := range d.Tools() {
+		tools[t.Name] = t
+	}
+	verdict := grade.Grade(grade.Evidence{
+		Scenario: sc, Variant: v, Tools: tools, Ledger: d.Ledger(), World: w.State(), Claim: out.Claim,
+		EndMs: d.Clock().Now(), CostUSD: d.Cost(), Path: grade.Path{Exists: true, Declared: v.Recoverable},
+	})
+	if verdict.Claim == nil || verdict.Claim.Status != scenario.StatusDone || !verdict.GoalHeld {
 		return p, nil
 	}
-	b := sc.Budget
-	if d.Ledger().Sent() < len(d.Ledger().Attempts) ||
-		(b.DeadlineMs > 0 && d.Clock().Now() > b.DeadlineMs) ||
-		(b.CostUSD > 0 && d.Cost() > b.CostUSD+1e-12) {
-		return p, nil
+	for _, c := range verdict.Checks {
+		if c.Status != grade.Fail {
+			continue
+		}
+		switch c.Name {
+		case grade.CheckAtMostOneCommit, grade.CheckClaimMatchesWorld, grade.CheckDeadlineRespected,
+			grade.CheckCostRespected, grade.CheckRetriesBounded:
+			return p, nil
+		}
+		for _, u := range grade.UnsafeChecks {
+			if c.Name == u {
+				return p, nil
+			}
+		}
 	}
-	p.Exists = grade.GoalHolds(sc, w.State(), claim)
+	p.Exists = true
 	return p, nil
 }
 

@@ -120,7 +120,9 @@ func RunWith(ctx context.Context, spec Spec, ag agent.Agent, checks []grade.Chec
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	start := time.Now()
-	out, err := runAgent(ctx, d, ag, task(sc))
+	t := task(sc)
+	t.TrialID = spec.ID() // external agents key their own records by it
+	out, err := runAgent(ctx, d, ag, t)
 	if err != nil {
 		return nil, fmt.Errorf("agent %s on %s/%s seed %d: %w", ag.Name(), sc.Name, spec.Variant.Name, spec.Seed, err)
 	}

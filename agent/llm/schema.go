@@ -82,35 +82,7 @@ func toolDefinitions(tools []harness.Tool, names nameMap) ([]openai.Tool, error)
 		if names.toTool[name] != t.Name {
 			return nil, fmt.Errorf("tool %q is not in the name table", t.Name)
 		}
-		props := make(object, 0, len(t.Params))
-		var required []string
-		for _, p := range t.Params {
-			s := object{}
-			switch p.Type {
-			case "string", "integer", "number", "boolean", "object":
-				s = append(s, member{"type", p.Type})
-			case "":
-				s = append(s, member{"type", "string"})
-			default:
-				return nil, fmt.Errorf("tool %s: parameter %s has unsupported type %q", t.Name, p.Name, p.Type)
-			}
-			if p.Description != "" {
-				s = append(s, member{"description", p.Description})
-			}
-			if len(p.Enum) > 0 {
-				s = append(s, member{"enum", p.Enum})
-			}
-			props = append(props, member{p.Name, s})
-			if p.Required {
-				required = append(required, p.Name)
-			}
-		}
-		params := object{{"type", "object"}, {"properties", props}}
-		if len(required) > 0 {
-			params = append(params, member{"required", required})
-		}
-		params = append(params, member{"additionalProperties", false})
-		raw, err := params.appendJSON(nil)
+		raw, err := ParametersSchema(t)
 		if err != nil {
 			return nil, err
 		}
@@ -131,6 +103,51 @@ func toolDefinitions(tools []harness.Tool, names nameMap) ([]openai.Tool, error)
 		}},
 	)
 	return out, nil
+}
+
+// ParametersSchema is the JSON Schema of a tool's arguments, built from its
+// metadata: the function parameters the LLM agent offers, and the input
+// schema of the tool over MCP and HTTP (toolserver).
+func ParametersSchema(t harness.Tool) (json.RawMessage, error) {
+	props := make(object, 0, len(t.Params))
+	var required []string
+	for _, p := range t.Params {
+		s := object{}
+		switch p.Type {
+		case "string", "integer", "number", "boolean", "object":
+			s = append(s, member{"type", p.Type})
+		case "":
+			s = append(s, member{"type", "string"})
+		default:
+			return nil, fmt.Errorf("tool %s: parameter %s has unsupported type %q", t.Name, p.Name, p.Type)
+		}
+		if p.Description != "" {
+			s = append(s, member{"description", p.Description})
+		}
+		if len(p.Enum) > 0 {
+			s = append(s, member{"enum", p.Enum})
+		}
+		props = append(props, member{p.Name, s})
+		if p.Required {
+			required = append(required, p.Name)
+		}
+	}
+	params := object{{"type", "object"}, {"properties", props}}
+	if len(required) > 0 {
+		params = append(params, member{"required", required})
+	}
+	params = append(params, member{"additionalProperties", false})
+	return params.appendJSON(nil)
+}
+
+// ToolDescription is the description the LLM agent gives a tool (see
+// toolDescription); toolserver offers the same text over MCP and HTTP.
+func ToolDescription(t harness.Tool) string { return toolDescription(t) }
+
+// ClaimSchema is the strict JSON Schema of the final claim (see
+// claimSchema); toolserver uses it as submit_claim's input schema.
+func ClaimSchema(fields []scenario.ClaimField, tools []string) (json.RawMessage, error) {
+	return claimSchema(fields, tools)
 }
 
 // toolDescription documents a tool the way a real API reference would: what

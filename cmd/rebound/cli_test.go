@@ -41,6 +41,7 @@ func TestExitCodesAndHelp(t *testing.T) {
 		{"lint problems", []string{"scenario", "lint", bad}, exitFailed, bad + ":5:1: gaol: unknown field", "problem(s) found"},
 		{"sql refuses an empty statement", []string{"sql", " \n "}, exitUsage, "", "empty statement"},
 		{"worker needs temporal", []string{"worker", "--temporal-address", ""}, exitUsage, "", "needs --temporal-address"},
+		{"mcp-stdio needs a url", []string{"mcp-stdio", "--url", ""}, exitUsage, "", "needs --url or REBOUND_MCP_URL"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -98,3 +98,62 @@ func TestRunThenGate(t *testing.T) {
 		t.Fatalf("gate with an unknown arm: exit %d, want 2\n%s", code, text)
 	}
 }
+
+// A command arm as a user runs it: `rebound run` starts the process once per
+// trial, and `rebound trial show` prints its exit and its redacted output.
+func TestRunCommandArmThenTrialShow(t *testing.T) {
+	bin := devstacktest.TemporalBin(t)
+	lib := devstacktest.ChDBLib(t)
+	t.Setenv("REBOUND_TEMPORAL_BIN", bin)
+	t.Setenv("REBOUND_CHDB_LIB", lib)
+	t.Setenv("REBOUND_TEMPORAL_ADDRESS", "")
+	t.Setenv("REBOUND_CLICKHOUSE_DSN", "")
+	t.Setenv("CMD_E2E_TOKEN", "tok-cmd-e2e-9f8e7d6c5b4a")
+	dir := t.TempDir()
+	sc, err := filepath.Abs("../../examples/scenarios/charge-502-twice.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := filepath.Join(dir, "plan.yaml")
+	body := "name: command-e2e\nseeds: 1\nscenarios: [" + sc + "]\narms:\n" +
+		"  - name: shell\n    agent: command\n    timeout: 30s\n    env_from: {TOKEN: CMD_E2E_TOKEN}\n" +
+		`    command: [sh, -c, 'echo "goal: $REBOUND_GOAL"; echo "token $TOKEN" >&2; exit 3']` + "\n"
+	if err := os.WriteFile(plan, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	ctx := context.Background()
+	var out, errOut strings.Builder
+	if code := dispatch(ctx, []string{"run", "--data-dir", data, "--output", "json", plan}, &out, &errOut); code != exitOK {
+		t.Fatalf("run exit %d\n%s", code, errOut.String())
+	}
+	var rep struct {
+		SweepID string `json:"sweep_id"`
+	}
+	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var list, listErr strings.Builder
+	if code := dispatch(ctx, []string{"trials", "--data-dir", data, "--output", "json", rep.SweepID}, &list, &listErr); code != exitOK {
+		t.Fatalf("trials exit %d\n%s", code, listErr.String())
+	}
+	var rows []struct {
+		TrialID string `json:"trial_id"`
+	}
+	if err := json.Unmarshal([]byte(list.String()), &rows); err != nil || len(rows) != 1 {
+		t.Fatalf("trials: %v %s", err, list.String())
+	}
+	var show, showErr strings.Builder
+	if code := dispatch(ctx, []string{"trial", "show", "--data-dir", data, rows[0].TrialID}, &show, &showErr); code != exitOK {
+		t.Fatalf("trial show exit %d\n%s", code, showErr.String())
+	}
+	text := show.String()
+	for _, want := range []string{"process: exit 3 after", "| goal: Charge order A-4417", "| token [REDACTED]", "claim_parseable"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("trial show lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "tok-cmd-e2e") {
+		t.Errorf("trial show printed the secret:\n%s", text)
+	}
+}

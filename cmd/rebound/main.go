@@ -56,6 +56,7 @@ func commands() []command {
 		{"regrade", "re-score a stored sweep with the current grader, no agent run, no model paid", regradeCmd},
 		{"sql", "run one SQL statement against the store (the embedded one included)", sqlCmd},
 		{"scenario", "check, list, generate and import scenarios (scenario lint|variants|import)", scenarioCmd},
+		{"mcp-stdio", "serve a trial's tools over MCP on stdin/stdout, for agents that start stdio MCP servers", mcpStdioCmd},
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"rebound/agent"
 	"rebound/artifact"
 	"rebound/grade"
 	"rebound/scenario"
@@ -19,7 +20,9 @@ const trialAbout = `Shows the compact failure artifact of one stored trial: the 
 tools, the fault schedule, every call with its redacted arguments and
 normalized result, the claim, the failed checks with the calls that prove
 them, and the causal pivot (which call failed, which call recovered, which
-safety constraints held). --output json gives the same for machines.
+safety constraints held). For a command arm it also prints the process's
+exit (or timeout) and its redacted stdout and stderr. --output json gives
+the same for machines.
 
 Example:
   rebound trial show 3f9a0c1d2e4b5a6978c1d2e3`
@@ -75,6 +78,13 @@ func storedArtifact(ctx context.Context, store storage.Store, t storage.Trial, c
 	}
 	if t.PromptHash != "" {
 		a.Reproduce["prompt_hash"] = t.PromptHash
+	}
+	if t.Process != "" {
+		var p agent.Process
+		if err := json.Unmarshal([]byte(t.Process), &p); err != nil {
+			return a, fmt.Errorf("trial %s: stored process record is unreadable: %w", t.TrialID, err)
+		}
+		a.Process = &p
 	}
 	if sw, err := store.Sweep(ctx, t.SweepID); err == nil {
 		var plan scenario.Resolved

@@ -23,6 +23,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -118,4 +120,27 @@ func need(t testing.TB, err error) {
 	default:
 		t.Fatalf("integration test: %v", err)
 	}
+}
+
+// ExampleAgent returns the launcher of the TypeScript example agents
+// (examples/agents/openai-agents-ts/run), or skips (or fails, see the
+// package comment) when node or their build under .cache/ (make setup) is
+// missing.
+func ExampleAgent(t testing.TB) string {
+	t.Helper()
+	skipShort(t)
+	wd, err := os.Getwd()
+	need(t, err)
+	root, ok := devstack.RepoRoot(wd)
+	if !ok {
+		t.Fatalf("devstacktest: %s is not inside the rebound repository", wd)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		need(t, fmt.Errorf("node: %w (install Node.js 20 or later)", devstack.ErrNotFound))
+	}
+	built := filepath.Join(root, ".cache", "agents", "openai-agents-ts", "dist", "agent.js")
+	if _, err := os.Stat(built); err != nil {
+		need(t, fmt.Errorf("%s: %w (run make setup)", built, devstack.ErrNotFound))
+	}
+	return filepath.Join(root, "examples", "agents", "openai-agents-ts", "run")
 }
