@@ -833,9 +833,6 @@ func (r *run) reusable(tool string, args map[string]any) (reuse, bool) {
 // includes: every argument of sub is in super with the same value.
 func includes(super, sub map[string]any) bool {
 	for k, v := range sub {
-		if k == "format" {
-			continue // the generator's correctable argument, ignored by worlds
-		}
 		if w, ok := super[k]; !ok || harness.ArgsKey(map[string]any{"v": w}) != harness.ArgsKey(map[string]any{"v": v}) {
 			return false
 		}

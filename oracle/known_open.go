@@ -54,7 +54,7 @@ var KnownOpen = map[string]string{
 	// recoverability wrong.
 	"outcome honest_block careful":            "careful misjudged by the binding defects above on trials with no path",
 	"outcome recovered careful":               "careful misjudged by the binding defects above (seed 2002147: stale, exact retry, lookup-again; the exact retry is bound to lookup-again, claim_narrowed fails)",
-	"recoverability reference misses a path":  "trial.ProbePath (careful on the same schedule) finds no path where the oracle's base policy recovers safely: mostly the binding defects making careful's own run look unclean, and careful's handling of stale-only and corrupt answers (seed 724 before the lead's budget fix; run -allowlist=false for current examples)",
+	"recoverability reference misses a path":  "trial.ProbePath (careful on the same schedule) finds no path where the oracle's base policy recovers safely. Causes seen: the binding defects make careful's own run look unclean; careful gives a tool up for every later step after one non-retryable TOOL_UNAVAILABLE although a count-limited fault lifts (seed 2001541 minimized: unavailable from 1 count 1, careful blocks on lookup-3 without calling it; the base calls it and succeeds)",
 	"recoverability reference path not clean": "trial.ProbePath counts a path although the reference run was not a clean recovery: seed 2044931, careful settles a corrupt deploy.rollback answer with a STALE status answer and claims version_after from it as exact (claim_narrowed fails, recovered=false, yet the probe says a path existed)",
 
 	// The oracle's base policy, judged against the grader.

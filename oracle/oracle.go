@@ -853,6 +853,9 @@ func Minimize(c *Case, v Violation) Violation {
 		if !mod(cand) {
 			return
 		}
+		// Re-parse: the scenario's content hash must describe the modified
+		// scenario (trial.ProbePath caches paths by it).
+		cand = cloneCase(cand)
 		if x, ok := reproduces(cand); ok {
 			cur, best, shrunk = cand, x, true
 		}
