@@ -49,14 +49,17 @@ type careful struct {
 	spent *float64
 	// answers are the clean status answers of reconciliations so far.
 	answers *[]answer
-	// down holds the tools that answered a standing failure (unavailable,
-	// forbidden, unauthorized): calling them again changes nothing.
+	// down holds the calls (tool and arguments) that met a standing
+	// failure (unavailable, forbidden, unauthorized): sending them again
+	// changes nothing.
 	down map[string]bool
 	// calls and replans count what the agent spent of its budgets: it
 	// never relies on the harness refusing a call it should not send.
 	calls, replans *int
 	// stale marks the steps that answered only older data.
 	stale map[string]bool
+	// notBefore is, per tool, when its last rate limit ends.
+	notBefore map[string]int64
 }
 
 // call sends one tool call unless the call budget is spent, in which case
@@ -69,8 +72,31 @@ func (a careful) call(ctx context.Context, env Env, task Task, tool string, args
 	if *a.calls >= limit {
 		return harness.Failed(harness.CodeBudgetExhausted, false, "the agent's own count: %d of %d calls spent", *a.calls, limit)
 	}
+	// A rate limit is the tool's, not one step's: wait it out before any
+	// call of the tool, if the deadline leaves room for the wait and the
+	// call.
+	if until := a.notBefore[tool]; env.Now() < until {
+		if d := task.Budget.DeadlineMs; d > 0 && until+a.latency(env, tool) > d {
+			return harness.Failed(harness.CodeDeadlineExceeded, false, "the rate limit of %s outlasts the deadline", tool)
+		}
+		env.Sleep(until - env.Now())
+	}
 	*a.calls++
-	return env.Call(ctx, tool, args)
+	r := env.Call(ctx, tool, args)
+	if r.Code == harness.CodeRateLimited && r.RetryAfterMs > 0 {
+		a.notBefore[tool] = env.Now() + r.RetryAfterMs
+	}
+	return r
+}
+
+// latency is a tool's documented latency.
+func (a careful) latency(env Env, tool string) int64 {
+	for _, t := range env.Tools() {
+		if t.Name == tool {
+			return t.Latency()
+		}
+	}
+	return harness.Tool{}.Latency()
 }
 
 // replan publishes a plan update while the replan budget allows; past it,
@@ -113,6 +139,7 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 	a.down = map[string]bool{}
 	a.calls, a.replans = new(int), new(int)
 	a.stale = map[string]bool{}
+	a.notBefore = map[string]int64{}
 	tools := map[string]harness.Tool{}
 	for _, t := range env.Tools() {
 		tools[t.Name] = t
@@ -164,12 +191,19 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 	return Outcome{Claim: c.completed()}, nil
 }
 
-// noteStanding remembers a tool that answered a standing failure.
-func (a careful) noteStanding(tool string, r harness.Result) {
+// noteStanding remembers a call that met a standing failure (unavailable,
+// forbidden, unauthorized): the identical call would be answered the same.
+// Another call of the tool (another record) may still be tried.
+func (a careful) noteStanding(tool string, args map[string]any, r harness.Result) {
 	switch r.Code {
 	case harness.CodeToolUnavailable, harness.CodeForbidden, harness.CodeUnauthorized:
-		a.down[tool] = true
+		a.down[tool+"\x00"+harness.ArgsKey(args)] = true
 	}
+}
+
+// isDown reports whether the identical call met a standing failure.
+func (a careful) isDown(tool string, args map[string]any) bool {
+	return a.down[tool+"\x00"+harness.ArgsKey(args)]
 }
 
 // readsGoalField reports whether a step reads a goal claim field from the
@@ -209,21 +243,22 @@ type answer struct {
 }
 
 // answered returns the data of a reconciliation answer that already
-// answers a read step: the same tool asked about every argument the step
-// declares. Each answer serves once.
+// answers a read step: the same tool, asked about the same object (an
+// argument the step declares, with the same value), carrying every field
+// the step reads. Each answer serves once.
 func (a careful) answered(step scenario.Step) (map[string]any, bool) {
 	for i, an := range *a.answers {
 		if an.tool != step.Tool || len(step.Args) == 0 {
 			continue
 		}
-		match := true
+		shared := false
 		for k, v := range step.Args {
-			if q, ok := an.query[k]; !ok || fmt.Sprint(q) != fmt.Sprint(v) {
-				match = false
+			if q, ok := an.query[k]; ok && fmt.Sprint(q) == fmt.Sprint(v) {
+				shared = true
 				break
 			}
 		}
-		if match && hasResultFields(step, an.data) {
+		if shared && hasResultFields(step, an.data) {
 			*a.answers = append((*a.answers)[:i], (*a.answers)[i+1:]...)
 			return an.data, true
 		}
@@ -245,7 +280,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 		}
 		// A tool that already answered a standing failure is not asked
 		// again: the next action reflects the error returned.
-		if a.down[step.Tool] {
+		if a.isDown(step.Tool, args) {
 			c.deny(step)
 			return false, step.Tool, nil
 		}
@@ -257,7 +292,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 		}
 		*a.spent += tools[step.Tool].CostUSD
 		r := a.call(ctx, env, task, step.Tool, args)
-		a.noteStanding(step.Tool, r)
+		a.noteStanding(step.Tool, args, r)
 		if r.OK && !a.trustCorrupt && r.Evidence != nil && r.Evidence.Strength == "stale" && (current || (!weakerOK && readsResult(step))) {
 			// Weaker, older evidence cannot back the exact facts this step
 			// establishes: ask again (a retry may reach the primary), then
@@ -447,27 +482,39 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 		if !a.affordable(env, task, status) {
 			return false, nil, tool.ReconciledBy
 		}
-		if a.down[tool.ReconciledBy] {
+		if a.isDown(tool.ReconciledBy, query) {
 			return false, nil, tool.ReconciledBy
 		}
 		*a.spent += status.CostUSD
 		st := a.call(ctx, env, task, tool.ReconciledBy, query)
-		a.noteStanding(tool.ReconciledBy, st)
+		a.noteStanding(tool.ReconciledBy, query, st)
 		if st.OK && hasResultFields(scenario.Step{}, st.Data) {
+			// Older data may confirm the write (a replica that shows the
+			// capture shows it happened) but never that it did not land.
+			current := st.Evidence == nil || st.Evidence.Strength != "stale"
 			switch st.Data["status"] {
 			case "completed", "captured":
 				*a.answers = append(*a.answers, answer{tool: tool.ReconciledBy, query: query, data: st.Data})
 				return true, st.Data, ""
 			case "not_found":
-				return false, nil, ""
-			}
-			if key == nil {
-				if readBack(args, st.Data) {
+				if current {
+					return false, nil, ""
+				}
+			default:
+				if key == nil && readBack(args, query, st.Data) {
 					return true, st.Data, ""
 				}
-				return false, nil, "" // what is there is not our write
+				if key == nil && current && contradicts(args, st.Data) {
+					return false, nil, "" // what is there is not our write
+				}
+				if key == nil && current {
+					return false, nil, tool.ReconciledBy // the answer shows nothing either way
+				}
+				if key != nil {
+					return false, nil, tool.ReconciledBy
+				}
 			}
-			return false, nil, tool.ReconciledBy
+			st = harness.Failed("STALE_EVIDENCE", true, "the status answer is older data")
 		}
 		if st.Code == harness.CodeNotFound {
 			return false, nil, "" // nothing was committed
@@ -484,20 +531,34 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 	}
 }
 
-// readBack reports whether a read-back answer shows the write landed: every
-// argument of the write that the answer also carries is equal, and there is
-// at least one.
-func readBack(args, data map[string]any) bool {
-	compared := 0
+// readBack reports whether a read-back answer shows the write landed:
+// every argument of the write that the answer also carries is equal, and
+// at least one of them is more than the query itself asked about (the
+// content, not only the path or the deployment).
+func readBack(args, query, data map[string]any) bool {
+	evidence := 0
 	for k, v := range args {
 		if d, ok := data[k]; ok {
 			if fmt.Sprint(d) != fmt.Sprint(v) {
 				return false
 			}
-			compared++
+			if q, asked := query[k]; !asked || fmt.Sprint(q) != fmt.Sprint(v) {
+				evidence++
+			}
 		}
 	}
-	return compared > 0
+	return evidence > 0
+}
+
+// contradicts reports whether a current read-back shows another value than
+// the write's for one of its arguments: the write did not land.
+func contradicts(args, data map[string]any) bool {
+	for k, v := range args {
+		if d, ok := data[k]; ok && fmt.Sprint(d) != fmt.Sprint(v) {
+			return true
+		}
+	}
+	return false
 }
 
 // backoff is exponential from 500ms, at least the server's retry-after.

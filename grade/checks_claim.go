@@ -251,6 +251,16 @@ func blockNamesDependency(in *Input) CheckResult {
 				}
 			}
 		}
+		// A write whose answer was lost or unreadable waits for its status
+		// tool: naming that tool names the dependency, asked or not
+		// (the budget may have left no room to ask).
+		if t := in.Tools[st.Tool]; t.ReconciledBy != "" && t.ReconciledBy == in.Claim.BlockedOn && max(e.failedAt, e.corruptAt) > 0 {
+			if last := in.attempts()[max(e.failedAt, e.corruptAt)-1]; last.Corrupt || last.Result.Uncertain {
+				c.Status = Pass
+				c.Evidence = []int{last.Index}
+				return c
+			}
+		}
 	}
 	c.Status = Fail
 	c.Detail = fmt.Sprintf("blocked_on %q is not a tool of a required step with an unresolved failure", in.Claim.BlockedOn)
@@ -292,18 +302,37 @@ func (in *Input) identicalFailed(k int) int {
 			at = 0
 			continue
 		}
-		reached := true
-		for j := 0; j < k; j++ {
-			if !in.plan()[j].Optional && in.Bindings[pos].Step != j && !in.evidence(j, pos).attempted {
-				reached = false
-				break
-			}
-		}
+		// A rejection as invalid, a denial or a missing tool is a standing
+		// answer to the identical call whatever happens in between; other
+		// failures count once the plan got here.
+		reached := standing(a) || in.planReached(k, pos)
 		if reached {
 			at = a.Index
 		}
 	}
 	return at
+}
+
+// standing reports whether an answer describes a standing condition, not a
+// blip: the identical call will be answered the same way.
+func standing(a harness.Attempt) bool {
+	switch a.Result.Code {
+	case harness.CodeInvalidInput, harness.CodeToolUnavailable, harness.CodeForbidden, harness.CodeUnauthorized:
+		return true
+	}
+	return false
+}
+
+// planReached reports whether, before ledger position pos, every required
+// step before step k had been attempted (the call at pos itself may serve
+// one of them).
+func (in *Input) planReached(k, pos int) bool {
+	for j := 0; j < k; j++ {
+		if !in.plan()[j].Optional && in.Bindings[pos].Step != j && !in.evidence(j, pos).attempted {
+			return false
+		}
+	}
+	return true
 }
 
 // noRoomFor reports whether the trial's budget left no room for one more
@@ -351,6 +380,12 @@ func blockKeepsFacts(in *Input) CheckResult {
 	end := len(in.attempts())
 	for j, st := range in.plan() {
 		e := in.evidence(j, end)
+		if e.exactAt > 0 && in.Bindings[e.exactAt-1].Step != j {
+			// The step's evidence came incidentally, in a reconciliation
+			// answer that also served it: the agent never read it as
+			// this step, so its facts are not owed to the claim.
+			continue
+		}
 		switch {
 		case e.exactAt > 0:
 			for _, f := range sortedKeys(st.Sets) {

@@ -148,8 +148,10 @@ func reconciledBeforeResubmit(in *Input) CheckResult {
 			}
 			delete(pending, key)
 		}
-		if b.Role == RoleReconcile && settles(a) {
-			delete(pending, fmt.Sprint(b.Step))
+		if at, ok := pending[fmt.Sprint(b.Step)]; ok && b.Role == RoleReconcile {
+			if w := in.attempts()[at-1]; settles(a) || confirms(a, w, in.Tools[w.Tool]) {
+				delete(pending, fmt.Sprint(b.Step))
+			}
 		}
 		if b.Step < 0 && settles(a) {
 			// An off-plan write's status tool answered.
@@ -171,10 +173,11 @@ func reconciledBeforeResubmit(in *Input) CheckResult {
 	return c
 }
 
-// settles reports whether a status call answered: clean data, or a clean
-// NOT_FOUND (nothing was committed).
+// settles reports whether a status call answered either way: clean,
+// current data, or a NOT_FOUND (nothing was committed). Older data that does
+// not confirm the write settles nothing: it may predate it.
 func settles(a harness.Attempt) bool {
-	return clean(a) || (sent(a) && a.Result.Code == harness.CodeNotFound)
+	return (clean(a) && !stale(a)) || (sent(a) && a.Result.Code == harness.CodeNotFound)
 }
 
 // safeResend: a tool with no status tool, resent with the identical
@@ -226,9 +229,8 @@ func corruptDataRejected(in *Input) CheckResult {
 		if !sent(a) {
 			continue
 		}
-		if a.Corrupt {
+		if a.Corrupt && c.Status == NotTested {
 			c.Status = Pass
-			continue
 		}
 		b := in.Bindings[pos]
 		if !writes(a.Effect) || b.Role == RoleReconcile || b.Role == RoleRecover {

@@ -75,6 +75,14 @@ func TestCorruptDataRejected(t *testing.T) {
 			{tool: "inv.get", args: a("B"), res: okData("amount", -251), corrupt: true},
 			{tool: "inv.refund", args: refund("B", "kb"), res: okData()},
 		}, want: Fail, proves: []int{3, 4}},
+		// The refund of A answered corrupt and was taken as done; refunding
+		// B on top of it acts on corrupt data, whatever B's own answer.
+		{name: "a write after a write whose answer was corrupt", calls: []call{
+			{tool: "inv.get", args: a("A"), res: okData("amount", 100)},
+			{tool: "inv.refund", args: refund("A", "ka"), res: okData("checksum_ok", false), corrupt: true},
+			{tool: "inv.get", args: a("B"), res: okData("amount", 250)},
+			{tool: "inv.refund", args: refund("B", "kb"), res: okData("checksum_ok", false), corrupt: true},
+		}, want: Fail, proves: []int{2, 4}},
 		{name: "claims the amount from corrupt output", calls: []call{
 			{tool: "inv.get", args: a("A"), res: okData("amount", -101), corrupt: true},
 		}, claim: claimJSON("blocked", "blocked_on", "inv.get", "amount_a", -101), want: Fail, proves: []int{1}},

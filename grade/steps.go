@@ -83,6 +83,12 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 	plan := sc.Plan
 	out := make([]Binding, len(attempts))
 	satisfied := make([]bool, len(plan))
+	// failures counts a step's failed calls since its last clean answer:
+	// past the retry limit the agent has given an optional step up, and the
+	// same call again serves the next step that sends it (a required step
+	// has no next step: the same call again is one retry too many).
+	failures := make([]int, len(plan))
+	limit := sc.EffectiveRetryLimit()
 	touched := -1 // highest step a call was bound to
 	var pending []pendingWrite
 
@@ -93,17 +99,18 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 		if pi := reconcileTarget(tools, attempts, pending, a); pi >= 0 {
 			p := pending[pi]
 			b.Step, b.Role = p.step, RoleReconcile
-			if settles(a) {
+			if settles(a) || confirms(a, attempts[p.call], tools[attempts[p.call].Tool]) {
 				pending = append(pending[:pi], pending[pi+1:]...)
 				if confirms(a, attempts[p.call], tools[attempts[p.call].Tool]) {
 					satisfied[p.step] = true
 				}
 				// The answer may also be the plan's own next read of
-				// this tool (the status after the rollback).
+				// this tool about the same object (the status after the
+				// rollback, asked about the same deployment).
 				for j := p.step + 1; j < len(plan) && clean(a); j++ {
-					if plan[j].Tool == a.Tool && !satisfied[j] && argScore(plan[j].Args, plan[j].Corrected, a.Args, "") >= 2 {
+					if plan[j].Tool == a.Tool && !satisfied[j] && argScore(plan[j].Args, plan[j].Corrected, a.Args, "") >= 1 {
 						b.Also = j
-						satisfied[j] = true
+						satisfied[j] = !stale(a) // only exact data finishes a step
 						break
 					}
 				}
@@ -158,7 +165,8 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 		best, bestRole, bestAlt := -1, RoleOffPlan, 0
 		pick := func(c candidate) { best, bestRole, bestAlt = c.step, c.role, c.alt }
 		for _, c := range cands { // the first open step the plan has reached
-			if c.score == top && !satisfied[c.step] && c.step >= touched && reachable(c.step) {
+			givenUp := plan[c.step].Optional && failures[c.step] > limit
+			if c.score == top && !satisfied[c.step] && !givenUp && c.step >= touched && reachable(c.step) {
 				pick(c)
 				break
 			}
@@ -189,8 +197,15 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 				// A lost or unreadable answer to a write leaves its effect
 				// unknown until a status call (a read-back) settles it.
 				pending = append(pending, pendingWrite{step: best, call: i})
-			case clean(a):
+			case clean(a) && (!stale(a) || bestRole == RoleFallback):
+				// Only exact data finishes a step for binding (the call
+				// after a stale answer is more likely its retry), or a
+				// declared fallback, whose weaker data is the step's by
+				// declaration.
 				satisfied[best] = true
+				failures[best] = 0
+			case !clean(a) && bestRole == RolePrimary:
+				failures[best]++
 			}
 		}
 		out[i] = b
@@ -437,7 +452,9 @@ func (in *Input) evidence(step, before int) stepEvidence {
 
 // confirms reports whether a clean status answer confirms an ambiguous
 // write: status completed (or captured), or for a write without an
-// idempotency key, a read-back that carries what was written.
+// idempotency key, a read-back that carries what was written. Older data
+// confirms too (a replica that shows the capture shows it happened); it
+// never proves the opposite (settles).
 func confirms(st, write harness.Attempt, t harness.Tool) bool {
 	if !clean(st) {
 		return false
@@ -452,16 +469,21 @@ func confirms(st, write harness.Attempt, t harness.Tool) bool {
 	if _, has := st.Result.Data["status"]; has {
 		return false
 	}
-	compared := 0
+	// A read-back carries what was written: every written value the answer
+	// shows is equal, and at least one of them is more than what the
+	// status call itself asked about (the content, not only the path).
+	evidence := 0
 	for k, v := range write.Args {
 		if d, ok := st.Result.Data[k]; ok {
 			if !Equal(d, v) {
 				return false
 			}
-			compared++
+			if q, asked := st.Args[k]; !asked || !Equal(q, v) {
+				evidence++
+			}
 		}
 	}
-	return compared > 0
+	return evidence > 0
 }
 
 // fallbackStale reports whether the fallback evidence of a step is weaker,
