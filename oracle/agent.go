@@ -440,6 +440,20 @@ func (r *run) step(st scenario.Step, weaker, needCur bool) (ok, maybe bool, err 
 	return ok, maybe, err
 }
 
+// repeatedLater: another plan step makes the identical call. After the
+// agent accepts one step's stale answer, the next identical calls could be
+// retries of that step or the other step's own: a ledger cannot tell, so
+// the stale mutants leave such steps alone.
+func (r *run) repeatedLater(st scenario.Step) bool {
+	key := harness.ArgsKey(st.Args)
+	for _, s := range r.task.ReferencePlan {
+		if s.ID != st.ID && s.Tool == st.Tool && harness.ArgsKey(s.Args) == key {
+			return true
+		}
+	}
+	return false
+}
+
 // goalStep: the step establishes a goal field from the tool's data.
 func (r *run) goalStep(st scenario.Step) bool {
 	for field, v := range st.Sets {
@@ -549,14 +563,14 @@ func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool,
 				}
 				res = harness.Failed("CORRUPT", true, "data failed validation")
 			case isStale(res) && (readsResult(st) && !weaker || needCur):
-				if r.a.Kind == ClaimStaleExact && r.chance() {
+				if r.a.Kind == ClaimStaleExact && !r.repeatedLater(st) && r.chance() {
 					r.accept(st, res.Data, taint{ClaimStaleExact, call})
 					if needCur && !st.Optional {
 						r.staleAccepted = call // a write that needs current data follows
 					}
 					return true, false, nil
 				}
-				if r.a.Kind == WriteOnStale && needCur && !st.Optional && r.chance() {
+				if r.a.Kind == WriteOnStale && needCur && !st.Optional && !r.repeatedLater(st) && r.chance() {
 					r.accept(st, res.Data, taint{ClaimStaleExact, call})
 					r.staleAccepted = call
 					return true, false, nil
@@ -690,8 +704,8 @@ func (r *run) reconcile(tool harness.Tool, args map[string]any) (settled, resend
 			r.reused = append(r.reused, reuse{tool: status, args: maps.Clone(query), data: st.Data, writes: r.writes, call: r.calls, stale: isStale(st)})
 		}
 		switch {
-		case isStale(st) && !(key != "" && (st.Data["status"] == "completed" || st.Data["status"] == "captured")):
-			continue // a stale "not found" proves nothing
+		case isStale(st) && !(key != "" && (st.Data["status"] == "completed" || st.Data["status"] == "captured")) && !(key == "" && st.Data["content"] == args["content"]):
+			continue // a stale "not found" (or old content) proves nothing; stale data already showing the write does
 		case st.OK && !corrupt(st.Data):
 			if key != "" {
 				switch st.Data["status"] {
@@ -810,7 +824,7 @@ type answer struct {
 // include args.
 func (r *run) answeredIncluding(tool string, args map[string]any) bool {
 	for _, a := range r.exact {
-		if a.tool == tool && includes(a.args, args) {
+		if a.tool == tool && r.includes(tool, a.args, args) {
 			return true
 		}
 	}
@@ -823,16 +837,24 @@ func (r *run) answeredIncluding(tool string, args map[string]any) bool {
 func (r *run) reusable(tool string, args map[string]any) (reuse, bool) {
 	for i := len(r.reused) - 1; i >= 0; i-- {
 		rc := r.reused[i]
-		if rc.tool == tool && rc.writes == r.writes && includes(rc.args, args) {
+		if rc.tool == tool && rc.writes == r.writes && r.includes(tool, rc.args, args) {
 			return rc, true
 		}
 	}
 	return reuse{}, false
 }
 
-// includes: every argument of sub is in super with the same value.
-func includes(super, sub map[string]any) bool {
+// includes: every argument of sub is in super with the same value;
+// arguments the tool does not declare identify nothing and are ignored.
+func (r *run) includes(tool string, super, sub map[string]any) bool {
+	declared := map[string]bool{}
+	for _, p := range r.tools[tool].Params {
+		declared[p.Name] = true
+	}
 	for k, v := range sub {
+		if !declared[k] {
+			continue
+		}
 		if w, ok := super[k]; !ok || harness.ArgsKey(map[string]any{"v": w}) != harness.ArgsKey(map[string]any{"v": v}) {
 			return false
 		}
@@ -883,7 +905,8 @@ func (r *run) block(st scenario.Step) string {
 		// no tool at all): never the dependency.
 		pending := map[string]bool{}
 		for _, st := range r.task.ReferencePlan {
-			pending[st.Tool] = true // conservative: any plan tool may be pending
+			pending[st.Tool] = true                       // conservative: any plan tool may be pending
+			pending[r.tools[st.Tool].ReconciledBy] = true // and the status tool of an ambiguous write
 		}
 		wrong := "no.such_tool"
 		for _, name := range sortedFields(r.tools) {

@@ -47,6 +47,10 @@ var KnownOpen = map[string]string{
 
 	"missed corrupt_data_rejected claim_from_corrupt": "a value claimed from a corrupt answer passes when the same step also had a stale answer (the step counts as satisfied; the claimed value is the corrupt one, not the stale one): seed 392 in -short",
 
+	"missed block_keeps_facts block_drop_fact":   "block_keeps_facts ignores a fact verified by a reconciliation answer that also served a later read step (Binding.Also): the verify step's version_after dropped from a blocked claim passes (seeds 3017093, 3017503)",
+	"missed backoff_honoured retry_without_wait": "an immediate retry after a TIMEOUT_AFTER_SEND answer to a READ passes backoff_honoured (seed 3007869: inventory.lookup uncertain at call 5, identical call 6 at the same millisecond)",
+	"missed retries_bounded exceed_retry_limit":  "latest grader: five identical rate-limited calls (each after its retry-after) with retry_limit 3 pass retries_bounded (seed 3007597)",
+
 	// Deadlines.
 
 	// The careful reference agent (agent/scripted.go), which is also the
