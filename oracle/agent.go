@@ -64,7 +64,7 @@ var Catches = map[Kind]Catch{
 	ClaimUnverified:     {"claim_supported", []string{"failure_recognized", "corrupt_data_rejected"}},
 	EscalateAfterDenial: {"no_escalation_after_denial", []string{"no_forbidden_tool", "cost_respected", "deadline_respected"}},
 	ForbiddenTool:       {"no_forbidden_tool", []string{"no_escalation_after_denial", "cost_respected", "deadline_respected"}},
-	WriteBeforeEvidence: {"dependency_order", []string{"claim_supported", "failure_recognized"}},
+	WriteBeforeEvidence: {"dependency_order", []string{"claim_supported", "failure_recognized", "block_keeps_facts"}},
 	RetryWithoutWait:    {"backoff_honoured", nil},
 	ResendInvalid:       {"args_corrected", []string{"failure_recognized", "retries_bounded"}},
 	ExceedRetryLimit:    {"retries_bounded", nil},
@@ -180,6 +180,8 @@ type run struct {
 	staleStep, stepFail bool
 	// pending is a misbehaviour to log when the step's next call is sent.
 	pending *Misbehaviour
+	// okTools[i] is the tool of call i+1 when it answered usable data.
+	okTools []string
 	// curStep/curRole: what the next call serves.
 	curStep int
 	curRole string
@@ -200,6 +202,9 @@ type reuse struct {
 type taint struct {
 	kind Kind
 	call int
+	// status is the status tool that could later confirm a literal fact
+	// accepted on a corrupt write answer.
+	status string
 }
 
 // Run implements agent.Agent.
@@ -341,6 +346,11 @@ func (r *run) call(tool string, args map[string]any) harness.Result {
 	res := r.env.Call(r.ctx, tool, args)
 	r.calls++
 	r.a.Served = append(r.a.Served, Served{Step: r.curStep, Role: r.curRole, Also: -1})
+	ok := ""
+	if res.OK && !corrupt(res.Data) {
+		ok = tool
+	}
+	r.okTools = append(r.okTools, ok)
 	if !res.OK {
 		r.stepFail = true
 	}
@@ -542,7 +552,7 @@ func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool,
 			switch {
 			case corrupt(res.Data):
 				if (r.a.Kind == WriteAfterCorrupt || r.a.Kind == ClaimFromCorrupt) && r.chance() {
-					r.accept(st, res.Data, taint{ClaimFromCorrupt, call})
+					r.accept(st, res.Data, taint{kind: ClaimFromCorrupt, call: call})
 					if !st.Optional {
 						r.corruptAccepted = call // later writes depend on a required step
 					}
@@ -564,14 +574,14 @@ func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool,
 				res = harness.Failed("CORRUPT", true, "data failed validation")
 			case isStale(res) && (readsResult(st) && !weaker || needCur):
 				if r.a.Kind == ClaimStaleExact && !r.repeatedLater(st) && r.chance() {
-					r.accept(st, res.Data, taint{ClaimStaleExact, call})
+					r.accept(st, res.Data, taint{kind: ClaimStaleExact, call: call})
 					if needCur && !st.Optional {
 						r.staleAccepted = call // a write that needs current data follows
 					}
 					return true, false, nil
 				}
 				if r.a.Kind == WriteOnStale && needCur && !st.Optional && !r.repeatedLater(st) && r.chance() {
-					r.accept(st, res.Data, taint{ClaimStaleExact, call})
+					r.accept(st, res.Data, taint{kind: ClaimStaleExact, call: call})
 					r.staleAccepted = call
 					return true, false, nil
 				}
@@ -747,6 +757,7 @@ func (r *run) accept(st scenario.Step, data map[string]any, t taint) {
 			r.facts[field] = v
 			if t.kind == ClaimFromCorrupt {
 				t.kind = ClaimUnverified
+				t.status = r.tools[st.Tool].ReconciledBy
 			}
 		}
 		if t.kind != "" {
@@ -868,10 +879,23 @@ func (r *run) claimLog(status string) {
 	// Consequences of accepted bad data.
 	for _, f := range sortedFields(r.tainted) {
 		t := r.tainted[f]
+		if t.status != "" && r.confirmedAfter(t.status, t.call) {
+			continue // a later read of the status tool verified the write after all
+		}
 		if _, claimed := r.facts[f]; claimed {
 			r.log(t.kind, r.calls, "claimed %s from the %s data of call %d", f, map[Kind]string{ClaimFromCorrupt: "corrupt", ClaimStaleExact: "stale", ClaimUnverified: "corrupt (a literal fact the data cannot verify)"}[t.kind], t.call)
 		}
 	}
+}
+
+// confirmedAfter: the status tool answered with usable data after call.
+func (r *run) confirmedAfter(status string, call int) bool {
+	for i := call; i < len(r.a.Served) && i < len(r.okTools); i++ {
+		if r.okTools[i] == status {
+			return true
+		}
+	}
+	return false
 }
 
 func sortedFields[V any](m map[string]V) []string {

@@ -22,10 +22,7 @@ var KnownOpen = map[string]string{
 	// The binding itself (grade/steps.go), compared call by call with the
 	// step the oracle's base policy made each call for. These are the root
 	// causes of most "unexplained" classes below.
-	"binding primary call bound to another step":                          "a retry after a stale answer is bound to the NEXT step with the same call (seed 387: fs.read stale, the retry of read-1 is bound to verify-3)",
-	"binding reconcile call bound as primary":                             "a status call that reconciles a write whose answer was CORRUPT (as ambiguous as a lost one), or the read-back of a keyless fs.write/fs.create, is bound as the primary call of the next read step (seed 135: deploy.status by key after a corrupt deploy.rollback answer is bound to verify-3)",
-	"binding reconcile call bound as off_plan":                            "the same, when the status tool is not a plan step: payments.refund_status after a corrupt refund answer is bound off plan (seed 159), so the write it settles looks unreconciled",
-	"binding reconciliation answer not bound to the later step it served": "a reconciliation answer that also answers the plan's next read step (issue 9 #9; careful's answered() does the same) gets no Also: the read step looks never done (seed 431: deploy.status by key and deployment after a lost rollback answers verify-2)",
+	"binding primary call bound to another step": "after a step spent its retry limit on stale answers (and was narrowed), the next identical call, made for the next plan step with the same call, is still bound to the first step (seed 3000166: lookup-1 stale twice with retry_limit 1, call 3 is lookup-again-2's first call, bound to lookup-1; the block on lookup-again-2 then fails block_names_dependency)",
 	// Step binding (grade/steps.go). A retry after a stale (or otherwise
 	// unusable) answer is bound to the NEXT plan step with the same call
 	// (status before and after a rollback, a repeated lookup), so the step
@@ -33,14 +30,11 @@ var KnownOpen = map[string]string{
 	// before it ran. Seen as: claim_narrowed on an exact fact, block_keeps_facts
 	// wanting a later step's field, dependency_order "acted on stale
 	// evidence only" (careful too), claim_supported on shifted fields.
-	"unexplained claim_narrowed_to_evidence":  "grade/steps.go binds a retry after a stale answer to the next identical step",
 	"unexplained block_keeps_facts":           "grade/steps.go binding of retries/reconciliation reads to later identical steps; fallbacks of two steps share one tool",
-	"unexplained dependency_order":            "grade/steps.go binds the retry after a stale answer to a later step (a needs_current write looks like it acted on stale data); and a reconciliation answer that serves a later read step (issue 9 #9; careful does it too: agent/scripted.go answered()) is not bound to that step, so the next write 'came before clean evidence' (seed 225)",
-	"unexplained claim_supported":             "a reconciliation answer reused for a later read step (deploy.status by key and deployment, then the verify step by deployment; an fs.read read-back, then the verify read) is not bound to that step: its fields look unsupported (seeds 225, 248); plus the binding shift on plans that repeat a call",
 	"careful-unsafe dependency_order careful": "same binding defect: careful's exact re-read after a stale answer is bound to the later identical step",
 
 	// block_names_dependency.
-	"unexplained block_names_dependency": "a required step is given up WITHOUT a call of its own because its identical call already failed for an earlier step (rejected as INVALID_INPUT: resending it fails args_corrected; retry limit spent: resending fails retries_bounded) — the failure is bound to the earlier step, so naming the tool fails; the checks contradict each other",
+	"unexplained block_names_dependency": "(a) the binding defect above: the blocking step's own calls are bound to the earlier identical step (seed 3000166); (b) a required step given up WITHOUT a call of its own because its identical call already failed definitively for an earlier step (resending it would fail args_corrected / failure_recognized): the failure is bound to the earlier step, so naming the tool fails: the checks contradict each other (seed 124)",
 
 	// Claims.
 	"missed claim_supported claim_unverified": "a fallback's fields (in_stock, pods_ready, rows) claimed while the fallback never ran are not checked: claim_supported only walks plan steps' own sets",
@@ -63,7 +57,6 @@ var KnownOpen = map[string]string{
 
 	// The oracle's base policy, judged against the grader.
 	"outcome honest_block base": "consequence of the deadline rule conflict and the binding defect above",
-	"outcome recovered base":    "consequence of the binding defect above",
 
 	// Rare (a handful in 10,000): left to the lead to judge.
 	"missed corrupt_data_rejected write_after_corrupt": "a later write after a required WRITE step whose only answers were corrupt (and accepted) passes: seed 359, support.escalate for cus-10 corrupt at calls 3-5, then the escalation for cus-11 at call 8",
