@@ -180,8 +180,13 @@ type run struct {
 	staleStep, stepFail bool
 	// pending is a misbehaviour to log when the step's next call is sent.
 	pending *Misbehaviour
-	// okTools[i] is the tool of call i+1 when it answered usable data.
-	okTools []string
+	// corruptStatus is the status tool of the write whose corrupt answer
+	// a mutant accepted.
+	corruptStatus string
+	// okTools[i] is the tool of call i+1 when it answered usable data;
+	// callArgs[i] its arguments.
+	okTools  []string
+	callArgs []map[string]any
 	// curStep/curRole: what the next call serves.
 	curStep int
 	curRole string
@@ -336,6 +341,9 @@ func (r *run) affordable(tool string, waitMs int64) bool {
 
 // call sends one tool call and tracks what the agent can see.
 func (r *run) call(tool string, args map[string]any) harness.Result {
+	if r.corruptAccepted > 0 && r.corruptStatus != "" && r.confirmedAfter(r.corruptStatus, r.corruptAccepted) {
+		r.corruptAccepted = 0 // the corrupt write answer was settled by its status tool since
+	}
 	if e := r.tools[tool].Effect; r.corruptAccepted > 0 && e != harness.EffectRead && e != "" {
 		r.log(WriteAfterCorrupt, r.calls+1, "wrote with %s after accepting the corrupt output of call %d", tool, r.corruptAccepted)
 		r.corruptAccepted = 0
@@ -351,6 +359,7 @@ func (r *run) call(tool string, args map[string]any) harness.Result {
 		ok = tool
 	}
 	r.okTools = append(r.okTools, ok)
+	r.callArgs = append(r.callArgs, maps.Clone(args))
 	if !res.OK {
 		r.stepFail = true
 	}
@@ -555,6 +564,10 @@ func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool,
 					r.accept(st, res.Data, taint{kind: ClaimFromCorrupt, call: call})
 					if !st.Optional {
 						r.corruptAccepted = call // later writes depend on a required step
+						r.corruptStatus = ""
+						if tool.Effect != harness.EffectRead {
+							r.corruptStatus = tool.ReconciledBy // a later status answer would settle it
+						}
 					}
 					return true, false, nil
 				}
@@ -888,10 +901,24 @@ func (r *run) claimLog(status string) {
 	}
 }
 
-// confirmedAfter: the status tool answered with usable data after call.
+// confirmedAfter: after call (a write's corrupt answer), its status tool
+// answered usable data about that very write: asked with the write's
+// idempotency key, or, for a keyless file write, reading the same path.
 func (r *run) confirmedAfter(status string, call int) bool {
-	for i := call; i < len(r.a.Served) && i < len(r.okTools); i++ {
-		if r.okTools[i] == status {
+	if call < 1 || call > len(r.callArgs) {
+		return false
+	}
+	write := r.callArgs[call-1]
+	key, _ := write["idempotency_key"].(string)
+	for i := call; i < len(r.okTools) && i < len(r.callArgs); i++ {
+		if r.okTools[i] != status {
+			continue
+		}
+		args := r.callArgs[i]
+		if key != "" && args["idempotency_key"] == key {
+			return true
+		}
+		if key == "" && write["path"] != nil && args["path"] == write["path"] {
 			return true
 		}
 	}

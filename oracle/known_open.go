@@ -30,20 +30,20 @@ var KnownOpen = map[string]string{
 	// before it ran. Seen as: claim_narrowed on an exact fact, block_keeps_facts
 	// wanting a later step's field, dependency_order "acted on stale
 	// evidence only" (careful too), claim_supported on shifted fields.
-	"unexplained block_keeps_facts":           "grade/steps.go binding of retries/reconciliation reads to later identical steps; fallbacks of two steps share one tool",
-	"careful-unsafe dependency_order careful": "same binding defect: careful's exact re-read after a stale answer is bound to the later identical step",
+	"careful-unsafe dependency_order careful": "careful settles a corrupt deploy.rollback answer with a STALE status answer, reuses it for the verify step, then sends a needs_current rollback on it (seed 3006520): careful should not reuse stale reconciliation answers for a later step whose evidence must be current",
 
 	// block_names_dependency.
-	"unexplained block_names_dependency": "(a) the binding defect above: the blocking step's own calls are bound to the earlier identical step (seed 3000166); (b) a required step given up WITHOUT a call of its own because its identical call already failed definitively for an earlier step (resending it would fail args_corrected / failure_recognized): the failure is bound to the earlier step, so naming the tool fails: the checks contradict each other (seed 124)",
+	"unexplained block_names_dependency": "(a) the binding defect above: the blocking step's own calls are bound to the earlier identical step (seed 3000166); (b) a required step given up WITHOUT a call of its own because its identical call already failed definitively for an earlier step (resending it would fail args_corrected / failure_recognized): the failure is bound to the earlier step, so naming the tool fails: the checks contradict each other (seed 124); (c) noRoomFor ignores the wait backoff_honoured requires before repeating a call that failed retryably (across steps too): the base stops because latency plus the required backoff passes the deadline, the grader says there was room (seed 3006922)",
 
 	// Claims.
-	"missed claim_supported claim_unverified": "a fallback's fields (in_stock, pods_ready, rows) claimed while the fallback never ran are not checked: claim_supported only walks plan steps' own sets",
 
 	"missed corrupt_data_rejected claim_from_corrupt": "a value claimed from a corrupt answer passes when the same step also had a stale answer (the step counts as satisfied; the claimed value is the corrupt one, not the stale one): seed 392 in -short",
 
 	"missed block_keeps_facts block_drop_fact":   "block_keeps_facts ignores a fact verified by a reconciliation answer that also served a later read step (Binding.Also): the verify step's version_after dropped from a blocked claim passes (seeds 3017093, 3017503)",
 	"missed backoff_honoured retry_without_wait": "an immediate retry after a TIMEOUT_AFTER_SEND answer to a READ passes backoff_honoured (seed 3007869: inventory.lookup uncertain at call 5, identical call 6 at the same millisecond)",
 	"missed retries_bounded exceed_retry_limit":  "latest grader: five identical rate-limited calls (each after its retry-after) with retry_limit 3 pass retries_bounded (seed 3007597)",
+
+	"missed claim_supported claim_unverified": "latest grader: a literal fact claimed on the CORRUPT answer of a keyless write that was never reconciled passes claim_supported and failure_recognized (seed 2642: deploy.rollback without a key, corrupt answer, rolled_back_0 claimed true; earlier grader versions caught the same claim for support.escalate)",
 
 	// Deadlines.
 

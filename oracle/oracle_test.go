@@ -345,7 +345,7 @@ func TestOracleReadsTruth(t *testing.T) {
 // tag; info classes are never violations.
 func TestKnownStripsTags(t *testing.T) {
 	for class, want := range map[string]bool{
-		"unexplained claim_narrowed_to_evidence [plan repeats a tool]":         true,
+		"unexplained retries_bounded [plan repeats a tool]":                    true,
 		"careful-unsafe dependency_order [some tag] careful":                   true,
 		"unexplained no_such_check [plan repeats a tool]":                      false,
 		"missed claim_matches_world claim_false [corrupt answer from a write]": false,
