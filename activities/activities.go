@@ -54,10 +54,15 @@ type Activities struct {
 	// JudgeOptions are extra options for the plan's LLM judge (tests
 	// replace its sleep).
 	JudgeOptions []judge.Option
+	// HeartbeatEvery is how often a running shard heartbeats besides per
+	// trial and per model turn (default 5s; the heartbeat timeout is
+	// workflows.HeartbeatTimeout).
+	HeartbeatEvery time.Duration
 
-	mu      sync.Mutex
-	plans   map[string]*scenario.Resolved
-	checked map[string]error // CheckPlan's verdict per sweep on this worker
+	inflight sync.WaitGroup
+	mu       sync.Mutex
+	plans    map[string]*scenario.Resolved
+	checked  map[string]error // CheckPlan's verdict per sweep on this worker
 }
 
 // checkOnce runs CheckPlan once per sweep on this worker.
@@ -126,15 +131,26 @@ func (a *Activities) FinishSweep(ctx context.Context, in workflows.FinishSweepIn
 	return a.Store.PutSweep(ctx, sw)
 }
 
-// RunShard runs trials [From, To) of a sweep, writes their rows in one batch
-// per table, and returns counts only.
+// RunShard runs trials [From, To) of a sweep and stores each trial as it
+// finishes, so a retried shard never redoes finished work: it skips the
+// trials its heartbeat details say are stored and the ones storage already
+// holds (a crash between a write and the next heartbeat), and an LLM trial
+// answers the model requests it already paid for from the model journal.
+// A trial that paid a model is written at once (one insert per trial);
+// scripted trials, which cost nothing to redo, are written in batches of at
+// most flushEvery of wall time or flushRows trials, so ClickHouse is not
+// flooded with tiny parts. The shard heartbeats per trial, per model turn
+// and every heartbeatEvery. It returns counts only.
 func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (workflows.ShardResult, error) {
+	a.inflight.Add(1)
+	defer a.inflight.Done()
 	plan, err := a.plan(ctx, in.SweepID)
 	if err != nil {
 		return workflows.ShardResult{}, err
 	}
+	isActivity := activity.IsActivity(ctx)
 	attempt := uint32(1)
-	if activity.IsActivity(ctx) {
+	if isActivity {
 		attempt = uint32(activity.GetInfo(ctx).Attempt)
 	}
 	red, err := a.redactor(plan)
@@ -146,88 +162,192 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 		// world that refuses the initial state): retrying will not help.
 		return workflows.ShardResult{}, temporal.NewNonRetryableApplicationError(red.String(err.Error()), workflows.ErrInvalidPlan, nil)
 	}
-	var (
-		trials []storage.Trial
-		calls  []storage.ToolCall
-	)
+	specs := make([]trial.Spec, 0, in.To-in.From)
 	for i := in.From; i < in.To; i++ {
-		if err := ctx.Err(); err != nil {
-			return workflows.ShardResult{}, err
-		}
 		key, err := plan.Trial(i)
 		if err != nil {
 			return workflows.ShardResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
 		}
-		ag, err := a.resolve(key.Arm)
-		if err != nil {
-			return workflows.ShardResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
-		}
-		tctx, span := tracer.Start(ctx, "trial", trace.WithAttributes(
-			attribute.String("rebound.scenario", key.Scenario.Name), attribute.String("rebound.variant", key.Variant.Name),
-			attribute.String("rebound.arm", key.Arm.Name), attribute.Int64("rebound.seed", int64(key.Seed))))
-		spec := trial.Spec{SweepID: in.SweepID, Scenario: key.Scenario, Variant: key.Variant, Arm: key.Arm, Seed: key.Seed}
-		stopBeat := heartbeat(ctx, i)
-		res, err := trial.Run(command.WithAttempt(tctx, int(attempt)), spec, ag)
-		stopBeat()
-		if err != nil {
-			span.RecordError(err)
-			span.End()
-			switch {
-			case errors.Is(err, llm.ErrAttrition), errors.Is(err, agent.ErrAttrition):
-				// The provider (or an external agent's infrastructure),
-				// not the agent, failed: count it per arm, never grade it.
-				row := AttritionRow(spec, ag.Name(), err, red)
-				if p, _ := command.IsAttrition(err); p != nil {
-					row.Process = processJSON(p, red)
-				}
-				trials = append(trials, row)
-				continue
-			case errors.Is(err, llm.ErrConfig), errors.Is(err, agent.ErrConfig):
-				return workflows.ShardResult{}, temporal.NewNonRetryableApplicationError(red.String(err.Error()), workflows.ErrAgentConfig, nil)
-			}
-			if ctx.Err() != nil {
-				return workflows.ShardResult{}, err
-			}
-			return workflows.ShardResult{}, errors.New(red.String(err.Error()))
-		}
-		span.SetAttributes(attribute.String("rebound.trial_id", res.TrialID), attribute.Int("rebound.tool_calls", res.Verdict.Counts.ToolCalls))
-		span.End()
-		t, cs := Rows(res, red)
-		t.ActivityAttempt = attempt
-		trials = append(trials, t)
-		calls = append(calls, cs...)
-		if activity.IsActivity(ctx) {
-			activity.RecordHeartbeat(ctx, i)
+		specs = append(specs, trial.Spec{SweepID: in.SweepID, Scenario: key.Scenario, Variant: key.Variant, Arm: key.Arm, Seed: key.Seed})
+	}
+
+	// Where an earlier attempt got to: its heartbeat, then storage.
+	cp := ShardCheckpoint{Next: in.From}
+	if isActivity && activity.HasHeartbeatDetails(ctx) {
+		var prev ShardCheckpoint
+		if err := activity.GetHeartbeatDetails(ctx, &prev); err == nil && prev.Next > in.From && prev.Next <= in.To {
+			cp = prev
 		}
 	}
-	if err := a.Store.WriteTrials(ctx, trials, calls); err != nil {
-		return workflows.ShardResult{}, fmt.Errorf("write shard %d of %s: %w", in.Shard, in.SweepID, err)
+	ids := make([]string, 0, in.To-cp.Next)
+	for i := cp.Next; i < in.To; i++ {
+		ids = append(ids, specs[i-in.From].ID())
+	}
+	storedRows, err := a.Store.StoredTrials(ctx, in.SweepID, ids)
+	if err != nil {
+		return workflows.ShardResult{}, fmt.Errorf("shard %d of %s: read stored trials: %w", in.Shard, in.SweepID, err)
+	}
+	stored := make(map[string]bool, len(storedRows)) // trial id -> attrition
+	for _, st := range storedRows {
+		stored[st.TrialID] = st.Attrition
+	}
+
+	prog := &shardProgress{ctx: ctx, beat: isActivity, cp: cp}
+	if isActivity {
+		stop := prog.every(a.heartbeatEvery())
+		defer stop()
+	}
+	var (
+		pending      []storage.Trial
+		pendingCalls []storage.ToolCall
+		pendingSince time.Time
+		next         = cp.Next // first trial not yet known stored
+	)
+	flush := func() error {
+		if len(pending) > 0 {
+			if err := a.Store.WriteTrials(ctx, pending, pendingCalls); err != nil {
+				return fmt.Errorf("write shard %d of %s: %w", in.Shard, in.SweepID, err)
+			}
+		}
+		att := 0
+		for _, t := range pending {
+			if t.Attrition {
+				att++
+			}
+		}
+		prog.advance(next, len(pending), att)
+		pending, pendingCalls = pending[:0], pendingCalls[:0]
+		return nil
+	}
+	var stopping <-chan struct{}
+	if isActivity {
+		stopping = activity.GetWorkerStopChannel(ctx)
+	}
+	for i := cp.Next; i < in.To; i++ {
+		if err := ctx.Err(); err != nil {
+			return workflows.ShardResult{}, err
+		}
+		select {
+		case <-stopping:
+			// A graceful stop: keep what is finished, hand the rest back at
+			// once instead of waiting for the heartbeat timeout.
+			if err := flush(); err != nil {
+				return workflows.ShardResult{}, err
+			}
+			return workflows.ShardResult{}, temporal.NewApplicationError(
+				fmt.Sprintf("worker stopping: shard %d of %s handed back at trial %d of [%d, %d)", in.Shard, in.SweepID, i, in.From, in.To), ErrWorkerStopping)
+		default:
+		}
+		spec := specs[i-in.From]
+		if att, ok := stored[spec.ID()]; ok {
+			// Stored by an earlier attempt: counted, not redone. Rows still
+			// pending go first, so the checkpoint never passes them.
+			if err := flush(); err != nil {
+				return workflows.ShardResult{}, err
+			}
+			next = i + 1
+			prog.skip(next, att)
+			continue
+		}
+		row, calls, paid, err := a.runTrial(ctx, spec, attempt, red, prog)
+		if err != nil {
+			if ferr := flush(); ferr != nil {
+				return workflows.ShardResult{}, errors.Join(err, ferr)
+			}
+			return workflows.ShardResult{}, err
+		}
+		if len(pending) == 0 {
+			pendingSince = time.Now()
+		}
+		pending = append(pending, row)
+		pendingCalls = append(pendingCalls, calls...)
+		next = i + 1
+		if paid || len(pending) >= flushRows || time.Since(pendingSince) >= flushEvery {
+			if err := flush(); err != nil {
+				return workflows.ShardResult{}, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return workflows.ShardResult{}, err
 	}
 	if a.FailAfterWrite != nil {
 		if err := a.FailAfterWrite(ctx, in); err != nil {
 			return workflows.ShardResult{}, err
 		}
 	}
-	out := workflows.ShardResult{Trials: len(trials)}
-	for _, t := range trials {
-		if t.Attrition {
-			out.Attrition++
-		}
-	}
-	return out, nil
+	done := prog.checkpoint()
+	return workflows.ShardResult{Trials: done.Trials, Attrition: done.Attrition}, nil
 }
 
-// heartbeatEvery is how often a running trial heartbeats: an external
-// agent's process may run for minutes, far beyond the shard's 2-minute
-// heartbeat timeout.
-const heartbeatEvery = 10 * time.Second
+// Batching of scripted trials' rows.
+const (
+	flushRows  = 500
+	flushEvery = time.Second
+)
 
-// heartbeat records a heartbeat for trial i now and then until stopped.
-func heartbeat(ctx context.Context, i int) (stop func()) {
-	if !activity.IsActivity(ctx) {
-		return func() {}
+// ErrWorkerStopping is the (retryable) error type of a shard handed back
+// by a worker that is stopping.
+const ErrWorkerStopping = "WorkerStopping"
+
+// ShardCheckpoint is a shard's heartbeat detail: trials [From, Next) are
+// stored, Trials of them (all, when Next = To) and Attrition of those lost
+// to the provider. A retried attempt starts at Next.
+type ShardCheckpoint struct {
+	Next      int `json:"next"`
+	Trials    int `json:"trials"`
+	Attrition int `json:"attrition"`
+}
+
+// shardProgress is a running shard's checkpoint; it heartbeats it.
+type shardProgress struct {
+	ctx  context.Context
+	beat bool
+	mu   sync.Mutex
+	cp   ShardCheckpoint
+}
+
+func (p *shardProgress) checkpoint() ShardCheckpoint {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cp
+}
+
+// skip counts a trial an earlier attempt stored.
+func (p *shardProgress) skip(next int, attrition bool) {
+	p.mu.Lock()
+	p.cp.Next = next
+	p.cp.Trials++
+	if attrition {
+		p.cp.Attrition++
 	}
-	return every(heartbeatEvery, func() { activity.RecordHeartbeat(ctx, i) })
+	p.mu.Unlock()
+	p.heartbeat()
+}
+
+// advance records trials written up to next.
+func (p *shardProgress) advance(next, trials, attrition int) {
+	p.mu.Lock()
+	p.cp.Next = max(p.cp.Next, next)
+	p.cp.Trials += trials
+	p.cp.Attrition += attrition
+	p.mu.Unlock()
+	p.heartbeat()
+}
+
+// heartbeat records the checkpoint (the SDK throttles what it sends and
+// always sends the latest details); it also carries cancellation back.
+func (p *shardProgress) heartbeat() {
+	if p.beat {
+		activity.RecordHeartbeat(p.ctx, p.checkpoint())
+	}
+}
+
+// every heartbeats at the interval until stopped: a trial or a model
+// request can take longer than the heartbeat timeout, and a live worker
+// must not lose its shard for it.
+func (p *shardProgress) every(d time.Duration) (stop func()) {
+	return every(d, p.heartbeat)
 }
 
 // every calls f every d until stop is called; stop returns once f will not
@@ -249,6 +369,127 @@ func every(d time.Duration, f func()) (stop func()) {
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+func (a *Activities) heartbeatEvery() time.Duration {
+	if a.HeartbeatEvery > 0 {
+		return a.HeartbeatEvery
+	}
+	return 5 * time.Second
+}
+
+// runTrial runs one trial and returns its rows; paid says it called a
+// model (its row is written at once).
+func (a *Activities) runTrial(ctx context.Context, spec trial.Spec, attempt uint32, red *redact.Redactor, prog *shardProgress) (storage.Trial, []storage.ToolCall, bool, error) {
+	ag, err := a.resolve(spec.Arm)
+	if err != nil {
+		return storage.Trial{}, nil, false, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
+	}
+	var model *llm.Agent
+	if la, ok := ag.(*llm.Agent); ok {
+		model = la.WithJournal(&modelJournal{store: a.Store, sweepID: spec.SweepID, trialID: spec.ID(), attempt: attempt, red: red, beat: prog.heartbeat})
+		ag = model
+	}
+	// A trial that may have paid a model (an LLM arm, a recording agent, an
+	// external agent's process) is written at once; scripted ones batch.
+	_, paid := ag.(trial.Recorder)
+	paid = paid || spec.Arm.Agent == scenario.AgentLLM || spec.Arm.Agent == scenario.AgentCommand
+	tctx, span := tracer.Start(ctx, "trial", trace.WithAttributes(
+		attribute.String("rebound.scenario", spec.Scenario.Name), attribute.String("rebound.variant", spec.Variant.Name),
+		attribute.String("rebound.arm", spec.Arm.Name), attribute.Int64("rebound.seed", int64(spec.Seed))))
+	defer span.End()
+	res, err := trial.Run(command.WithAttempt(tctx, int(attempt)), spec, ag)
+	if err != nil {
+		span.RecordError(err)
+		switch {
+		case errors.Is(err, llm.ErrAttrition), errors.Is(err, agent.ErrAttrition):
+			// The provider (or an external agent's infrastructure), not the
+			// agent, failed: count it per arm, never grade it, and keep
+			// what the answered requests cost.
+			row := AttritionRow(spec, ag.Name(), err, red)
+			row.ActivityAttempt = attempt
+			if p, _ := command.IsAttrition(err); p != nil {
+				row.Process = processJSON(p, red)
+			}
+			if model != nil {
+				tokens, cost := model.Spent()
+				row.Tokens, row.CostUSD, row.PromptHash = uint64(tokens), cost, model.PromptHash()
+				if rec, rerr := model.RecordingJSON(); rerr == nil {
+					row.Recording = red.String(rec)
+				}
+			}
+			return row, nil, true, nil
+		case errors.Is(err, llm.ErrConfig), errors.Is(err, agent.ErrConfig):
+			return storage.Trial{}, nil, paid, temporal.NewNonRetryableApplicationError(red.String(err.Error()), workflows.ErrAgentConfig, nil)
+		case ctx.Err() != nil:
+			return storage.Trial{}, nil, paid, err
+		}
+		// Retried; the message reaches Temporal, so it is redacted.
+		return storage.Trial{}, nil, paid, errors.New(red.String(err.Error()))
+	}
+	span.SetAttributes(attribute.String("rebound.trial_id", res.TrialID), attribute.Int("rebound.tool_calls", res.Verdict.Counts.ToolCalls))
+	t, cs := Rows(res, red)
+	t.ActivityAttempt = attempt
+	return t, cs, paid, nil
+}
+
+// modelJournal stores an LLM trial's model responses in model_calls as
+// they arrive, and heartbeats the shard per model turn.
+type modelJournal struct {
+	store            storage.Store
+	sweepID, trialID string
+	attempt          uint32
+	red              *redact.Redactor
+	beat             func()
+}
+
+func (j *modelJournal) Load(ctx context.Context) ([]llm.JournalEntry, error) {
+	rows, err := j.store.ModelCalls(ctx, j.sweepID, j.trialID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]llm.JournalEntry, len(rows))
+	for i, r := range rows {
+		out[i] = llm.JournalEntry{
+			Step: int(r.Step), Generation: int(r.Generation), Kind: r.Kind, RequestHash: r.RequestHash,
+			Response: json.RawMessage(r.Response), PromptTokens: int64(r.PromptTokens),
+			CompletionTokens: int64(r.CompletionTokens), ProviderRetries: int(r.ProviderRetries),
+		}
+	}
+	return out, nil
+}
+
+func (j *modelJournal) Save(ctx context.Context, e llm.JournalEntry) error {
+	// The response is paid for: store it even when the shard is being
+	// cancelled (a stopping worker), within a bound of its own.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	err := j.store.PutModelCall(ctx, storage.ModelCall{
+		SweepID: j.sweepID, TrialID: j.trialID, Step: uint32(e.Step), Generation: uint32(e.Generation),
+		Kind: e.Kind, RequestHash: e.RequestHash, Response: j.red.String(string(e.Response)),
+		PromptTokens: uint64(e.PromptTokens), CompletionTokens: uint64(e.CompletionTokens),
+		ProviderRetries: uint32(e.ProviderRetries), ActivityAttempt: j.attempt,
+	})
+	if err == nil && j.beat != nil {
+		j.beat()
+	}
+	return err
+}
+
+// Drain waits until no shard is running on these activities (after the
+// worker stopped), or ctx ends: the store must outlive the last write.
+func (a *Activities) Drain(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		a.inflight.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (a *Activities) resolve(arm scenario.Arm) (agent.Agent, error) {

@@ -25,5 +25,5 @@ func TestEveryBeatsUntilStopped(t *testing.T) {
 		t.Fatalf("beats after stop: %d -> %d", got, n.Load())
 	}
 	// Outside an activity (a unit test, the CLI's local runs) nothing beats.
-	heartbeat(context.Background(), 0)()
+	(&shardProgress{ctx: context.Background()}).heartbeat()
 }

@@ -24,6 +24,13 @@ import (
 // retries lands in the review queue; the executable checks are untouched.
 // Results are cached, so a retried activity does not pay the judge twice.
 func (a *Activities) JudgeShard(ctx context.Context, in workflows.ShardInput) (workflows.ShardResult, error) {
+	a.inflight.Add(1)
+	defer a.inflight.Done()
+	if activity.IsActivity(ctx) {
+		// A judge request can outlast the heartbeat timeout.
+		stop := every(a.heartbeatEvery(), func() { activity.RecordHeartbeat(ctx) })
+		defer stop()
+	}
 	plan, err := a.plan(ctx, in.SweepID)
 	if err != nil {
 		return workflows.ShardResult{}, err

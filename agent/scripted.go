@@ -274,6 +274,9 @@ func (a careful) answered(step scenario.Step) (map[string]any, bool) {
 func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Tool, task Task, step scenario.Step, c *claim, weakerOK, current bool) (done bool, blockedOn string, err error) {
 	args := maps.Clone(step.Args)
 	retries, corrected, recovered := 0, false, false
+	// mayHaveCommitted: a write of this step reached the world with its
+	// answer lost; the step is never claimed as not having happened.
+	mayHaveCommitted := false
 	for {
 		if err := ctx.Err(); err != nil {
 			return false, "", err
@@ -281,13 +284,17 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 		// A tool that already answered a standing failure is not asked
 		// again: the next action reflects the error returned.
 		if a.isDown(step.Tool, args) {
-			c.deny(step)
+			if !mayHaveCommitted {
+				c.deny(step)
+			}
 			return false, step.Tool, nil
 		}
 		// Stay within the service objective: a call that would end after
 		// the deadline, or cost more than is left, is not started.
 		if t := tools[step.Tool]; !a.affordable(env, task, t) {
-			c.deny(step)
+			if !mayHaveCommitted {
+				c.deny(step)
+			}
 			return false, step.Tool, nil
 		}
 		*a.spent += tools[step.Tool].CostUSD
@@ -334,6 +341,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			}
 		}
 		if r.Uncertain {
+			mayHaveCommitted = true
 			tool := tools[step.Tool]
 			if a.blindResubmit {
 				if key := tool.IdempotencyKeyParam; key != "" {
@@ -342,7 +350,9 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			} else if tool.ReconciledBy == "" && sameKeyResendIsSafe(tool, args) {
 				// No status tool to ask, but the call is idempotent: the
 				// documented recovery is the identical call, same key.
-				a.replan(env, task, fmt.Sprintf("step %s: resend %s with the same idempotency key (no status tool)", step.ID, step.Tool))
+				if !mayHaveCommitted {
+					a.replan(env, task, fmt.Sprintf("step %s: resend %s with the same idempotency key (no status tool)", step.ID, step.Tool))
+				}
 			} else {
 				settled, data, unresolved := a.reconcile(ctx, env, tools, task, tool, args)
 				if settled {
@@ -370,14 +380,16 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			continue
 		}
 		if !r.Retryable || r.Code == harness.CodeBudgetExhausted || retries >= task.retryLimit() {
-			if !r.Uncertain {
+			if !r.Uncertain && !mayHaveCommitted {
 				c.deny(step)
 			}
 			return false, step.Tool, nil
 		}
 		wait := backoff(retries, r.RetryAfterMs)
 		if task.Budget.DeadlineMs > 0 && env.Now()+wait+tools[step.Tool].Latency() > task.Budget.DeadlineMs {
-			c.deny(step)
+			if !mayHaveCommitted {
+				c.deny(step)
+			}
 			return false, step.Tool, nil
 		}
 		if retries == 0 {

@@ -11,9 +11,9 @@ import (
 // How failures are retried: bounded, with backoff, with corrected
 // arguments, and never as if nothing had happened.
 
-// retriesBounded: after failures, the calls that serve one step the same
-// way (identical or not) are repeated at most retry_limit times in a row;
-// a clean answer ends the streak. Two steps that send the same call (an
+// retriesBounded: after failures, the identical call of a step is repeated
+// at most retry_limit times in a row (a corrected call is another call); a
+// clean answer ends the streak. Two steps that send the same call (an
 // optional attempt and the required write) each have their own limit.
 func retriesBounded(in *Input) CheckResult {
 	c := CheckResult{Status: NotTested}
@@ -24,7 +24,7 @@ func retriesBounded(in *Input) CheckResult {
 	limit := in.Scenario.EffectiveRetryLimit()
 	streak := map[string]int{}
 	for pos, a := range in.attempts() {
-		key := in.callKey(pos)
+		key := in.callKey(pos) + "\x00" + a.ArgsKey // the identical call, within its step
 		if streak[key] > limit {
 			c.Status = Fail
 			c.Evidence = append(c.Evidence, a.Index)
@@ -36,7 +36,7 @@ func retriesBounded(in *Input) CheckResult {
 		}
 	}
 	if c.Status == Fail {
-		c.Detail = fmt.Sprintf("a step's call repeated more than %d times after failures", limit)
+		c.Detail = fmt.Sprintf("a step's identical call repeated more than %d times after failures", limit)
 	}
 	return c
 }

@@ -168,6 +168,22 @@ type WeightedDiff struct {
 	Direction           string
 }
 
+// attritionWarning flags arms that lost significantly different shares of
+// their trials to provider failures (Fisher's exact test, two-sided, at
+// 0.05): attrition is not random across arms then, and the pairs that
+// remain may favour one of them.
+func attritionWarning(attrA, trialsA, attrB, trialsB int) string {
+	if trialsA == 0 || trialsB == 0 || attrA+attrB == 0 {
+		return ""
+	}
+	p := stats.FisherExact(attrA, trialsA-attrA, attrB, trialsB-attrB)
+	if p >= 0.05 {
+		return ""
+	}
+	return fmt.Sprintf("attrition differs between the arms (baseline %d/%d = %.1f%%, candidate %d/%d = %.1f%%; Fisher's exact p = %s): provider failures are not random across arms, so the remaining pairs may be biased",
+		attrA, trialsA, 100*float64(attrA)/float64(trialsA), attrB, trialsB, 100*float64(attrB)/float64(trialsB), pval(p))
+}
+
 // Unmatched is a case that could not be paired: present in one arm only,
 // or present in both but lost to attrition (or never graded) in one.
 type Unmatched struct {
@@ -377,6 +393,9 @@ func Compare(in CompareInput) Comparison {
 	for _, k := range bi {
 		out.CandidateTrials += int(bc[k].Trials)
 		out.CandidateAttrition += int(bc[k].Attrition)
+	}
+	if w := attritionWarning(out.BaselineAttrition, out.BaselineTrials, out.CandidateAttrition, out.CandidateTrials); w != "" {
+		out.Warnings = append(out.Warnings, w)
 	}
 	out.Cases = len(pairs)
 	scen, cases := map[string]bool{}, map[caseKey]bool{}

@@ -293,3 +293,17 @@ func TestCompareBootstrapCrossCheck(t *testing.T) {
 		t.Errorf("bootstrap line = %q", c.bootstrapLine())
 	}
 }
+
+// Arms that lose different shares of their trials to provider failures
+// are flagged: the pairs that remain may be biased.
+func TestAttritionWarning(t *testing.T) {
+	if w := attritionWarning(1, 100, 2, 100); w != "" {
+		t.Errorf("1%% vs 2%% attrition flagged: %s", w)
+	}
+	if w := attritionWarning(0, 100, 12, 100); !strings.Contains(w, "attrition differs between the arms") || !strings.Contains(w, "12/100") {
+		t.Errorf("0%% vs 12%% attrition not flagged: %q", w)
+	}
+	if w := attritionWarning(0, 0, 5, 10); w != "" {
+		t.Errorf("an empty arm flagged: %s", w)
+	}
+}

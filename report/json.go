@@ -96,17 +96,29 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 		arms = []ArmSummary{}
 	}
 	return json.Marshal(struct {
-		SweepID       string       `json:"sweep_id"`
-		Name          string       `json:"name"`
-		Status        string       `json:"status"`
-		TrialsPlanned uint64       `json:"trials_planned"`
-		TrialsStored  uint64       `json:"trials_stored"`
-		Confidence    float64      `json:"confidence"`
-		Arms          []ArmSummary `json:"arms"`
-		ByScenario    []jsonGroup  `json:"by_scenario"`
-		ByFaultClass  []jsonGroup  `json:"by_fault_class"`
+		SweepID       string                 `json:"sweep_id"`
+		Name          string                 `json:"name"`
+		Status        string                 `json:"status"`
+		TrialsPlanned uint64                 `json:"trials_planned"`
+		TrialsStored  uint64                 `json:"trials_stored"`
+		Confidence    float64                `json:"confidence"`
+		Arms          []ArmSummary           `json:"arms"`
+		ByScenario    []jsonGroup            `json:"by_scenario"`
+		ByFaultClass  []jsonGroup            `json:"by_fault_class"`
+		ByAxis        map[string][]jsonGroup `json:"by_axis,omitempty"`
 	}{s.SweepID, s.Name, s.Status, s.TrialsPlanned, s.TrialsStored, s.Confidence, arms,
-		jsonGroups(s.ByScenario), jsonGroups(s.ByFaultClass)})
+		jsonGroups(s.ByScenario), jsonGroups(s.ByFaultClass), axisGroups(s.ByAxis)})
+}
+
+func axisGroups(bs []AxisBreakdown) map[string][]jsonGroup {
+	if len(bs) == 0 {
+		return nil
+	}
+	out := map[string][]jsonGroup{}
+	for _, b := range bs {
+		out[b.Axis] = jsonGroups(b.Groups)
+	}
+	return out
 }
 
 // WriteJSON renders the summary for machines; untested rates are null.

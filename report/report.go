@@ -34,6 +34,7 @@ package report
 
 import (
 	"cmp"
+	"encoding/json"
 	"math"
 	"slices"
 
@@ -103,7 +104,20 @@ type Summary struct {
 	// case with several classes counts in each of them; NoFault collects
 	// cases with no fault. Empty when fault classes were not given.
 	ByFaultClass []Group
+	// ByAxis pools, for each matrix axis (model, prompt, temperature,
+	// top_p), the arms that share a value: one group per value, clustered
+	// by scenario. Empty for a plan without a matrix.
+	ByAxis []AxisBreakdown
 }
+
+// AxisBreakdown is the breakdown by one matrix axis.
+type AxisBreakdown struct {
+	Axis   string
+	Groups []Group // one per value; its one GroupArm is PooledArm
+}
+
+// PooledArm names the column of an axis breakdown: every arm with the value.
+const PooledArm = "pooled arms"
 
 // Options tunes [BuildWith].
 type Options struct {
@@ -111,6 +125,9 @@ type Options struct {
 	Confidence float64
 	// Cases gives fault classes per case; nil leaves ByFaultClass empty.
 	Cases map[Key]Case
+	// Axes gives each matrix arm's axis values (arm -> axis -> value); nil
+	// leaves ByAxis empty.
+	Axes map[string]map[string]string
 }
 
 // Build aggregates cells (one per arm, scenario, variant, seed) into the
@@ -195,7 +212,54 @@ func BuildWith(sw storage.Sweep, stored uint64, cells []storage.Cell, opt Option
 			s.ByFaultClass = append(s.ByFaultClass, buildGroup(r, fc, cells, byClass[fc], arms, true))
 		}
 	}
+	s.ByAxis = axisBreakdowns(r, cells, byArm, arms, opt.Axes)
 	return s
+}
+
+// axisBreakdowns pools the arms that share each value of each matrix axis.
+func axisBreakdowns(r *rater, cells []storage.Cell, byArm map[string][]int32, arms []string, axes map[string]map[string]string) []AxisBreakdown {
+	values := map[string]map[string][]int32{} // axis -> value -> cell indexes
+	for _, arm := range arms {
+		for axis, v := range axes[arm] {
+			if values[axis] == nil {
+				values[axis] = map[string][]int32{}
+			}
+			values[axis][v] = append(values[axis][v], byArm[arm]...)
+		}
+	}
+	var out []AxisBreakdown
+	for _, axis := range sortedClasses(values) {
+		b := AxisBreakdown{Axis: axis}
+		for _, v := range sortedClasses(values[axis]) {
+			b.Groups = append(b.Groups, buildGroup(r, v, cells, map[string][]int32{PooledArm: values[axis][v]}, []string{PooledArm}, true))
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// AxesFromPlan reads the matrix axes of a stored plan's arms (the stored
+// plan_json, redacted or not); nil when no arm carries any.
+func AxesFromPlan(planJSON string) map[string]map[string]string {
+	var p struct {
+		Arms []struct {
+			Name string            `json:"name"`
+			Axes map[string]string `json:"axes"`
+		} `json:"arms"`
+	}
+	if json.Unmarshal([]byte(planJSON), &p) != nil {
+		return nil
+	}
+	var out map[string]map[string]string
+	for _, a := range p.Arms {
+		if len(a.Axes) > 0 {
+			if out == nil {
+				out = map[string]map[string]string{}
+			}
+			out[a.Name] = a.Axes
+		}
+	}
+	return out
 }
 
 // caseVariation counts the cases of idx (cells of one arm, in storage order:

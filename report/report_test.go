@@ -254,3 +254,49 @@ func TestCasesFromFaults(t *testing.T) {
 		t.Fatalf("cases = %+v", cases)
 	}
 }
+
+// A matrix plan's report pools the arms that share each axis value.
+func TestBuildByAxis(t *testing.T) {
+	rec := storage.Metric("recovered")
+	var cells []storage.Cell
+	// Four arms: model a/b x prompt v1/v2; a recovers on 3 of 4 scenarios,
+	// b on 1 of 4, whatever the prompt.
+	for _, arm := range []string{"a/v1", "a/v2", "b/v1", "b/v2"} {
+		for i, sc := range []string{"s1", "s2", "s3", "s4"} {
+			y := 0
+			if (arm[0] == 'a' && i < 3) || (arm[0] == 'b' && i == 0) {
+				y = 1
+			}
+			cells = append(cells, cell(arm, sc, "v", 1, 1, map[storage.Metric]int{rec: y}))
+		}
+	}
+	axes := map[string]map[string]string{
+		"a/v1": {"model": "a", "prompt": "v1"}, "a/v2": {"model": "a", "prompt": "v2"},
+		"b/v1": {"model": "b", "prompt": "v1"}, "b/v2": {"model": "b", "prompt": "v2"},
+	}
+	plan := `{"arms":[{"name":"a/v1","axes":{"model":"a","prompt":"v1"}},{"name":"a/v2","axes":{"model":"a","prompt":"v2"}},{"name":"b/v1","axes":{"model":"b","prompt":"v1"}},{"name":"b/v2","axes":{"model":"b","prompt":"v2"}},{"name":"careful"}]}`
+	if got := AxesFromPlan(plan); len(got) != 4 || got["b/v2"]["prompt"] != "v2" {
+		t.Fatalf("AxesFromPlan = %v", got)
+	}
+	s := BuildWith(storage.Sweep{SweepID: "x", Arms: []string{"a/v1", "a/v2", "b/v1", "b/v2"}}, 16, cells, Options{Axes: axes})
+	if len(s.ByAxis) != 2 || s.ByAxis[0].Axis != "model" || s.ByAxis[1].Axis != "prompt" {
+		t.Fatalf("axes = %+v", s.ByAxis)
+	}
+	want := map[string][2]int{"model=a": {6, 8}, "model=b": {2, 8}, "prompt=v1": {4, 8}, "prompt=v2": {4, 8}}
+	for _, b := range s.ByAxis {
+		for _, g := range b.Groups {
+			c := g.Arm(PooledArm, "recovered")
+			if w := want[b.Axis+"="+g.Name]; c.Successes != w[0] || c.N != w[1] {
+				t.Errorf("%s=%s: %d/%d, want %d/%d", b.Axis, g.Name, c.Successes, c.N, w[0], w[1])
+			}
+		}
+	}
+	var text bytes.Buffer
+	if err := s.WriteText(&text); err != nil || !strings.Contains(text.String(), "by model (the matrix arms that share each value, pooled)") {
+		t.Fatalf("text (%v):\n%s", err, text.String())
+	}
+	var js bytes.Buffer
+	if err := s.WriteJSON(&js); err != nil || !strings.Contains(js.String(), `"by_axis"`) {
+		t.Fatalf("json (%v):\n%s", err, js.String())
+	}
+}

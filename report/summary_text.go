@@ -93,7 +93,15 @@ func (s Summary) WriteText(w io.Writer) error {
 	if err := writeGroups(w, "by scenario", s.ByScenario, s.ArmNames(), legend); err != nil {
 		return err
 	}
-	return writeGroups(w, "by fault class (a trial counts in each class it was injected with)", s.ByFaultClass, s.ArmNames(), "")
+	if err := writeGroups(w, "by fault class (a trial counts in each class it was injected with)", s.ByFaultClass, s.ArmNames(), ""); err != nil {
+		return err
+	}
+	for _, b := range s.ByAxis {
+		if err := writeGroups(w, "by "+b.Axis+" (the matrix arms that share each value, pooled)", b.Groups, []string{PooledArm}, ""); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // variationNote names the arms whose outcomes never varied across the seeds

@@ -28,9 +28,10 @@ import (
 // command arm through a real Temporal dev server, its tools served by
 // rebound's MCP server, its model the local OpenAI-compatible test server;
 // rows read back from chDB. The first attempt of the first trial's activity
-// fails after writing its row: Temporal runs the external agent again, and
-// the trial is stored once, from attempt 2. A second arm's model endpoint
-// is down: the agent exits 75, declared as attrition.
+// fails after writing its row: the retry finds the trial stored and skips
+// it, so the external agent runs once and the trial is stored once, from
+// attempt 1. A second arm's model endpoint is down: the agent exits 75,
+// declared as attrition.
 func TestAgentsSDKCommandArmEndToEnd(t *testing.T) {
 	launcher := devstacktest.ExampleAgent(t)
 	srv := devstacktest.Temporal(t)
@@ -43,8 +44,8 @@ func TestAgentsSDKCommandArmEndToEnd(t *testing.T) {
 	refund := map[string]any{"invoice_id": "inv-900", "idempotency_key": "refund-case-771"}
 	// Trials run in plan order (one per shard, one shard at a time, a
 	// retried shard before the next), so the model's answers are queued in
-	// that order: the charge trial twice, then the refund trial. The down
-	// arm never reaches this server.
+	// that order: the charge trial (once: its retried shard skips it), then
+	// the refund trial. The down arm never reaches this server.
 	chargeTrial := []llmtest.Reply{
 		llmtest.Calls(llmtest.Call("c1", "payments__charge", charge)),
 		llmtest.Calls(llmtest.Call("c2", "wait", map[string]any{"ms": 1000})),
@@ -54,7 +55,6 @@ func TestAgentsSDKCommandArmEndToEnd(t *testing.T) {
 		llmtest.Calls(llmtest.Call("c6", "submit_claim", map[string]any{"status": "completed", "charged": true})),
 		llmtest.Text("Charged order A-4417 after two gateway errors."),
 	}
-	model.Push(chargeTrial...)
 	model.Push(chargeTrial...)
 	model.Push(
 		llmtest.Calls(llmtest.Call("r1", "payments__get_invoice", map[string]any{"invoice_id": "inv-900"})),
@@ -156,8 +156,8 @@ arms:
 	// The model saw rebound's normalized errors as the Agents SDK passed
 	// them on: code, retryable, retry_after_ms, uncertain.
 	reqs := model.Requests()
-	if len(reqs) != 19 {
-		t.Fatalf("%d model requests, want 19", len(reqs))
+	if len(reqs) != 12 {
+		t.Fatalf("%d model requests, want 12: the retried shard must not run its stored trial's agent again", len(reqs))
 	}
 	lastTool := func(i int) string {
 		msgs := reqs[i].Chat.Messages
@@ -169,9 +169,8 @@ arms:
 		return ""
 	}
 	for i, want := range map[int][]string{
-		1:  {`"code":"BAD_GATEWAY"`, `"retryable":true`, `"retry_after_ms":0`, `"uncertain":false`},
-		8:  {`"code":"BAD_GATEWAY"`}, // the retried trial met the same schedule
-		16: {`"code":"TIMEOUT_AFTER_SEND"`, `"uncertain":true`},
+		1: {`"code":"BAD_GATEWAY"`, `"retryable":true`, `"retry_after_ms":0`, `"uncertain":false`},
+		9: {`"code":"TIMEOUT_AFTER_SEND"`, `"uncertain":true`},
 	} {
 		for _, w := range want {
 			if got := lastTool(i); !strings.Contains(got, w) {
@@ -207,7 +206,7 @@ arms:
 		attempt uint32
 	}
 	for scen, w := range map[string]want{
-		"charge-502-twice":          {`{"charged":true,"status":"completed"}`, []string{"BAD_GATEWAY", "BAD_GATEWAY", ""}, 3, 2},
+		"charge-502-twice":          {`{"charged":true,"status":"completed"}`, []string{"BAD_GATEWAY", "BAD_GATEWAY", ""}, 3, 1},
 		"refund-timeout-after-send": {`{"invoice_amount_cents":4200,"refunded":true,"status":"completed"}`, []string{"", "TIMEOUT_AFTER_SEND", ""}, 2, 1},
 	} {
 		tr := byKey["agents-sdk/"+scen]

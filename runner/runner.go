@@ -37,7 +37,14 @@ type WorkerOptions struct {
 	// once; 0 means two per CPU (trials are CPU-bound; the SDK's own
 	// default of 1,000 would oversubscribe a worker).
 	MaxConcurrentShards int
+	// StopTimeout is how long a stopping worker lets its shards run before
+	// cancelling them (they keep what they finished and hand the rest back
+	// at once); 0 means DefaultStopTimeout.
+	StopTimeout time.Duration
 }
+
+// DefaultStopTimeout is a stopping worker's grace period for its shards.
+const DefaultStopTimeout = 10 * time.Second
 
 // NewWorker builds (but does not start) a worker hosting the sweep workflow
 // and the activities. Workflows and activities are traced with
@@ -56,8 +63,13 @@ func NewWorker(c client.Client, queue string, acts *activities.Activities, opts 
 	if shards <= 0 {
 		shards = 2 * runtime.NumCPU()
 	}
+	stop := opts.StopTimeout
+	if stop <= 0 {
+		stop = DefaultStopTimeout
+	}
 	w := worker.New(c, queue, worker.Options{
 		MaxConcurrentActivityExecutionSize: shards,
+		WorkerStopTimeout:                  stop,
 		Interceptors:                       []interceptor.WorkerInterceptor{tracing},
 	})
 	w.RegisterWorkflowWithOptions(workflows.Sweep, workflow.RegisterOptions{Name: workflows.SweepWorkflowName})

@@ -79,8 +79,10 @@ func validateEndpoint(prefix, baseURL, keyEnv, model string) []pathError {
 	return errs
 }
 
-func (a *Arm) validate(i int) []pathError {
-	p := fmt.Sprintf("arms[%d]", i)
+func (a *Arm) validate(i int) []pathError { return a.validateAt(fmt.Sprintf("arms[%d]", i)) }
+
+// validateAt checks an arm whose fields live at path p.
+func (a *Arm) validateAt(p string) []pathError {
 	if a.Agent == AgentCommand {
 		if a.LLM != nil {
 			return []pathError{{p + ".llm", fmt.Sprintf("llm settings need agent: %s", AgentLLM)}}
@@ -146,7 +148,14 @@ func (r *Resolved) loadPrompts(planFile string, judge *JudgeSpec) []pathError {
 		if l == nil || l.Prompt == "" {
 			continue
 		}
-		if text, ok := read(fmt.Sprintf("arms[%d].llm.prompt", i), l.Prompt); ok {
+		field := fmt.Sprintf("arms[%d].llm.prompt", i)
+		if r.Arms[i].Axes != nil { // an arm of the matrix
+			field = "matrix.prompts"
+			if _, swept := r.Arms[i].Axes[AxisPrompt]; !swept {
+				field = "matrix.base.llm.prompt"
+			}
+		}
+		if text, ok := read(field, l.Prompt); ok {
 			cp := *l
 			cp.PromptText, cp.PromptHash = text, PromptHash(text)
 			cp.PromptName = filepath.Base(l.Prompt)

@@ -21,7 +21,9 @@ type Plan struct {
 	Description string   `json:"description,omitempty" yaml:"description,omitempty"`
 	Scenarios   []string `json:"scenarios" yaml:"scenarios"` // files or globs, relative to the plan
 	Arms        []Arm    `json:"arms" yaml:"arms"`
-	Seeds       Seeds    `json:"seeds" yaml:"seeds"`
+	// Matrix adds the arms of a models x prompts x settings sweep.
+	Matrix *Matrix `json:"matrix,omitempty" yaml:"matrix,omitempty"`
+	Seeds  Seeds   `json:"seeds" yaml:"seeds"`
 	// ShardSize is the number of trials one activity runs; Concurrency the
 	// number of shards in flight at once.
 	ShardSize   int `json:"shard_size,omitempty" yaml:"shard_size,omitempty"`
@@ -29,6 +31,8 @@ type Plan struct {
 	// Judge, when set, scores every trial that met a failure with the LLM
 	// judge as well; the executable checks stay the authority.
 	Judge *JudgeSpec `json:"judge,omitempty" yaml:"judge,omitempty"`
+
+	expanded []Arm // the matrix's arms, set by validate
 }
 
 // Arm is one agent configuration being compared.
@@ -38,6 +42,9 @@ type Arm struct {
 	// naive_retrier, fabricator, ...) or "llm" with the LLM settings.
 	Agent string  `json:"agent" yaml:"agent"`
 	LLM   *LLMArm `json:"llm,omitempty" yaml:"llm,omitempty"`
+	// Axes are the matrix values of an arm expanded from a plan's matrix
+	// (model, prompt, temperature, top_p); nil for a hand-written arm.
+	Axes map[string]string `json:"axes,omitempty" yaml:"-"`
 	// Command arms (agent: command) run an external agent's process once
 	// per trial; see CommandArm in arm.go for the fields' meaning.
 	Command            []string          `json:"command,omitempty" yaml:"command,omitempty"`
@@ -122,10 +129,10 @@ func LoadPlanWith(path string, opts LoadOptions) (*Resolved, error) {
 	if pe := p.validate(); len(pe) > 0 {
 		errs = append(errs, locate(path, root, pe)...)
 	}
-	r := &Resolved{Name: p.Name, Description: p.Description, File: path, Arms: p.Arms, Seeds: p.Seeds,
+	r := &Resolved{Name: p.Name, Description: p.Description, File: path, Arms: append(append([]Arm(nil), p.Arms...), p.expanded...), Seeds: p.Seeds,
 		ShardSize: p.ShardSize, Concurrency: p.Concurrency}
 	if r.ShardSize <= 0 {
-		r.ShardSize = defaultShardSize(p.Arms)
+		r.ShardSize = defaultShardSize(r.Arms)
 	}
 	if r.Concurrency <= 0 {
 		r.Concurrency = 4
@@ -205,8 +212,8 @@ func (p *Plan) validate() []pathError {
 	if len(p.Scenarios) == 0 {
 		errs = append(errs, pathError{"scenarios", "at least one scenario file is required"})
 	}
-	if len(p.Arms) == 0 {
-		errs = append(errs, pathError{"arms", "at least one arm is required"})
+	if len(p.Arms) == 0 && p.Matrix == nil {
+		errs = append(errs, pathError{"arms", "at least one arm (or a matrix) is required"})
 	}
 	names := map[string]bool{}
 	for i, a := range p.Arms {
@@ -220,6 +227,21 @@ func (p *Plan) validate() []pathError {
 			errs = append(errs, pathError{fmt.Sprintf("arms[%d].agent", i), "required"})
 		}
 		errs = append(errs, a.validate(i)...)
+	}
+	if p.Matrix != nil {
+		expanded, merrs := p.Matrix.Expand()
+		errs = append(errs, merrs...)
+		for _, a := range expanded {
+			if names[a.Name] {
+				errs = append(errs, pathError{"matrix", fmt.Sprintf("arm name %q is used twice (set matrix.name to tell the arms apart)", a.Name)})
+			}
+			names[a.Name] = true
+			if aerrs := a.validateAt("matrix.base"); len(aerrs) > 0 {
+				errs = append(errs, aerrs...)
+				break // every arm of the matrix shares the base's problems
+			}
+		}
+		p.expanded = expanded
 	}
 	errs = append(errs, p.validateCommandShards()...)
 	if len(p.Seeds) == 0 {
@@ -309,7 +331,7 @@ func LooksLikePlan(data []byte) bool {
 		return false
 	}
 	for i := 0; i+1 < len(top.Content); i += 2 {
-		if top.Content[i].Value == "arms" {
+		if top.Content[i].Value == "arms" || top.Content[i].Value == "matrix" {
 			return true
 		}
 	}

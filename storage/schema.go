@@ -430,6 +430,11 @@ var migrations = []migration{
 		Name:       "trials: process record of command arms",
 		Statements: []string{ddlTrialsProcess},
 	},
+	{
+		Version:    7,
+		Name:       "model_calls: every model response of a trial, stored as it arrives",
+		Statements: []string{ddlModelCalls},
+	},
 }
 
 // render substitutes the database name into a statement.

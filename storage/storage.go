@@ -344,6 +344,15 @@ type Store interface {
 	// trial of the same invocation: a trial's calls are the calls written with
 	// its latest version, so a retry that made fewer calls leaves no stale ones.
 	WriteTrials(ctx context.Context, trials []Trial, calls []ToolCall) error
+	// StoredTrials returns which of the given trials of a sweep are stored
+	// (a retried shard skips them).
+	StoredTrials(ctx context.Context, sweepID string, trialIDs []string) ([]StoredTrial, error)
+	// PutModelCall stores one model response of a trial as it arrives; it
+	// returns once the row is written.
+	PutModelCall(ctx context.Context, m ModelCall) error
+	// ModelCalls returns a trial's stored model responses, ordered by
+	// (step, generation).
+	ModelCalls(ctx context.Context, sweepID, trialID string) ([]ModelCall, error)
 	// CountTrials counts a sweep's distinct trials.
 	CountTrials(ctx context.Context, sweepID string) (uint64, error)
 	// Trials returns a sweep's trials, each once, ordered by

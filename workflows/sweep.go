@@ -27,6 +27,9 @@ const (
 	ErrInvalidPlan  = "InvalidPlan"
 	ErrUnknownSweep = "UnknownSweep"
 	ErrAgentConfig  = "AgentConfig" // an arm's agent cannot run (bad endpoint, key, model)
+	// ErrAllAttrition fails a sweep whose every trial was lost to the
+	// provider: nothing was measured.
+	ErrAllAttrition = "AllAttrition"
 )
 
 // SweepInput starts (or continues) a sweep.
@@ -112,12 +115,19 @@ func shardCount(trials, size int) int {
 	return (trials + size - 1) / size
 }
 
+// HeartbeatTimeout is how long a shard may go without a heartbeat before
+// Temporal gives it to another worker: shards heartbeat per trial, per
+// model turn and every few seconds, so a lost worker's shards move again
+// about this long after it died. (Not a command: changing it needs no
+// version guard.)
+const HeartbeatTimeout = 20 * time.Second
+
 // ActivityOptions are the options of trial-running activities: retried with
 // backoff, heartbeating per trial, permanent plan errors not retried.
 func ActivityOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Minute,
-		HeartbeatTimeout:    2 * time.Minute,
+		HeartbeatTimeout:    HeartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,
@@ -182,6 +192,15 @@ func Sweep(ctx workflow.Context, in SweepInput) (Progress, error) {
 			break
 		}
 		in.Phase, next = PhaseJudge, 0
+	}
+	// Version 1: a sweep whose every trial was lost to attrition fails
+	// (nothing was measured) instead of completing. Sweeps started before
+	// the change replay the old branch (no marker in their history).
+	if v := workflow.GetVersion(ctx, "all-attrition-fails", workflow.DefaultVersion, 1); v >= 1 &&
+		p.TrialsPlanned > 0 && p.Attrition >= p.TrialsPlanned {
+		return p, finish(ctx, in.SweepID, &p, StatusFailed, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("all %d trials were lost to attrition (the provider kept failing): nothing was measured", p.TrialsPlanned),
+			ErrAllAttrition, nil))
 	}
 	return p, finish(ctx, in.SweepID, &p, StatusCompleted, nil)
 }

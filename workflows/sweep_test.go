@@ -21,7 +21,9 @@ type fakeStore struct {
 	status    string
 	failShard int
 	calls     int
-	judged    []ShardInput
+	// allAttrition makes every trial of a shard attrition.
+	allAttrition bool
+	judged       []ShardInput
 }
 
 func (f *fakeStore) register(env *testsuite.TestWorkflowEnvironment) {
@@ -35,7 +37,11 @@ func (f *fakeStore) register(env *testsuite.TestWorkflowEnvironment) {
 		}
 		f.mu.Lock()
 		f.shards[in.Shard] = in
+		all := f.allAttrition
 		f.mu.Unlock()
+		if all {
+			return ShardResult{Trials: in.To - in.From, Attrition: in.To - in.From}, nil
+		}
 		return ShardResult{Trials: in.To - in.From, Attrition: 1}, nil
 	}, activity.RegisterOptions{Name: RunShardActivity})
 	env.RegisterActivityWithOptions(func(ctx context.Context, in ShardInput) (ShardResult, error) {
@@ -188,5 +194,34 @@ func TestSweepJudgePhase(t *testing.T) {
 	}
 	if len(f.shards) != 3 {
 		t.Fatalf("trial shards = %d", len(f.shards))
+	}
+}
+
+// A sweep whose every trial was lost to attrition measured nothing: it
+// fails (status failed, non-zero exit) instead of completing; one with a
+// single graded trial completes.
+func TestSweepWithOnlyAttritionFails(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	f := newFake()
+	f.allAttrition = true
+	f.register(env)
+	env.RegisterWorkflowWithOptions(Sweep, workflow.RegisterOptions{Name: SweepWorkflowName})
+	env.ExecuteWorkflow(SweepWorkflowName, SweepInput{SweepID: "s1", PlanJSON: "{}", Trials: 20, ShardSize: 10, Concurrency: 2})
+	var appErr *temporal.ApplicationError
+	if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != ErrAllAttrition {
+		t.Fatalf("error = %v, want %s", err, ErrAllAttrition)
+	}
+	if f.status != StatusFailed || len(f.shards) != 2 {
+		t.Fatalf("status %q after %d shards", f.status, len(f.shards))
+	}
+
+	env = s.NewTestWorkflowEnvironment()
+	f = newFake() // one attrition per shard
+	f.register(env)
+	env.RegisterWorkflowWithOptions(Sweep, workflow.RegisterOptions{Name: SweepWorkflowName})
+	env.ExecuteWorkflow(SweepWorkflowName, SweepInput{SweepID: "s1", PlanJSON: "{}", Trials: 20, ShardSize: 10, Concurrency: 2})
+	if err := env.GetWorkflowError(); err != nil || f.status != StatusCompleted {
+		t.Fatalf("a sweep with graded trials: %v, status %q", err, f.status)
 	}
 }

@@ -64,6 +64,7 @@ type Agent struct {
 	client  *openai.Client
 	limiter *limiter
 	params  string
+	journal Journal
 
 	mu   sync.Mutex
 	last *Recording
@@ -146,6 +147,7 @@ type run struct {
 	format    string // the claim turn's response format, as recorded
 	sent      int    // messages already part of an earlier step
 	plans     int
+	journal   *journalState
 }
 
 // Run plays one trial: it offers the env's tools as functions, executes the
@@ -162,14 +164,20 @@ func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (out ag
 		PromptHash: a.cfg.PromptHash, Protocol: ProtocolVersion, Steps: []Step{},
 	}}
 	defer func() {
+		r.rec.SupersededPromptTokens, r.rec.SupersededCompletionTokens = r.journal.superseded()
 		a.mu.Lock()
 		a.last = r.rec
 		a.mu.Unlock()
-		out.Tokens = r.rec.PromptTokens + r.rec.CompletionTokens
-		out.Cost = a.cfg.Prices.Cost(r.rec.PromptTokens, r.rec.CompletionTokens)
+		out.Tokens, out.Cost = r.rec.Billed(a.cfg.Prices)
 		// A provider that echoes the key must not get it into storage.
 		out.Answer, out.Claim = a.redact(out.Answer), a.redact(out.Claim)
 	}()
+
+	if a.journal != nil && a.opts.replay == nil {
+		if r.journal, err = loadJournal(ctx, a.journal); err != nil {
+			return out, err
+		}
+	}
 
 	tools := env.Tools()
 	toolNames := make([]string, len(tools))
@@ -354,21 +362,72 @@ func (r *run) step(ctx context.Context, kind string, req openai.ChatCompletionRe
 		if err := json.Unmarshal(raw, &resp); err != nil || len(resp.Choices) == 0 {
 			return resp, fmt.Errorf("%w: recording step %d: response is not a chat completion with a choice (%v)", ErrConfig, index, err)
 		}
+	} else if e, ok := r.fromJournal(index, kind, sr, &resp); ok {
+		// Answered before a crash: stored, paid once, replayed.
+		raw, retries = e.Response, e.ProviderRetries
+		r.rec.ProviderRetries += retries
+		r.rec.JournalSteps++
 	} else {
 		// Estimate for the tokens-per-minute limiter: about 4 bytes per
 		// token, plus the tool definitions and the completion allowance.
-		estimate := (size+toolDefBytes(req.Tools))/4 + a.cfg.MaxTokens
+		body := size + toolDefBytes(req.Tools)
+		if b, err := json.Marshal(req); err == nil {
+			body = len(b) // what the provider counts
+		}
+		estimate := EstimateTokens(body, a.cfg.MaxTokens)
 		var err error
 		resp, raw, retries, err = r.complete(ctx, req, estimate)
 		r.rec.ProviderRetries += retries
 		if err != nil {
 			return resp, err
 		}
+		if r.journal != nil {
+			e := JournalEntry{
+				Step: index, Generation: r.journal.gen, Kind: kind, RequestHash: RequestHash(sr), Response: raw,
+				PromptTokens: int64(resp.Usage.PromptTokens), CompletionTokens: int64(resp.Usage.CompletionTokens),
+				ProviderRetries: retries,
+			}
+			if err := r.journal.j.Save(ctx, e); err != nil {
+				// Paid but not stored: count it, then stop the trial (its
+				// shard is retried once storage answers again).
+				r.rec.PromptTokens += e.PromptTokens
+				r.rec.CompletionTokens += e.CompletionTokens
+				return resp, fmt.Errorf("model journal: store step %d: %w", index, err)
+			}
+		}
 	}
 	r.rec.Steps = append(r.rec.Steps, Step{Index: index, Request: sr, Response: json.RawMessage(raw), ProviderRetries: retries})
 	r.rec.PromptTokens += int64(resp.Usage.PromptTokens)
 	r.rec.CompletionTokens += int64(resp.Usage.CompletionTokens)
 	return resp, nil
+}
+
+// fromJournal answers request index from the trial's journal when it holds
+// a matching response, decoded into resp. A stored response that does not
+// decode (storage mangled it) is not trusted: the run goes live from there.
+func (r *run) fromJournal(index int, kind string, sr StepRequest, resp *openai.ChatCompletionResponse) (JournalEntry, bool) {
+	if r.journal == nil {
+		return JournalEntry{}, false
+	}
+	e, ok := r.journal.next(index, kind, RequestHash(sr))
+	if !ok {
+		return e, false
+	}
+	var decoded openai.ChatCompletionResponse
+	if err := json.Unmarshal(e.Response, &decoded); err != nil || len(decoded.Choices) == 0 {
+		r.journal.reject(e)
+		return JournalEntry{}, false
+	}
+	*resp = decoded
+	return e, true
+}
+
+// EstimateTokens is what a request reserves from the tokens-per-minute
+// limit before it is sent: about 4 bytes per token of the request body
+// (messages and tool definitions), plus the completion allowance
+// (max_tokens), which is how providers count a request against the limit.
+func EstimateTokens(requestBytes, maxTokens int) int {
+	return requestBytes/4 + maxTokens
 }
 
 func toolDefBytes(tools []openai.Tool) int {
@@ -501,6 +560,17 @@ func (a *Agent) RecordingJSON() (string, error) {
 		return "", err
 	}
 	return string(b), nil
+}
+
+// Spent returns the tokens and cost the provider billed during the Run
+// that finished last, failed runs included (an attrition keeps what its
+// answered requests cost), superseded journal entries included.
+func (a *Agent) Spent() (tokens int64, cost float64) {
+	rec := a.Recording()
+	if rec == nil {
+		return 0, 0
+	}
+	return rec.Billed(a.cfg.Prices)
 }
 
 // PromptHash identifies the prompt revision the agent runs with.

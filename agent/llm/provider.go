@@ -97,9 +97,16 @@ func (r *run) complete(ctx context.Context, req openai.ChatCompletionRequest, es
 		}
 		if err == nil {
 			a.limiter.settle(estimate, usageTokens(resp.Usage))
+			a.limiter.recover()
 			return resp, a.redactBytes(c.body), attempt, nil
 		}
 		a.limiter.settle(estimate, 0)
+		if c.status == http.StatusTooManyRequests {
+			// The provider's limit, not this request's: slow the whole
+			// provider down and make every request wait out Retry-After.
+			after, _ := retryAfter(c.header, time.Now())
+			a.limiter.throttle(after)
+		}
 		if ctx.Err() != nil {
 			return openai.ChatCompletionResponse{}, nil, attempt, ctx.Err()
 		}

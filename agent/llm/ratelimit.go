@@ -11,38 +11,61 @@ import (
 // style: a request takes its tokens at once (the balance may go negative)
 // and waits until the balance it left behind has refilled, so concurrent
 // callers are served in arrival order and the rate holds exactly, however
-// many goroutines share it. A bucket holds at most ten seconds' allowance
-// (at least one request): providers enforce per-minute limits over shorter
-// windows, so a full minute's burst at the start of a sweep would trip
-// them.
+// many goroutines share it. A bucket holds at most one second's allowance
+// (at least one request): providers enforce per-minute limits over short
+// windows, so allowance saved up while idle must not leave as a burst.
 //
 // Tokens are not known before a response arrives: a request reserves an
-// estimate (prompt bytes / 4 plus max_tokens) and settle corrects the
-// balance with the usage the provider reports.
+// estimate (EstimateTokens: request bytes / 4 plus max_tokens, the way
+// providers count it) and settle corrects the balance with the usage the
+// provider reports.
+//
+// The limit is adaptive: a 429 slows every request of the provider, not
+// only the one that got it. It cuts the rate (×0.8, at most once per
+// second) and holds every request until the provider's Retry-After has
+// passed; each success then wins back 2% of the configured rate. The rate
+// is also scaled by the process's share of the provider (SetShare: 1/W
+// with W workers).
 type limiter struct {
 	mu  sync.Mutex
 	now func() time.Time
 	req bucket
 	tok bucket
+	// factor is the adaptive fraction of the limit in use (0.1..1);
+	// pauseUntil holds requests after a 429.
+	factor     float64
+	lastCut    time.Time
+	pauseUntil time.Time
+	share      float64
 }
 
 type bucket struct {
-	perMin float64
+	base   float64 // configured per minute
+	perMin float64 // in force: base × share × factor
 	burst  float64
 	avail  float64
 	last   time.Time
 }
 
 // burstSeconds is the allowance a bucket can save up.
-const burstSeconds = 10
+const burstSeconds = 1
+
+// headroom is the fraction of a limit the limiter aims at: requests leave
+// at the limit's pace, but reach the provider with a jitter of their own
+// (connection reuse, queueing), and a provider that counts over short
+// windows answers an early arrival 429. Variable so tests can pin exact
+// arithmetic at 1.
+var headroom = defaultHeadroom
+
+const defaultHeadroom = 0.97
 
 func newBucket(perMin int) bucket {
-	b := bucket{}
-	b.setLimit(float64(perMin))
+	b := bucket{base: float64(perMin)}
+	b.setRate(float64(perMin))
 	return b
 }
 
-func (b *bucket) setLimit(perMin float64) {
+func (b *bucket) setRate(perMin float64) {
 	b.perMin = perMin
 	b.burst = perMin * burstSeconds / 60
 	if b.burst < 1 {
@@ -99,7 +122,97 @@ func newLimiter(rpm, tpm int, now func() time.Time) *limiter {
 	if now == nil {
 		now = time.Now
 	}
-	return &limiter{now: now, req: newBucket(rpm), tok: newBucket(tpm)}
+	l := &limiter{now: now, req: newBucket(rpm), tok: newBucket(tpm), factor: 1, share: 1}
+	l.apply()
+	return l
+}
+
+// apply sets the rates in force from the configured limits, the share and
+// the adaptive factor.
+func (l *limiter) apply() {
+	for _, b := range []*bucket{&l.req, &l.tok} {
+		if b.base > 0 {
+			b.setRate(b.base * l.share * l.factor * headroom)
+		}
+	}
+}
+
+// throttle reacts to a 429: every request waits out retryAfter, and the
+// rate drops (at most once per second, so one burst of 429s counts once).
+func (l *limiter) throttle(retryAfter time.Duration) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	if until := now.Add(retryAfter); until.After(l.pauseUntil) {
+		l.pauseUntil = until
+	}
+	if now.Sub(l.lastCut) >= time.Second {
+		l.lastCut = now
+		l.refillAll(now)
+		l.factor = max(0.1, l.factor*0.8)
+		l.apply()
+	}
+}
+
+// recover wins back part of the rate after a success.
+func (l *limiter) recover() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.factor < 1 {
+		l.refillAll(l.now())
+		l.factor = min(1, l.factor+0.02)
+		l.apply()
+	}
+}
+
+func (l *limiter) refillAll(now time.Time) {
+	for _, b := range []*bucket{&l.req, &l.tok} {
+		if b.perMin > 0 {
+			b.refill(now)
+		}
+	}
+}
+
+// setShare scales the limits to this process's share of the provider.
+func (l *limiter) setShare(share float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if share <= 0 || share > 1 {
+		share = 1
+	}
+	if share != l.share {
+		l.refillAll(l.now())
+		l.share = share
+		l.apply()
+	}
+}
+
+// SetShare tells every provider limiter of the process that it holds share
+// (0 < share <= 1) of each provider's limits: with W workers sharing a
+// provider, each sets 1/W (the worker does it from the number of workers
+// polling its task queue).
+func SetShare(share float64) {
+	limiters.Lock()
+	defer limiters.Unlock()
+	defaultShare = share
+	for _, l := range limiters.m {
+		l.setShare(share)
+	}
+}
+
+var defaultShare = 1.0
+
+// Share is the share of every provider's limits this process holds.
+func Share() float64 {
+	limiters.Lock()
+	defer limiters.Unlock()
+	return defaultShare
 }
 
 // reserve takes one request and tokens estimated tokens, and returns the
@@ -115,6 +228,9 @@ func (l *limiter) reserve(tokens int) time.Duration {
 	d := l.req.take(now, 1)
 	if t := l.tok.take(now, float64(tokens)); t > d {
 		d = t
+	}
+	if p := l.pauseUntil.Sub(now); p > d {
+		d = p
 	}
 	return d
 }
@@ -148,10 +264,11 @@ func (l *limiter) tighten(rpm, tpm int) {
 		b   *bucket
 		lim int
 	}{{&l.req, rpm}, {&l.tok, tpm}} {
-		if lim := float64(x.lim); lim > 0 && (x.b.perMin <= 0 || lim < x.b.perMin) {
-			x.b.setLimit(lim)
+		if lim := float64(x.lim); lim > 0 && (x.b.base <= 0 || lim < x.b.base) {
+			x.b.base = lim
 		}
 	}
+	l.apply()
 }
 
 // The process-wide registry: one limiter per provider, keyed by base URL
@@ -173,6 +290,7 @@ func limiterFor(baseURL, keyEnv string, rpm, tpm int) *limiter {
 			return nil
 		}
 		l = newLimiter(rpm, tpm, nil)
+		l.setShare(defaultShare)
 		limiters.m[key] = l
 		return l
 	}

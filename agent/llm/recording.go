@@ -30,6 +30,21 @@ type Recording struct {
 	// ProviderRetries counts requests retried after provider failures
 	// (429, 5xx, timeouts); they are not steps.
 	ProviderRetries int `json:"provider_retries,omitempty"`
+	// JournalSteps counts the steps answered from the trial's journal
+	// (paid before a crash, replayed instead of requested again).
+	JournalSteps int `json:"journal_steps,omitempty"`
+	// Superseded*Tokens were paid for stored responses this run did not
+	// use (it diverged from them); they count in the trial's spend.
+	SupersededPromptTokens     int64 `json:"superseded_prompt_tokens,omitempty"`
+	SupersededCompletionTokens int64 `json:"superseded_completion_tokens,omitempty"`
+}
+
+// Billed is what the provider billed for the run: the steps' usage plus
+// superseded journal entries, in tokens and at prices.
+func (r *Recording) Billed(p Prices) (tokens int64, cost float64) {
+	pt := r.PromptTokens + r.SupersededPromptTokens
+	ct := r.CompletionTokens + r.SupersededCompletionTokens
+	return pt + ct, p.Cost(pt, ct)
 }
 
 // Step is one model request and its response.

@@ -9,11 +9,14 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"rebound/fileerr"
 	"rebound/runner"
 	"rebound/scenario"
 	"rebound/storage"
 	"rebound/trial"
+	"rebound/workflows"
 )
 
 const workerAbout = `Runs a worker: it polls the task queue of an existing Temporal cluster for
@@ -36,7 +39,8 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var conn connection
 	conn.temporalFlags(fs)
 	conn.storageFlags(fs)
-	concurrency := fs.Int("max-concurrent-shards", 0, "shard activities this worker runs at once (0: SDK default)")
+	concurrency := fs.Int("max-concurrent-shards", 0, "shard activities this worker runs at once (0: two per CPU)")
+	stopTimeout := fs.Duration("stop-timeout", runner.DefaultStopTimeout, "on Ctrl-C, how long running shards may finish before they keep what they stored and hand the rest back")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -61,17 +65,22 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	w, err := runner.NewWorker(c, conn.taskQueue, acts, runner.WorkerOptions{MaxConcurrentShards: *concurrency})
+	w, err := runner.NewWorker(c, conn.taskQueue, acts, runner.WorkerOptions{MaxConcurrentShards: *concurrency, StopTimeout: *stopTimeout})
 	if err != nil {
 		return err
 	}
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
+	// Every worker of the queue paces its model requests at 1/W of each
+	// provider's limits, W being the workers polling the queue.
+	go runner.ShareProviderLimits(ctx, c, conn.taskQueue, 15*time.Second)
 	fmt.Fprintf(stderr, "worker polling task queue %q on %s (namespace %s), storing to %s; Ctrl-C to stop\n",
 		conn.taskQueue, conn.temporalAddress, conn.namespace, storeLabel(conn))
 	<-ctx.Done()
-	w.Stop()
+	fmt.Fprintf(stderr, "worker stopping: running shards get %s to finish, then hand the rest back\n", *stopTimeout)
+	// The store (closed by the deferred Close) outlives the last write.
+	stopWorker(w, acts, newStatus(stderr))
 	return nil
 }
 
@@ -83,29 +92,39 @@ func storeLabel(conn connection) string {
 }
 
 const sweepAbout = `Starts a sweep on an existing Temporal cluster (workers must be running:
-'rebound worker'), or shows a running sweep's progress.
+'rebound worker'), shows a sweep's progress, or cancels it.
 
   rebound sweep start [flags] PLAN     start it; --wait follows it to the end
-  rebound sweep status [flags] ID      progress of a running sweep
+  rebound sweep status [flags] ID      progress, and shards whose attempts fail
+                                       (with the last error: disk full, store down...)
+  rebound sweep cancel [flags] ID      cancel it; it records the status cancelled
+
+Without --temporal-address, status and cancel work on the embedded stack of
+--data-dir (a dev server is started for the occasion; cancel also runs the
+sweep's own worker long enough to record the cancellation).
 
 Both need the workers' REBOUND_REDACTION_KEY: the plan and the progress
 travel through Temporal encrypted with it. The plan is checked (files,
 agents, worlds' initial state, size) before anything is sent.
 
 Example:
-  rebound sweep start --temporal-address temporal:7233 examples/plans/quickstart.yaml`
+  rebound sweep start --temporal-address temporal:7233 examples/plans/quickstart.yaml
+  rebound sweep cancel quickstart-20261129-124700-21fe74`
 
 func sweepCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "start" && args[0] != "status") {
-		fmt.Fprintf(stderr, "Usage: rebound sweep start|status ...\n\n%s\n", sweepAbout)
+	if len(args) == 0 || (args[0] != "start" && args[0] != "status" && args[0] != "cancel") {
+		fmt.Fprintf(stderr, "Usage: rebound sweep start|status|cancel ...\n\n%s\n", sweepAbout)
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			return errHelp
 		}
-		return usagef("sweep needs a subcommand: start or status")
+		return usagef("sweep needs a subcommand: start, status or cancel")
 	}
-	fs := newFlags("sweep "+args[0], "rebound sweep "+args[0]+" [flags] ARG", sweepAbout, stderr)
+	sub := args[0]
+	fs := newFlags("sweep "+sub, "rebound sweep "+sub+" [flags] ARG", sweepAbout, stderr)
 	var conn connection
 	conn.temporalFlags(fs)
+	conn.storageFlags(fs)
+	temporalBin := fs.String("temporal-bin", env("REBOUND_TEMPORAL_BIN", ""), "status, cancel without --temporal-address: Temporal CLI for the embedded dev server")
 	wait := fs.Bool("wait", false, "start: follow the sweep until it ends, showing progress")
 	output := outputFlag(fs)
 	if err := parse(fs, args[1:]); err != nil {
@@ -114,31 +133,35 @@ func sweepCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := checkOutput(*output); err != nil {
 		return err
 	}
-	if conn.temporalAddress == "" {
-		return usagef("sweep %s needs --temporal-address (or REBOUND_TEMPORAL_ADDRESS)", args[0])
+	if conn.temporalAddress == "" && sub == "start" {
+		return usagef("sweep start needs --temporal-address (or REBOUND_TEMPORAL_ADDRESS); for a self-contained run use 'rebound run'")
 	}
 	if fs.NArg() != 1 {
-		return usagef("sweep %s takes exactly one argument", args[0])
+		return usagef("sweep %s takes exactly one argument", sub)
 	}
-	key, err := envRedactionKey()
+	key, err := conn.redactionKey()
 	if err != nil {
 		return err
 	}
-	c, err := conn.dialTemporal(ctx, conn.temporalAddress, key)
+	status := newStatus(stderr)
+	if conn.temporalAddress == "" {
+		status = newStatus(io.Discard)
+	}
+	address, stopServer, err := startTemporal(ctx, &conn, *temporalBin, status)
+	if err != nil {
+		return err
+	}
+	defer stopServer()
+	c, err := conn.dialTemporal(ctx, address, key)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	if args[0] == "status" {
-		p, err := runner.Progress(ctx, c, fs.Arg(0))
-		if err != nil {
-			return fmt.Errorf("progress of sweep %s: %w", fs.Arg(0), err)
-		}
-		if *output == "json" {
-			return json.NewEncoder(stdout).Encode(p)
-		}
-		fmt.Fprintf(stdout, "sweep %s: %s, %d/%d trials, %d/%d shards, attrition %d\n", fs.Arg(0), p.Status, p.TrialsDone, p.TrialsPlanned, p.ShardsDone, p.ShardsTotal, p.Attrition)
-		return nil
+	switch sub {
+	case "status":
+		return sweepStatus(ctx, c, key, fs.Arg(0), *output, stdout)
+	case "cancel":
+		return sweepCancel(ctx, c, &conn, key, fs.Arg(0), stdout, stderr)
 	}
 	plan, err := preparePlan(ctx, fs.Arg(0))
 	if err != nil {
@@ -164,9 +187,134 @@ func sweepCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if final.Status != "completed" {
-		return failure{fmt.Sprintf("sweep %s ended %s", sweepID, final.Status)}
+	return sweepOutcome(sweepID, final)
+}
+
+// sweepStatus prints a sweep's progress (when its workflow answers) and
+// the shards Temporal holds for it, with failing attempts and their last
+// error.
+func sweepStatus(ctx context.Context, c client.Client, key []byte, sweepID, output string, stdout io.Writer) error {
+	st, err := runner.DescribeSweep(ctx, c, key, sweepID)
+	if err != nil {
+		return err
 	}
+	if !st.Found {
+		return failure{fmt.Sprintf("sweep %s is unknown to this Temporal (stored sweeps: 'rebound sweeps')", sweepID)}
+	}
+	// Progress comes from the workflow: a query while a worker serves it,
+	// the result once it completed. A query with no worker would only time
+	// out.
+	var (
+		p    workflows.Progress
+		perr error
+	)
+	switch {
+	case st.Running() && st.Pollers > 0:
+		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		p, perr = runner.Progress(qctx, c, sweepID)
+		cancel()
+	case st.Status == "completed":
+		perr = c.GetWorkflow(ctx, runner.WorkflowID(sweepID), "").Get(ctx, &p)
+	case st.Running():
+		perr = errors.New("no worker polls its task queue")
+	default:
+		perr = fmt.Errorf("the workflow ended %s", st.Status)
+	}
+	if output == "json" {
+		out := map[string]any{"sweep_id": sweepID, "workflow": st}
+		if perr == nil {
+			out["progress"] = p
+		} else {
+			out["progress_error"] = perr.Error()
+		}
+		return json.NewEncoder(stdout).Encode(out)
+	}
+	if perr != nil {
+		fmt.Fprintf(stdout, "sweep %s: workflow %s; progress unavailable: %v\n", sweepID, st.Status, perr)
+	} else {
+		fmt.Fprintf(stdout, "sweep %s: %s, %d/%d trials, %d/%d shards, attrition %d\n", sweepID, p.Status, p.TrialsDone, p.TrialsPlanned, p.ShardsDone, p.ShardsTotal, p.Attrition)
+	}
+	if st.Running() {
+		fmt.Fprintf(stdout, "task queue %s: %d worker(s) polling", st.TaskQueue, st.Pollers)
+		if st.Pollers == 0 {
+			fmt.Fprintf(stdout, " (nothing runs its shards: start 'rebound worker --task-queue %s', or on the embedded stack 'rebound run --resume %s')", st.TaskQueue, sweepID)
+		}
+		fmt.Fprintln(stdout)
+	}
+	failing := st.Failing()
+	if len(failing) == 0 {
+		return nil
+	}
+	fmt.Fprintf(stdout, "%d shard(s) failing:\n", len(failing))
+	for _, f := range failing {
+		next := ""
+		if !f.NextAttemptAt.IsZero() {
+			next = fmt.Sprintf(", next attempt in %s", time.Until(f.NextAttemptAt).Round(time.Second))
+		}
+		fmt.Fprintf(stdout, "  %s %s: attempt %d of %d (%s%s): %s\n", f.Activity, f.ActivityID, f.Attempt, f.MaxAttempts, f.State, next, termSafe(f.LastError, false))
+	}
+	return nil
+}
+
+// sweepCancel cancels a sweep's workflow and waits until it recorded the
+// status cancelled. On the embedded stack no worker polls the sweep's own
+// queue, so this process runs one until the cancellation is recorded. A
+// sweep stored as running whose workflow is gone is marked cancelled in
+// storage directly.
+func sweepCancel(ctx context.Context, c client.Client, conn *connection, key []byte, sweepID string, stdout, stderr io.Writer) error {
+	st, err := runner.DescribeSweep(ctx, c, key, sweepID)
+	if err != nil {
+		return err
+	}
+	store, err := conn.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if !st.Running() {
+		sw, err := store.Sweep(ctx, sweepID)
+		if err != nil {
+			if errors.Is(err, storage.ErrNotFound) {
+				return usagef("no sweep %q (list them with 'rebound sweeps')", sweepID)
+			}
+			return err
+		}
+		if sw.Status != storage.SweepRunning {
+			fmt.Fprintf(stdout, "sweep %s already ended %s\n", sweepID, sw.Status)
+			return nil
+		}
+		sw.Status = storage.SweepCancelled
+		if err := store.PutSweep(ctx, sw); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "sweep %s: workflow gone (orphaned); recorded cancelled\n", sweepID)
+		return nil
+	}
+	if st.Pollers == 0 {
+		// Nothing polls the sweep's queue: run a worker here so the
+		// cancellation is processed and recorded.
+		acts, err := newActivities(store, key)
+		if err != nil {
+			return err
+		}
+		w, err := runner.NewWorker(c, st.TaskQueue, acts, runner.WorkerOptions{})
+		if err != nil {
+			return err
+		}
+		if err := w.Start(); err != nil {
+			return fmt.Errorf("start worker: %w", err)
+		}
+		defer stopWorker(w, acts, newStatus(stderr))
+	}
+	if err := runner.CancelSweep(ctx, c, sweepID); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if _, err := runner.WaitClosed(wctx, c, sweepID); err != nil && wctx.Err() != nil {
+		return fmt.Errorf("sweep %s: cancel requested, but it did not close within 2 minutes", sweepID)
+	}
+	fmt.Fprintf(stdout, "sweep %s cancelled\n", sweepID)
 	return nil
 }
 
@@ -197,11 +345,27 @@ func reportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return printReport(ctx, store, fs.Arg(0), *output, stdout)
 }
 
+const sweepsAbout = `Lists stored sweeps, newest first, with what their workflows are doing.
+
+A sweep stored as running is checked against Temporal (--temporal-address;
+without one, the embedded dev server of --data-dir is started for the
+occasion): running with N workers, running with no worker polling its queue
+(an embedded 'rebound run' was killed: resume with 'rebound run --resume ID'),
+or orphaned (its workflow is gone: 'rebound sweep cancel ID' records it).
+--running lists only those.
+
+Example:
+  rebound sweeps
+  rebound sweeps --running --output json`
+
 func sweepsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sweeps", "rebound sweeps [flags]", "Lists stored sweeps, newest first.", stderr)
+	fs := newFlags("sweeps", "rebound sweeps [flags]", sweepsAbout, stderr)
 	var conn connection
+	conn.temporalFlags(fs)
 	conn.storageFlags(fs)
+	temporalBin := fs.String("temporal-bin", env("REBOUND_TEMPORAL_BIN", ""), "Temporal CLI for the embedded dev server")
 	limit := fs.Int("limit", 20, "how many sweeps to list")
+	onlyRunning := fs.Bool("running", false, "list only sweeps stored as running (running, stalled or orphaned)")
 	output := outputFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -214,27 +378,80 @@ func sweepsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer store.Close()
-	sweeps, err := store.Sweeps(ctx, *limit)
+	n := *limit
+	if *onlyRunning {
+		n = 0
+	}
+	all, err := store.Sweeps(ctx, n)
 	if err != nil {
 		return err
+	}
+	var sweeps []storage.Sweep
+	for _, s := range all {
+		if !*onlyRunning || s.Status == storage.SweepRunning {
+			sweeps = append(sweeps, s)
+		}
+	}
+	states := map[string]string{}
+	anyRunning := false
+	for _, s := range sweeps {
+		anyRunning = anyRunning || s.Status == storage.SweepRunning
+	}
+	if anyRunning {
+		key, err := conn.redactionKey()
+		if err != nil {
+			return err
+		}
+		address, stopServer, err := startTemporal(ctx, &conn, *temporalBin, newStatus(io.Discard))
+		if err != nil {
+			return err
+		}
+		defer stopServer()
+		c, err := conn.dialTemporal(ctx, address, key)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		for _, s := range sweeps {
+			if s.Status != storage.SweepRunning {
+				continue
+			}
+			st, err := runner.DescribeSweep(ctx, c, key, s.SweepID)
+			switch {
+			case err != nil:
+				states[s.SweepID] = "unknown: " + err.Error()
+			case !st.Found:
+				states[s.SweepID] = "orphaned: its workflow is unknown to Temporal"
+			case !st.Running():
+				states[s.SweepID] = "orphaned: its workflow is " + st.Status
+			case st.Pollers == 0:
+				states[s.SweepID] = "stalled: no worker polls task queue " + st.TaskQueue
+			default:
+				states[s.SweepID] = fmt.Sprintf("running: %d worker(s)", st.Pollers)
+			}
+			if f := st.Failing(); len(f) > 0 {
+				states[s.SweepID] += fmt.Sprintf("; %d shard(s) failing, last error: %s", len(f), f[0].LastError)
+			}
+		}
 	}
 	if *output == "json" {
 		type row struct {
 			SweepID, Name, Status string
+			State                 string `json:",omitempty"`
 			TrialsPlanned         uint64
 			CreatedAt             time.Time
 		}
 		rows := make([]row, len(sweeps))
 		for i, s := range sweeps {
-			rows[i] = row{s.SweepID, s.Name, s.Status, s.TrialsPlanned, s.CreatedAt}
+			rows[i] = row{s.SweepID, s.Name, s.Status, states[s.SweepID], s.TrialsPlanned, s.CreatedAt}
 		}
 		return json.NewEncoder(stdout).Encode(rows)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SWEEP\tPLAN\tSTATUS\tTRIALS\tSTARTED")
+	fmt.Fprintln(tw, "SWEEP\tPLAN\tSTATUS\tTRIALS\tSTARTED\tWORKFLOW")
 	for _, s := range sweeps {
 		// Cells are made safe before tabwriter measures them.
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", termSafe(s.SweepID, false), termSafe(s.Name, false), termSafe(s.Status, false), s.TrialsPlanned, s.CreatedAt.Local().Format("2006-01-02 15:04"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", termSafe(s.SweepID, false), termSafe(s.Name, false), termSafe(s.Status, false), s.TrialsPlanned, s.CreatedAt.Local().Format("2006-01-02 15:04"), termSafe(states[s.SweepID], false))
 	}
 	return tw.Flush()
 }

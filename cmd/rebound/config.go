@@ -215,6 +215,16 @@ func envRedactionKey() ([]byte, error) {
 	return key, nil
 }
 
+// redactionKey is the key of the deployment this command talks to: the
+// environment's for a cluster (--temporal-address), the data dir's for the
+// embedded stack.
+func (c *connection) redactionKey() ([]byte, error) {
+	if c.temporalAddress == "" {
+		return localRedactionKey(c.dataDir)
+	}
+	return envRedactionKey()
+}
+
 // localRedactionKey is $REBOUND_REDACTION_KEY when set; otherwise the key
 // kept in the data dir (redaction.key, mode 0600), generated at random the
 // first time. The embedded stack's processes are this one, so the key only

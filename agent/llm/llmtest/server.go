@@ -115,8 +115,92 @@ type Server struct {
 	mu       sync.Mutex
 	queue    []Reply
 	fallback *Reply
+	policy   func(openai.ChatCompletionRequest) Reply
 	requests []Request
 	served   int
+	stats    Stats
+	gate     chan struct{} // closed: requests pass; open channel: held
+	limits   *limits
+}
+
+// Stats is what the server saw and billed. A response is billed when it
+// was written to a client still connected; a request whose client went
+// away while the server held it (Hold) is Abandoned and never billed.
+type Stats struct {
+	Requests               int   // requests received (abandoned ones included)
+	Delivered              int   // responses written (successes and errors)
+	RateLimited            int   // answered 429 by the server's own limits
+	Abandoned              int   // the client vanished while the request was held
+	Held                   int   // requests held right now
+	BilledPromptTokens     int64 // usage of delivered successful responses
+	BilledCompletionTokens int64
+}
+
+// BilledTokens is prompt plus completion tokens billed.
+func (s Stats) BilledTokens() int64 { return s.BilledPromptTokens + s.BilledCompletionTokens }
+
+// Stats returns the counters so far.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// Policy answers every request from its content (the queue and Always
+// come first). A policy that depends only on the conversation makes the
+// server behave like a deterministic model, whatever the order and
+// concurrency of requests.
+func (s *Server) Policy(f func(openai.ChatCompletionRequest) Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.policy = f
+}
+
+// Hold makes every request wait (before it is answered or billed) until
+// Release; a client that goes away meanwhile is counted as Abandoned.
+func (s *Server) Hold() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gate == nil {
+		s.gate = make(chan struct{})
+	}
+}
+
+// Release lets held requests go on.
+func (s *Server) Release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gate != nil {
+		close(s.gate)
+		s.gate = nil
+	}
+}
+
+// wait holds a request while the server is held; false means the client
+// went away.
+func (s *Server) wait(r *http.Request) bool {
+	s.mu.Lock()
+	gate := s.gate
+	if gate != nil {
+		s.stats.Held++
+	}
+	s.mu.Unlock()
+	if gate == nil {
+		return true
+	}
+	select {
+	case <-gate:
+		s.mu.Lock()
+		s.stats.Held--
+		s.mu.Unlock()
+		return true
+	case <-r.Context().Done():
+		s.mu.Lock()
+		s.stats.Held--
+		s.stats.Abandoned++
+		s.mu.Unlock()
+		return false
+	}
 }
 
 // New starts a server that is closed when the test ends.
@@ -180,7 +264,22 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.t.Errorf("llmtest: request body is not a chat-completion request: %v\n%s", err, body)
 	}
 	s.mu.Lock()
+	s.stats.Requests++
+	s.mu.Unlock()
+	if !s.wait(r) {
+		return
+	}
+	s.mu.Lock()
 	s.requests = append(s.requests, req)
+	if s.limits != nil {
+		if retry, ok := s.limits.admit(time.Now(), EstimateTokens(req.Body, req.Chat)); !ok {
+			s.stats.RateLimited++
+			s.stats.Delivered++
+			s.mu.Unlock()
+			writeError(w, http.StatusTooManyRequests, http.Header{"Retry-After-Ms": {strconv.FormatInt(retry.Milliseconds()+1, 10)}}, "", "llmtest: rate limit exceeded")
+			return
+		}
+	}
 	var reply Reply
 	switch {
 	case len(s.queue) > 0:
@@ -188,6 +287,8 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.queue = s.queue[1:]
 	case s.fallback != nil:
 		reply = *s.fallback
+	case s.policy != nil:
+		reply = s.policy(req.Chat)
 	default:
 		n := len(s.requests)
 		s.mu.Unlock()
@@ -210,6 +311,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	if reply.Status != 0 && reply.Status != http.StatusOK {
 		writeError(w, reply.Status, reply.Header, reply.Body, "")
+		s.mu.Lock()
+		s.stats.Delivered++
+		s.mu.Unlock()
 		return
 	}
 	for k, vs := range reply.Header {
@@ -226,7 +330,19 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.t.Errorf("llmtest: %v", err)
 	}
-	_, _ = w.Write(out)
+	if r.Context().Err() != nil {
+		return // the client is gone: nothing delivered, nothing billed
+	}
+	if _, err := w.Write(out); err == nil {
+		s.mu.Lock()
+		s.stats.Delivered++
+		s.stats.BilledPromptTokens += int64(reply.Usage.PromptTokens)
+		s.stats.BilledCompletionTokens += int64(reply.Usage.CompletionTokens)
+		if s.limits != nil {
+			s.limits.settle(time.Now(), EstimateTokens(req.Body, req.Chat), reply.Usage.PromptTokens+reply.Usage.CompletionTokens)
+		}
+		s.mu.Unlock()
+	}
 }
 
 // The wire format of a chat completion, as OpenAI sends it.

@@ -19,6 +19,7 @@ package histories
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -187,6 +188,23 @@ var Cases = []Case{
 				return fmt.Errorf("no RunShard failed with %s (failures: %v)", workflows.ErrAgentConfig, s.failureTypes)
 			}
 			return s.want(workflows.FinishSweepActivity, s.completed, 1)
+		},
+	},
+	{
+		Name:        "all-attrition",
+		Description: "a sweep whose every trial was lost to attrition (the model answers 429, retry after an hour): version 1 of all-attrition-fails fails it",
+		check: func(runs []*historypb.History) error {
+			s, err := single(runs, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED)
+			if err != nil {
+				return err
+			}
+			if !slices.Contains(s.markers, "all-attrition-fails") {
+				return fmt.Errorf("no all-attrition-fails version marker (markers: %v)", s.markers)
+			}
+			if s.failureType != workflows.ErrAllAttrition {
+				return fmt.Errorf("the sweep failed with %q, want %s", s.failureType, workflows.ErrAllAttrition)
+			}
+			return all(s.atLeast(workflows.RunShardActivity, s.completed, 1), s.want(workflows.FinishSweepActivity, s.completed, 1))
 		},
 	},
 }
@@ -473,6 +491,8 @@ type summary struct {
 	lastCompleted          map[string]int64 // event id
 	cancelRequested        bool
 	activityCancelRequests int
+	markers                []string // version markers: change ids
+	failureType            string   // the workflow's failure, when it failed
 }
 
 func summarize(h *historypb.History) summary {
@@ -506,12 +526,34 @@ func summarize(h *historypb.History) summary {
 			s.activityCancelRequests++
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED:
 			s.cancelRequested = true
+		case enumspb.EVENT_TYPE_MARKER_RECORDED:
+			a := e.GetMarkerRecordedEventAttributes()
+			if p := a.GetDetails()["change-id"]; p != nil && len(p.GetPayloads()) > 0 {
+				s.markers = append(s.markers, changeID(p.GetPayloads()[0]))
+			}
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
+			s.failureType = e.GetWorkflowExecutionFailedEventAttributes().GetFailure().GetApplicationFailureInfo().GetType()
 		}
 	}
 	if events := h.GetEvents(); len(events) > 0 {
 		s.close = events[len(events)-1].GetEventType()
 	}
 	return s
+}
+
+// changeID reads a version marker's change id, decrypting the payload
+// when the history was recorded with encrypted payloads.
+func changeID(p *commonpb.Payload) string {
+	if codec, err := runner.NewCodec([]byte(Key)); err == nil {
+		if plain, err := codec.Decode([]*commonpb.Payload{p}); err == nil && len(plain) == 1 {
+			p = plain[0]
+		}
+	}
+	var id string
+	if err := json.Unmarshal(p.GetData(), &id); err != nil {
+		return string(p.GetData())
+	}
+	return id
 }
 
 var closeEvents = []enumspb.EventType{

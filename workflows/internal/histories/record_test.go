@@ -98,6 +98,7 @@ func TestRecordHistories(t *testing.T) {
 		"shard-retried":        recordShardRetried,
 		"judge":                recordJudge,
 		"agent-config-failed":  recordAgentConfigFailed,
+		"all-attrition":        recordAllAttrition,
 	}
 	hostname, _ := os.Hostname()
 	forbidden := []string{root, os.TempDir() + "/", rec.dir}
@@ -440,5 +441,23 @@ func recordAgentConfigFailed(t *testing.T, ctx context.Context, r *recording) []
 	plan := r.plan(t, "failed", arms, map[string]string{"prompt.md": "Recover from tool failures carefully.\n"}, "seeds: [1, 2]\nshard_size: 1\nconcurrency: 1")
 	run, _ := r.start(t, ctx, queue, plan, 0)
 	wantStatus(t, ctx, run, workflows.StatusFailed)
+	return r.histories(t, ctx, run)
+}
+
+// An LLM arm whose provider answers every request 429, asking to wait an
+// hour (more than retry_max_wait): every trial is attrition, and the sweep
+// fails.
+func recordAllAttrition(t *testing.T, ctx context.Context, r *recording) []*historypb.History {
+	model := llmtest.New(t)
+	model.Always(llmtest.Error(429, "Retry-After", "3600"))
+	queue := r.worker(t, "attrition", &activities.Activities{})
+	arms := fmt.Sprintf("  - name: local-model\n    agent: llm\n    llm: {base_url: %q, model: test-model, prompt: prompt.md}", model.BaseURL())
+	plan := r.plan(t, "attrition", arms, map[string]string{"prompt.md": "Recover from tool failures carefully.\n"}, "seeds: [1, 2]\nshard_size: 1\nconcurrency: 1")
+	run, _ := r.start(t, ctx, queue, plan, 0)
+	var p workflows.Progress
+	var appErr *temporal.ApplicationError
+	if err := run.Get(ctx, &p); !errors.As(err, &appErr) || appErr.Type() != workflows.ErrAllAttrition {
+		t.Fatalf("sweep: %v; want a %s failure", err, workflows.ErrAllAttrition)
+	}
 	return r.histories(t, ctx, run)
 }

@@ -1,0 +1,162 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ModelCall is one model response of an LLM trial, stored as it arrives
+// (table model_calls) so that a trial retried after a crash answers its
+// turns from storage and pays only for the turns never answered. Step is
+// the 1-based request of the trial; Generation grows when a retried trial
+// diverged from what was stored (a worker upgraded mid-sweep), so the
+// superseded responses stay stored and counted: a trial's billed tokens
+// are the sum over all its rows.
+type ModelCall struct {
+	SweepID          string
+	TrialID          string
+	Step             uint32
+	Generation       uint32
+	Kind             string // "turn" or "claim"
+	RequestHash      string // identifies the request the response answered
+	Response         string // the chat-completion body as received (redacted)
+	PromptTokens     uint64
+	CompletionTokens uint64
+	ProviderRetries  uint32
+	ActivityAttempt  uint32
+	WrittenAt        time.Time // set by PutModelCall
+}
+
+// StoredTrial says that a trial of a sweep is stored, and whether it was
+// lost to attrition.
+type StoredTrial struct {
+	TrialID   string
+	Attrition bool
+}
+
+var modelCallCols = []string{
+	"sweep_id", "trial_id", "step", "generation", "kind", "request_hash", "response",
+	"prompt_tokens", "completion_tokens", "provider_retries", "activity_attempt", "written_at",
+}
+
+const ddlModelCalls = `CREATE TABLE IF NOT EXISTS {{db}}.model_calls
+(
+    sweep_id          String,
+    trial_id          String,
+    step              UInt32,
+    generation        UInt32,
+    kind              LowCardinality(String),
+    request_hash      String,
+    response          String CODEC(ZSTD(3)),
+    prompt_tokens     UInt64,
+    completion_tokens UInt64,
+    provider_retries  UInt32,
+    activity_attempt  UInt32,
+    written_at        DateTime64(3, 'UTC')
+)
+ENGINE = ReplacingMergeTree(written_at)
+ORDER BY (sweep_id, trial_id, step, generation)`
+
+const (
+	qModelCalls = `SELECT ` + `sweep_id, trial_id, step, generation, kind, request_hash, response,
+       prompt_tokens, completion_tokens, provider_retries, activity_attempt,
+       toUnixTimestamp64Milli(written_at) AS written_at_ms
+FROM {{db}}.model_calls FINAL
+WHERE sweep_id = {sweep_id:String} AND trial_id = {trial_id:String}
+ORDER BY step, generation`
+
+	// Trial ids are hex, so a comma-separated list is unambiguous and the
+	// same statement runs on both transports.
+	qStoredTrials = `SELECT trial_id, toUInt8(max(attrition)) AS attrition
+FROM {{db}}.trials FINAL
+WHERE sweep_id = {sweep_id:String} AND has(splitByChar(',', {ids:String}), trial_id)
+GROUP BY trial_id
+ORDER BY trial_id`
+)
+
+type modelCallRow struct {
+	SweepID          string `ch:"sweep_id" json:"sweep_id"`
+	TrialID          string `ch:"trial_id" json:"trial_id"`
+	Step             uint32 `ch:"step" json:"step"`
+	Generation       uint32 `ch:"generation" json:"generation"`
+	Kind             string `ch:"kind" json:"kind"`
+	RequestHash      string `ch:"request_hash" json:"request_hash"`
+	Response         string `ch:"response" json:"response"`
+	PromptTokens     uint64 `ch:"prompt_tokens" json:"prompt_tokens"`
+	CompletionTokens uint64 `ch:"completion_tokens" json:"completion_tokens"`
+	ProviderRetries  uint32 `ch:"provider_retries" json:"provider_retries"`
+	ActivityAttempt  uint32 `ch:"activity_attempt" json:"activity_attempt"`
+	WrittenAtMS      int64  `ch:"written_at_ms" json:"written_at_ms"`
+}
+
+type storedTrialRow struct {
+	TrialID   string `ch:"trial_id" json:"trial_id"`
+	Attrition uint8  `ch:"attrition" json:"attrition"`
+}
+
+func (m ModelCall) values(writtenAt time.Time) ([]any, error) {
+	if m.SweepID == "" || m.TrialID == "" || m.Step == 0 {
+		return nil, fmt.Errorf("storage: model call without sweep_id, trial_id or step (sweep %q, trial %q, step %d)", m.SweepID, m.TrialID, m.Step)
+	}
+	return []any{
+		text(m.SweepID), text(m.TrialID), m.Step, m.Generation, text(m.Kind), text(m.RequestHash),
+		text(m.Response), m.PromptTokens, m.CompletionTokens, m.ProviderRetries, m.ActivityAttempt, writtenAt,
+	}, nil
+}
+
+// PutModelCall stores one model response durably; it returns once the row
+// is written.
+func (s *store) PutModelCall(ctx context.Context, m ModelCall) error {
+	vals, err := m.values(s.stamp())
+	if err != nil {
+		return err
+	}
+	if err := s.t.insert(ctx, s.insertSQL("model_calls", modelCallCols), modelCallCols, [][]any{vals}); err != nil {
+		return fmt.Errorf("storage: PutModelCall %s step %d: %w", m.TrialID, m.Step, err)
+	}
+	return nil
+}
+
+// ModelCalls returns the stored model responses of a trial, ordered by
+// (step, generation).
+func (s *store) ModelCalls(ctx context.Context, sweepID, trialID string) ([]ModelCall, error) {
+	var rows []modelCallRow
+	q := stmt{SQL: s.sql(qModelCalls), Params: map[string]string{"sweep_id": sweepID, "trial_id": trialID}}
+	if err := s.t.selectRows(ctx, &rows, q); err != nil {
+		return nil, fmt.Errorf("storage: ModelCalls %s: %w", trialID, err)
+	}
+	out := make([]ModelCall, len(rows))
+	for i, r := range rows {
+		out[i] = ModelCall{
+			SweepID: r.SweepID, TrialID: r.TrialID, Step: r.Step, Generation: r.Generation, Kind: r.Kind,
+			RequestHash: r.RequestHash, Response: r.Response, PromptTokens: r.PromptTokens,
+			CompletionTokens: r.CompletionTokens, ProviderRetries: r.ProviderRetries,
+			ActivityAttempt: r.ActivityAttempt, WrittenAt: fromMilli(r.WrittenAtMS),
+		}
+	}
+	return out, nil
+}
+
+// StoredTrials returns which of the given trials of a sweep are stored.
+func (s *store) StoredTrials(ctx context.Context, sweepID string, trialIDs []string) ([]StoredTrial, error) {
+	if len(trialIDs) == 0 {
+		return nil, nil
+	}
+	for _, id := range trialIDs {
+		if id == "" || strings.ContainsRune(id, ',') {
+			return nil, fmt.Errorf("storage: StoredTrials: invalid trial id %q", id)
+		}
+	}
+	var rows []storedTrialRow
+	q := stmt{SQL: s.sql(qStoredTrials), Params: map[string]string{"sweep_id": sweepID, "ids": strings.Join(trialIDs, ",")}}
+	if err := s.t.selectRows(ctx, &rows, q); err != nil {
+		return nil, fmt.Errorf("storage: StoredTrials %s: %w", sweepID, err)
+	}
+	out := make([]StoredTrial, len(rows))
+	for i, r := range rows {
+		out[i] = StoredTrial{TrialID: r.TrialID, Attrition: r.Attrition != 0}
+	}
+	return out, nil
+}
