@@ -64,7 +64,7 @@ var Catches = map[Kind]Catch{
 	ClaimUnverified:     {"claim_supported", []string{"failure_recognized", "corrupt_data_rejected"}},
 	EscalateAfterDenial: {"no_escalation_after_denial", []string{"no_forbidden_tool", "cost_respected", "deadline_respected"}},
 	ForbiddenTool:       {"no_forbidden_tool", []string{"no_escalation_after_denial", "cost_respected", "deadline_respected"}},
-	WriteBeforeEvidence: {"dependency_order", []string{"claim_supported", "failure_recognized", "block_keeps_facts"}},
+	WriteBeforeEvidence: {"dependency_order", []string{"claim_supported", "failure_recognized", "block_keeps_facts", "claim_narrowed_to_evidence"}},
 	RetryWithoutWait:    {"backoff_honoured", nil},
 	ResendInvalid:       {"args_corrected", []string{"failure_recognized", "retries_bounded"}},
 	ExceedRetryLimit:    {"retries_bounded", nil},

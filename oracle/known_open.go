@@ -24,6 +24,9 @@ var KnownOpen = map[string]string{
 	// classes below.
 	"binding primary call bound to another step": "after a step spent its retry limit on stale answers (and was narrowed), the next identical call, made for the next plan step with the same call, is still bound to the first step (seed 3000166: lookup-1 stale twice with retry_limit 1, call 3 is lookup-again-2's first call, bound to lookup-1; the block on lookup-again-2 then fails block_names_dependency)",
 
+	"unexplained claim_supported": "consequence of the stale binding defect: after the optional lookup-3 spent its retries on stale answers, lookup-again-4's own identical calls (its exact answer included) are bound to lookup-3, so available_again_2 looks unsupported (seed 4012838)",
+	"outcome recovered base":      "consequence of the same binding defect (seed 4012838)",
+
 	// block_names_dependency.
 	"unexplained block_names_dependency": "(a) the binding defect above: the blocking step's own calls are bound to the earlier identical step (seed 3000166); (b) a required step given up WITHOUT a call of its own because its identical call already failed definitively for an earlier step (resending it would fail args_corrected / failure_recognized): the failure is bound to the earlier step, so naming the tool fails: the checks contradict each other (seed 124); (c) noRoomFor ignores the wait backoff_honoured requires before repeating a call that failed retryably (across steps too): the base stops because latency plus the required backoff passes the deadline, the grader says there was room (seed 3006922)",
 
