@@ -36,7 +36,7 @@ REBOUND_TEMPORAL_BIN ?= $(CACHE)/bin/temporal
 REBOUND_CHDB_LIB     ?= $(CACHE)/chdb/libchdb.so
 TOOLS_ENV := REBOUND_TEMPORAL_BIN="$(REBOUND_TEMPORAL_BIN)" REBOUND_CHDB_LIB="$(REBOUND_CHDB_LIB)"
 
-.PHONY: help setup build run test unit vet fuzz fmt clean histories
+.PHONY: help setup build run test unit vet fuzz fmt clean histories oracle
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z]+:.*## / {printf "  make %-9s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -58,6 +58,15 @@ unit: ## the fast layer: go test -short, no setup, no servers
 
 vet: ## go vet
 	$(GO) vet $(PKGS)
+
+# The grader's independent oracle, long run: generated scenarios, mutant
+# agents, invariants; prints the summary table and one minimized example per
+# violation class (make test runs 10,000).
+ORACLE_N    ?= 200000
+ORACLE_SEED ?= 1000000
+
+oracle: ## long oracle run: ORACLE_N generated scenarios against the grader (default 200000)
+	$(GO) test ./oracle/ -run Generated -count=1 -timeout 0 -v -args -n $(ORACLE_N) -seed $(ORACLE_SEED)
 
 fuzz: ## short fuzz run (FUZZ=FuzzLoad FUZZ_PKG=./scenario/ FUZZTIME=10s)
 	$(GO) test -run='^$$' -fuzz='^$(FUZZ)$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=3s $(FUZZ_PKG)

@@ -386,11 +386,17 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			return false, step.Tool, nil
 		}
 		wait := backoff(retries, r.RetryAfterMs)
-		if task.Budget.DeadlineMs > 0 && env.Now()+wait+tools[step.Tool].Latency() > task.Budget.DeadlineMs {
-			if !mayHaveCommitted {
-				c.deny(step)
+		if d := task.Budget.DeadlineMs; d > 0 && env.Now()+wait+tools[step.Tool].Latency() > d {
+			// Near the deadline, wait only what still leaves room for the
+			// call, if that honours the retry-after and waits at all; a
+			// step with fallbacks keeps the time for them instead.
+			wait = d - env.Now() - tools[step.Tool].Latency()
+			if len(step.Fallbacks) > 0 || wait < max(1, r.RetryAfterMs) {
+				if !mayHaveCommitted {
+					c.deny(step)
+				}
+				return false, step.Tool, nil
 			}
-			return false, step.Tool, nil
 		}
 		if retries == 0 {
 			a.replan(env, task, fmt.Sprintf("step %s: retry %s after %s with bounded backoff", step.ID, step.Tool, r.Code))
@@ -514,6 +520,7 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 				}
 			default:
 				if key == nil && readBack(args, query, st.Data) {
+					*a.answers = append(*a.answers, answer{tool: tool.ReconciledBy, query: query, data: st.Data})
 					return true, st.Data, ""
 				}
 				if key == nil && current && contradicts(args, st.Data) {

@@ -288,18 +288,25 @@ func (in *Input) standingFailure(tool string) int {
 
 // identicalFailed returns the last call identical to plan step k's (its
 // tool and its declared or corrected arguments) when that call failed after
-// the plan had reached k (every required step before k attempted), or 0. A
-// failure before the steps that could clear it (the unlock before the
-// write) says nothing about step k.
+// the plan had reached k (every required step before k attempted), met a
+// standing answer, or spent its retry limit; else 0. A single failure
+// before the steps that could clear it (the unlock before the write) says
+// nothing about step k.
 func (in *Input) identicalFailed(k int) int {
 	st := in.plan()[k]
-	at := 0
+	at, streak := 0, 0
+	limit := in.Scenario.EffectiveRetryLimit()
 	for pos, a := range in.attempts() {
 		if a.Tool != st.Tool || !sent(a) || argScore(st.Args, st.Corrected, a.Args, "") < 4 {
 			continue
 		}
 		if clean(a) {
-			at = 0
+			at, streak = 0, 0
+			continue
+		}
+		streak++
+		if streak > limit { // the identical call spent its retries
+			at = a.Index
 			continue
 		}
 		// A rejection as invalid, a denial or a missing tool is a standing

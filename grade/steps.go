@@ -88,6 +88,7 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 	// same call again serves the next step that sends it (a required step
 	// has no next step: the same call again is one retry too many).
 	failures := make([]int, len(plan))
+	staleOnly := make([]bool, len(plan))
 	limit := sc.EffectiveRetryLimit()
 	touched := -1 // highest step a call was bound to
 	var pending []pendingWrite
@@ -165,7 +166,10 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 		best, bestRole, bestAlt := -1, RoleOffPlan, 0
 		pick := func(c candidate) { best, bestRole, bestAlt = c.step, c.role, c.alt }
 		for _, c := range cands { // the first open step the plan has reached
-			givenUp := plan[c.step].Optional && failures[c.step] > limit
+			// Past its retry limit an optional step is given up, and so is a
+			// step that answered only stale data (the agent acted on it):
+			// the same call again serves the next step that sends it.
+			givenUp := (plan[c.step].Optional || staleOnly[c.step]) && failures[c.step] > limit
 			if c.score == top && !satisfied[c.step] && !givenUp && c.step >= touched && reachable(c.step) {
 				pick(c)
 				break
@@ -206,6 +210,10 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 				failures[best] = 0
 			case !clean(a) && bestRole == RolePrimary:
 				failures[best]++
+			case stale(a) && bestRole == RolePrimary:
+				// Older data again: a retry that did not finish the step.
+				failures[best]++
+				staleOnly[best] = true
 			}
 		}
 		out[i] = b
@@ -463,8 +471,15 @@ func confirms(st, write harness.Attempt, t harness.Tool) bool {
 		// A keyed write is confirmed only by an answer about it.
 		return confirmed(st) && asksAbout(st.Args, write.Args, t.IdempotencyKeyParam)
 	}
+	// A keyless write: a status call that names a key asks about another
+	// write; a status answer must be about this write's own object.
+	for k := range st.Args {
+		if k == "idempotency_key" || (t.IdempotencyKeyParam != "" && k == t.IdempotencyKeyParam) {
+			return false
+		}
+	}
 	if confirmed(st) {
-		return true
+		return asksAbout(st.Args, write.Args, t.IdempotencyKeyParam)
 	}
 	if _, has := st.Result.Data["status"]; has {
 		return false

@@ -95,8 +95,13 @@ type Resolved struct {
 	Arms        []Arm       `json:"arms"`
 	Seeds       []uint64    `json:"seeds"`
 	ShardSize   int         `json:"shard_size"`
-	Concurrency int         `json:"concurrency"`
-	Judge       *JudgeSpec  `json:"judge,omitempty"`
+	// ShardSizeAuto is true when the plan set no shard_size: the runner
+	// sizes shards from the measured cost of a trial (runner.SizeShards).
+	ShardSizeAuto bool `json:"shard_size_auto,omitempty"`
+	// ConcurrencyAuto is true when the plan set no concurrency.
+	ConcurrencyAuto bool       `json:"concurrency_auto,omitempty"`
+	Concurrency     int        `json:"concurrency"`
+	Judge           *JudgeSpec `json:"judge,omitempty"`
 }
 
 // TrialKey identifies one trial of a resolved plan.
@@ -132,10 +137,10 @@ func LoadPlanWith(path string, opts LoadOptions) (*Resolved, error) {
 	r := &Resolved{Name: p.Name, Description: p.Description, File: path, Arms: append(append([]Arm(nil), p.Arms...), p.expanded...), Seeds: p.Seeds,
 		ShardSize: p.ShardSize, Concurrency: p.Concurrency}
 	if r.ShardSize <= 0 {
-		r.ShardSize = defaultShardSize(r.Arms)
+		r.ShardSize, r.ShardSizeAuto = defaultShardSize(r.Arms), true
 	}
 	if r.Concurrency <= 0 {
-		r.Concurrency = 4
+		r.Concurrency, r.ConcurrencyAuto = 4, true
 	}
 	r.resolveCommands(path)
 	if pe := r.loadPrompts(path, p.Judge); len(pe) > 0 {

@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -141,6 +142,12 @@ func ActivityOptions() workflow.ActivityOptions {
 // Sweep runs every trial of a sweep through RunShard activities, at most
 // Concurrency shards in flight.
 func Sweep(ctx workflow.Context, in SweepInput) (Progress, error) {
+	if in.SweepID == "" {
+		// A scheduled run: the schedule makes each run's workflow id unique
+		// ("sweep/sched-NAME-<time>"), and that is the sweep's id. Reading
+		// it issues no command, so histories replay unchanged.
+		in.SweepID = strings.TrimPrefix(workflow.GetInfo(ctx).WorkflowExecution.ID, "sweep/")
+	}
 	if in.ShardSize <= 0 || in.Concurrency <= 0 || in.Trials < 0 || in.SweepID == "" {
 		return in.Progress, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("invalid sweep input: id=%q trials=%d shard_size=%d concurrency=%d", in.SweepID, in.Trials, in.ShardSize, in.Concurrency),

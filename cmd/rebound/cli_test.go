@@ -111,3 +111,26 @@ func TestLintRejectsAPlanThatNeverReachesTheGoal(t *testing.T) {
 		t.Fatalf("exit %d, output:\n%s", code, out)
 	}
 }
+
+// Schedules and trends refuse bad input before touching any server.
+func TestScheduleAndTrendUsage(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"schedule"}, "schedule needs a subcommand"},
+		{[]string{"schedule", "create", "--every", "1h", "bad name", "plan.yaml"}, "use letters, digits"},
+		{[]string{"schedule", "create", "nightly", "plan.yaml"}, "exactly one of --cron or --every"},
+		{[]string{"schedule", "create", "--cron", "0 2 * * *", "--every", "1h", "nightly", "plan.yaml"}, "exactly one of --cron or --every"},
+		{[]string{"schedule", "list"}, "needs --temporal-address"},
+		{[]string{"trend", "--last", "0", "nightly"}, "--last must be between 1 and 365"},
+		{[]string{"trend", "--metric", "speed", "nightly"}, `unknown metric "speed"`},
+	}
+	t.Setenv("REBOUND_TEMPORAL_ADDRESS", "")
+	for _, tc := range cases {
+		code, _, errOut := runCLI(t, tc.args...)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}

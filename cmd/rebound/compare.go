@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"rebound/report"
+	"rebound/runner"
 	"rebound/storage"
 )
 
@@ -63,6 +64,37 @@ type compareFlags struct {
 	generalize    bool
 }
 
+// previousSweep is the --baseline-sweep value that names the run before.
+const previousSweep = "previous"
+
+// previousRun resolves --baseline-sweep previous: the last completed run of
+// the same schedule before sw (a scheduled run), or the last completed sweep
+// of the same plan before it.
+func previousRun(ctx context.Context, store storage.Store, sw storage.Sweep) (string, error) {
+	all, err := store.Sweeps(ctx, 0) // newest first
+	if err != nil {
+		return "", err
+	}
+	schedule, scheduled := runner.ScheduleOf(sw.SweepID)
+	for _, s := range all {
+		if s.SweepID == sw.SweepID || s.Status != storage.SweepCompleted || !s.CreatedAt.Before(sw.CreatedAt) {
+			continue
+		}
+		if scheduled {
+			if strings.HasPrefix(s.SweepID, runner.ScheduledSweepPrefix(schedule)) {
+				return s.SweepID, nil
+			}
+		} else if s.Name == sw.Name {
+			return s.SweepID, nil
+		}
+	}
+	what := fmt.Sprintf("plan %q", sw.Name)
+	if scheduled {
+		what = fmt.Sprintf("schedule %q", schedule)
+	}
+	return "", usagef("--baseline-sweep previous: no completed run of %s before %s", what, sw.SweepID)
+}
+
 type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
@@ -74,7 +106,7 @@ func (f *compareFlags) register(fs *flag.FlagSet) {
 	f.conn.storageFlags(fs)
 	fs.StringVar(&f.baseline, "baseline", "", "the baseline arm (required)")
 	fs.StringVar(&f.candidate, "candidate", "", "the candidate arm (required)")
-	fs.StringVar(&f.baselineSweep, "baseline-sweep", "", "read the baseline arm from this sweep instead of SWEEP_ID (same plan, another run)")
+	fs.StringVar(&f.baselineSweep, "baseline-sweep", "", "read the baseline arm from this sweep instead of SWEEP_ID (same plan, another run); 'previous' is the last completed run of the same schedule (or plan) before SWEEP_ID")
 	fs.StringVar(&f.output, "output", "text", "format on stdout: "+strings.Join(formats, ", "))
 	fs.Var(&f.saves, "save", "also write the report to FILE, format from its extension (.txt .md .json .xml .html); repeatable")
 	fs.BoolVar(&f.faultClasses, "fault-classes", true, "read trial rows for the fault-class breakdown and the scenario-file check across sweeps (off: fault classes come from a SQL aggregation)")
@@ -177,6 +209,13 @@ func (f *compareFlags) loadComparison(ctx context.Context, store storage.Store, 
 	cand, err := sweep(sweepID)
 	if err != nil {
 		return report.Comparison{}, err
+	}
+	if f.baselineSweep == previousSweep {
+		prev, err := previousRun(ctx, store, cand)
+		if err != nil {
+			return report.Comparison{}, err
+		}
+		f.baselineSweep = prev
 	}
 	base := cand
 	if f.baselineSweep != sweepID {

@@ -97,6 +97,27 @@ func TestRunThenGate(t *testing.T) {
 	if code, text := gate("careful", "nobody"); code != exitUsage {
 		t.Fatalf("gate with an unknown arm: exit %d, want 2\n%s", code, text)
 	}
+
+	// --baseline-sweep previous: the last completed run of the same plan
+	// before this one; with none, a clear usage error.
+	if code, text := gate("careful", "careful", "--baseline-sweep", "previous"); code != exitUsage || !strings.Contains(text, "no completed run of plan") {
+		t.Fatalf("gate against the previous run of a first run: exit %d, want 2\n%s", code, text)
+	}
+	out.Reset()
+	if code := dispatch(ctx, []string{"run", "--data-dir", data, "--output", "json", plan}, &out, &errOut); code != exitOK {
+		t.Fatalf("second run exit %d\n%s", code, errOut.String())
+	}
+	var second struct {
+		SweepID string `json:"sweep_id"`
+	}
+	if err := json.Unmarshal([]byte(out.String()), &second); err != nil || second.SweepID == rep.SweepID {
+		t.Fatalf("second run: %v %s", err, out.String())
+	}
+	var cmpOut, cmpErr strings.Builder
+	if code := dispatch(ctx, []string{"compare", "--data-dir", data, "--output", "json", "--baseline", "careful", "--baseline-sweep", "previous", "--candidate", "careful", second.SweepID}, &cmpOut, &cmpErr); code != exitOK ||
+		!strings.Contains(cmpOut.String(), rep.SweepID) {
+		t.Fatalf("compare with the previous run: exit %d\n%s%s", code, cmpOut.String(), cmpErr.String())
+	}
 }
 
 // A command arm as a user runs it: `rebound run` starts the process once per

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"rebound/activities"
+	"rebound/runner"
 	"rebound/scenario"
 )
 
@@ -59,6 +60,9 @@ func preparePlan(ctx context.Context, path string) (*scenario.Resolved, error) {
 	}
 	if err := activities.CheckPlan(plan); err != nil {
 		return nil, usageError{err}
+	}
+	if _, err := runner.SizeShards(ctx, plan); err != nil {
+		return nil, err
 	}
 	return plan, nil
 }

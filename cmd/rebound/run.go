@@ -69,7 +69,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if plan, err = preparePlan(ctx, fs.Arg(0)); err != nil {
 			return err
 		}
-		status.linef("plan %s: %d scenarios, %d arms, %d seeds = %d trials", plan.Name, len(plan.Scenarios), len(plan.Arms), len(plan.Seeds), plan.TrialCount())
+		status.linef("plan %s: %d scenarios, %d arms, %d seeds = %d trials; shards of %d, %d in flight", plan.Name, len(plan.Scenarios), len(plan.Arms), len(plan.Seeds), plan.TrialCount(), plan.ShardSize, plan.Concurrency)
 	}
 
 	key, err := localRedactionKey(conn.dataDir)
