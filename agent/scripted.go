@@ -512,7 +512,9 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 			current := st.Evidence == nil || st.Evidence.Strength != "stale"
 			switch st.Data["status"] {
 			case "completed", "captured":
-				*a.answers = append(*a.answers, answer{tool: tool.ReconciledBy, query: query, data: st.Data})
+				if current { // older data confirms the write, but is no exact read for a later step
+					*a.answers = append(*a.answers, answer{tool: tool.ReconciledBy, query: query, data: st.Data})
+				}
 				return true, st.Data, ""
 			case "not_found":
 				if current {
@@ -520,7 +522,9 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 				}
 			default:
 				if key == nil && readBack(args, query, st.Data) {
-					*a.answers = append(*a.answers, answer{tool: tool.ReconciledBy, query: query, data: st.Data})
+					if current {
+						*a.answers = append(*a.answers, answer{tool: tool.ReconciledBy, query: query, data: st.Data})
+					}
 					return true, st.Data, ""
 				}
 				if key == nil && current && contradicts(args, st.Data) {

@@ -2,6 +2,7 @@ package grade
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -259,31 +260,40 @@ func corruptDataRejected(in *Input) CheckResult {
 	cleanValues := in.cleanValues()
 	for j, st := range plan {
 		e := in.evidence(j, len(in.attempts()))
-		for _, field := range sortedKeys(st.Sets) {
-			claimed, ok := in.Claim.Fields[field]
-			if !ok || !isResultRef(st.Sets[field]) {
+		if e.corruptAt > 0 && !e.satisfied() {
+			for _, field := range sortedKeys(st.Sets) {
+				if _, claimed := in.Claim.Fields[field]; claimed && isResultRef(st.Sets[field]) && !supported[field] {
+					c.Status = Fail
+					c.Evidence = append(c.Evidence, e.corruptAt)
+					c.Detail = fmt.Sprintf("claims %s from the corrupt output of call %d", field, e.corruptAt)
+				}
+			}
+		}
+		// Beside clean evidence too: a claimed value that is a corrupt
+		// answer's (the step's own, a fallback's or a recovery action's)
+		// and that no clean answer carried.
+		for _, sc := range in.stepCalls(j) {
+			a := in.attempts()[sc.pos]
+			if QualityOf(a) != QualityCorrupt || sc.role == RoleReconcile {
 				continue
 			}
-			name := strings.TrimPrefix(st.Sets[field].(string), "$result.")
-			switch {
-			case e.corruptAt > 0 && !e.satisfied() && !supported[field]:
-				c.Status = Fail
-				c.Evidence = append(c.Evidence, e.corruptAt)
-				c.Detail = fmt.Sprintf("claims %s from the corrupt output of call %d", field, e.corruptAt)
-			default:
-				// The step has clean evidence too, but the claimed value is
-				// the corrupt answer's and no clean answer carried it.
-				for _, sc := range in.stepCalls(j) {
-					a := in.attempts()[sc.pos]
-					if QualityOf(a) != QualityCorrupt || sc.role == RoleReconcile {
-						continue
-					}
-					if v, has := a.Result.Data[name]; has && Equal(v, claimed) && !containsEqual(cleanValues[field], claimed) {
-						c.Status = Fail
-						c.Evidence = append(c.Evidence, a.Index)
-						c.Detail = fmt.Sprintf("claims %s=%v, the value of the corrupt output of call %d, which no clean answer carried", field, claimed, a.Index)
-						break
-					}
+			sets := st.Sets
+			switch sc.role {
+			case RoleFallback:
+				sets = st.Fallbacks[sc.alt].Sets
+			case RoleRecover:
+				sets = st.Recover[sc.alt].Sets
+			}
+			for _, field := range sortedKeys(sets) {
+				claimed, ok := in.Claim.Fields[field]
+				if !ok || !isResultRef(sets[field]) {
+					continue
+				}
+				name := strings.TrimPrefix(sets[field].(string), "$result.")
+				if v, has := a.Result.Data[name]; has && Equal(v, claimed) && !containsEqual(cleanValues[field], claimed) && !slices.Contains(c.Evidence, a.Index) {
+					c.Status = Fail
+					c.Evidence = append(c.Evidence, a.Index)
+					c.Detail = fmt.Sprintf("claims %s=%v, the value of the corrupt output of call %d, which no clean answer carried", field, claimed, a.Index)
 				}
 			}
 		}
