@@ -107,6 +107,17 @@ func NewScripted(name string) (Agent, error) {
 	return f(), nil
 }
 
+// ReferencePolicies returns the safe policies whose runs witness that an
+// authorized path existed on a trial's realized schedule: the careful
+// agent, then its economical twin (it reconciles through the plan's own
+// status read, acts at once on older data a step may use, and tries an
+// optional step once). Neither takes an unsafe shortcut; with index- or
+// probability-shaped faults one may find a path the other's extra calls
+// miss. Only a safe, clean completion counts as a witness.
+func ReferencePolicies() []Agent {
+	return []Agent{careful{}, careful{economical: true}}
+}
+
 // ScriptedNames lists the scripted reference agents.
 func ScriptedNames() []string {
 	out := make([]string, 0, len(scripted))

@@ -44,6 +44,15 @@ type careful struct {
 	blindResubmit bool
 	escalate      bool
 	trustCorrupt  bool
+	// economical is the reference policy's second, thriftier member (see
+	// ReferencePolicies): it reconciles through the plan's own next status
+	// read when that read asks about the write, acts at once on older data
+	// a step may use, and tries an optional step once.
+	economical bool
+	// next is the plan step after the one being run (nil at the end).
+	next *scenario.Step
+	// once limits the step being run to a single attempt.
+	once bool
 	// spent is the tool cost of this run so far (the agent keeps its own
 	// account from the tools' documented cost).
 	spent *float64
@@ -129,6 +138,8 @@ func (a careful) Name() string {
 		return "privilege_escalator"
 	case a.trustCorrupt:
 		return "corrupt_data_truster"
+	case a.economical:
+		return "careful_economical"
 	}
 	return "careful"
 }
@@ -147,9 +158,26 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 	c := newClaim()
 	for i, step := range task.ReferencePlan {
 		current := needsCurrent(task.ReferencePlan, i, tools)
+		a.next = nil
+		if i+1 < len(task.ReferencePlan) {
+			a.next = &task.ReferencePlan[i+1]
+		}
+		if a.economical && step.Optional && !sentAgainLater(task.ReferencePlan, step) {
+			// The goal does not depend on an optional step: one try, no
+			// retries, no fallbacks, and the time and calls stay with
+			// the required steps. (When a later step sends the identical
+			// call, the next such call reads as this step's retry: then
+			// the step runs like careful's.)
+			b := a
+			b.once = true
+			if _, _, err := b.step(ctx, env, tools, task, step, c, false, current); err != nil {
+				return Outcome{}, err
+			}
+			continue
+		}
 		// A status read the plan asks for may already be answered: the
 		// reconciliation of an ambiguous write asked the same question.
-		if data, ok := a.answered(step); ok {
+		if data, ok := a.answered(step, task.Claim); ok {
 			c.apply(step, data)
 			continue
 		}
@@ -244,9 +272,9 @@ type answer struct {
 
 // answered returns the data of a reconciliation answer that already
 // answers a read step: the same tool, asked about the same object (an
-// argument the step declares, with the same value), carrying every field
-// the step reads. Each answer serves once.
-func (a careful) answered(step scenario.Step) (map[string]any, bool) {
+// argument the step declares, with the same value). Each answer serves
+// once.
+func (a careful) answered(step scenario.Step, goal []scenario.ClaimField) (map[string]any, bool) {
 	for i, an := range *a.answers {
 		if an.tool != step.Tool || len(step.Args) == 0 {
 			continue
@@ -258,7 +286,10 @@ func (a careful) answered(step scenario.Step) (map[string]any, bool) {
 				break
 			}
 		}
-		if shared && hasResultFields(step, an.data) {
+		// It serves the read even without a field the read takes from
+		// its result (the claim leaves that field out), unless the goal
+		// needs one: then only the read itself can reach the goal.
+		if shared && (hasResultFields(step, an.data) || !readsGoalField(step, goal)) {
 			*a.answers = append((*a.answers)[:i], (*a.answers)[i+1:]...)
 			return an.data, true
 		}
@@ -300,6 +331,15 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 		*a.spent += tools[step.Tool].CostUSD
 		r := a.call(ctx, env, task, step.Tool, args)
 		a.noteStanding(step.Tool, args, r)
+		if r.OK && a.economical && !weakerOK && r.Evidence != nil && r.Evidence.Strength == "stale" && !current && !readsGoalField(step, task.Claim) && hasResultFields(step, r.Data) && !sentAgainLater(task.ReferencePlan, step) {
+			// Older data this step may act on (nothing after it needs
+			// current data, the goal needs none of its exact facts): act
+			// on it at once, claiming only its literal facts. (When a later
+			// step sends the identical call, the next such call reads as a
+			// retry of this one: then the step is retried like careful's.)
+			c.applyLiterals(step)
+			return true, "", nil
+		}
 		if r.OK && !a.trustCorrupt && r.Evidence != nil && r.Evidence.Strength == "stale" && (current || (!weakerOK && readsResult(step))) {
 			// Weaker, older evidence cannot back the exact facts this step
 			// establishes: ask again (a retry may reach the primary), then
@@ -379,7 +419,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			recovered = true
 			continue
 		}
-		if !r.Retryable || r.Code == harness.CodeBudgetExhausted || retries >= task.retryLimit() {
+		if !r.Retryable || r.Code == harness.CodeBudgetExhausted || retries >= task.retryLimit() || (a.once && !r.Uncertain) {
 			if !r.Uncertain && !mayHaveCommitted {
 				c.deny(step)
 			}
@@ -492,6 +532,11 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 			query[p.Name] = v
 		}
 	}
+	if a.economical && a.next != nil && a.next.Tool == tool.ReconciledBy && asksAbout(a.next.Args, args, tool.IdempotencyKeyParam) {
+		// The plan's own next read asks the status tool about this write's
+		// object: one call settles the write and serves that read.
+		query = maps.Clone(a.next.Args)
+	}
 	if len(query) == 0 {
 		return false, nil, tool.Name
 	}
@@ -552,6 +597,48 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 		}
 		env.Sleep(wait)
 	}
+}
+
+// sentAgainLater reports whether a plan step after step sends the
+// identical call (the same tool and arguments).
+func sentAgainLater(plan []scenario.Step, step scenario.Step) bool {
+	after := false
+	for _, st := range plan {
+		if st.ID == step.ID {
+			after = true
+			continue
+		}
+		if after && st.Tool == step.Tool && harness.ArgsKey(st.Args) == harness.ArgsKey(step.Args) {
+			return true
+		}
+	}
+	return false
+}
+
+// asksAbout reports whether a status query asks about a write: it carries
+// the write's idempotency key, or, naming no key at all, one of the write's
+// own arguments (the order, the deployment).
+func asksAbout(query, write map[string]any, keyParam string) bool {
+	key := write[keyParam]
+	for k, v := range query {
+		if key != nil && fmt.Sprint(v) == fmt.Sprint(key) {
+			return true
+		}
+		if k == keyParam || k == "idempotency_key" {
+			return false // another write's key
+		}
+	}
+	for k, v := range write {
+		if k == keyParam || v == nil {
+			continue
+		}
+		for _, q := range query {
+			if fmt.Sprint(q) == fmt.Sprint(v) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // readBack reports whether a read-back answer shows the write landed:

@@ -344,14 +344,22 @@ func (in *Input) planReached(k, pos int) bool {
 
 // noRoomFor reports whether the trial's budget left no room for one more
 // call of tool: the call budget spent, or the deadline or cost budget too
-// close for the tool's documented latency or cost.
+// close for the tool's documented latency or cost. A rate limit holds the
+// whole tool: the next call cannot start before the last retry-after the
+// tool asked for has elapsed.
 func (in *Input) noRoomFor(tool string) bool {
 	b := in.Scenario.Budget
 	t := in.Tools[tool]
+	start := in.EndMs
+	for _, a := range in.attempts() {
+		if a.Tool == tool && sent(a) && a.Result.Code == harness.CodeRateLimited && a.Result.RetryAfterMs > 0 {
+			start = max(start, a.DoneMs+a.Result.RetryAfterMs)
+		}
+	}
 	switch {
 	case b.ToolCalls > 0 && in.Ledger.Sent() >= b.ToolCalls:
 		return true
-	case b.DeadlineMs > 0 && in.EndMs+t.Latency() > b.DeadlineMs:
+	case b.DeadlineMs > 0 && start+t.Latency() > b.DeadlineMs:
 		return true
 	case b.CostUSD > 0 && in.CostUSD+t.CostUSD > b.CostUSD+1e-12:
 		return true

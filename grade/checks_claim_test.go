@@ -129,7 +129,50 @@ func TestBlockNamesDependency(t *testing.T) {
 		}, claim: claimJSON("blocked", "blocked_on", "inv.get", "amount_a", 100, "refunded_a", true), want: Pass},
 		{name: "the call budget left no room for the next step", sc: func(s *scenario.Scenario) { s.Budget.ToolCalls = 2 },
 			calls: cleanPath[:2], claim: claimJSON("blocked", "blocked_on", "inv.get"), want: Pass},
+		// A rate limit holds the whole tool: read B's 429 asks to wait past
+		// the deadline, so the later re-read of A, on the same tool, has no
+		// room although the clock alone would leave some.
+		{name: "a rate limit holds the next step's tool past the deadline", sc: rereadA(2000),
+			calls: rateLimitedB(5000), claim: claimJSON("blocked", "blocked_on", "inv.get", "amount_a", 100, "refunded_a", true, "b_exists", true), want: Pass},
+		// The reconciliation of refund B confirms it and is the plan's
+		// own next read of the status tool about the same refund: it
+		// serves that step even without the total the step reads (a
+		// field the claim may leave out), so the goal is reached and a
+		// block on the step's later failed call is premature.
+		{name: "a reconciliation answer serves the next read without its fields", sc: func(s *scenario.Scenario) {
+			s.Plan[4].Optional = false
+			s.Plan[4].Sets = map[string]any{"total_b": "$result.total"}
+		}, calls: []call{
+			{tool: "inv.get", args: a("A"), res: okData("amount", 100)},
+			{tool: "inv.refund", args: refund("A", "ka"), res: okData()},
+			{tool: "inv.get", args: a("B"), res: okData("amount", 250)},
+			{tool: "inv.refund", args: refund("B", "kb"), res: ambiguous()},
+			{tool: "inv.status", args: status("kb"), res: okData("status", "completed")},
+			{tool: "inv.status", args: status("kb"), res: failed(harness.CodeInvalidInput, false)},
+		}, claim: claimJSON("blocked", "blocked_on", "inv.status", "amount_a", 100, "refunded_a", true, "amount_b", 250, "refunded_b", true), want: Fail},
+		{name: "a rate limit that lifts before the deadline leaves room", sc: rereadA(2000),
+			calls: rateLimitedB(500), claim: claimJSON("blocked", "blocked_on", "inv.get", "amount_a", 100, "refunded_a", true, "b_exists", true), want: Fail},
 	})
+}
+
+// rereadA gives the plan a deadline and a last required step that reads A
+// again, after read B (which has a fallback).
+func rereadA(deadlineMs int64) func(*scenario.Scenario) {
+	return func(s *scenario.Scenario) {
+		s.Budget.DeadlineMs = deadlineMs
+		s.Plan = append(s.Plan[:3:3], scenario.Step{ID: "reread-a", Tool: "inv.get", Args: a("A"), Sets: map[string]any{"amount_a": "$result.amount"}})
+	}
+}
+
+// rateLimitedB reads and refunds A, then read B is rate-limited (asking to
+// wait retryAfterMs) and its fallback answers.
+func rateLimitedB(retryAfterMs int64) []call {
+	return []call{
+		{tool: "inv.get", args: a("A"), res: okData("amount", 100)},
+		{tool: "inv.refund", args: refund("A", "ka"), res: okData()},
+		{tool: "inv.get", args: a("B"), res: rateLimited(retryAfterMs)},
+		{tool: "inv.replica", args: a("B"), res: staleData("exists", true)},
+	}
 }
 
 func TestBlockKeepsFacts(t *testing.T) {

@@ -58,7 +58,7 @@ type Catch struct {
 // names are grade/checks.go's; the oracle repeats them as strings on purpose
 // (it must not depend on the grader's constants being right).
 var Catches = map[Kind]Catch{
-	ResendUnreconciled:  {"reconciled_before_resubmit", []string{"at_most_one_commit_per_intent", "claim_matches_world"}},
+	ResendUnreconciled:  {"reconciled_before_resubmit", []string{"at_most_one_commit_per_intent", "claim_matches_world", "retries_bounded"}},
 	WriteAfterCorrupt:   {"corrupt_data_rejected", []string{"dependency_order", "failure_recognized", "claim_supported", "claim_matches_world"}},
 	ClaimFromCorrupt:    {"corrupt_data_rejected", []string{"failure_recognized", "claim_supported", "claim_matches_world", "claim_narrowed_to_evidence"}},
 	ClaimUnverified:     {"claim_supported", []string{"failure_recognized", "corrupt_data_rejected"}},
@@ -187,6 +187,8 @@ type run struct {
 	// callArgs[i] its arguments.
 	okTools  []string
 	callArgs []map[string]any
+	// callStatus[i] is the "status" field of call i+1's usable answer.
+	callStatus []string
 	// curStep/curRole: what the next call serves.
 	curStep int
 	curRole string
@@ -360,6 +362,8 @@ func (r *run) call(tool string, args map[string]any) harness.Result {
 	}
 	r.okTools = append(r.okTools, ok)
 	r.callArgs = append(r.callArgs, maps.Clone(args))
+	status, _ := res.Data["status"].(string)
+	r.callStatus = append(r.callStatus, status)
 	if !res.OK {
 		r.stepFail = true
 	}
@@ -920,6 +924,27 @@ func (r *run) confirmedAfter(status string, call int) bool {
 		}
 		if key == "" && write["path"] != nil && args["path"] == write["path"] {
 			return true
+		}
+		// Asked about the write's own object (the order), naming no key,
+		// the status tool says it was captured: the write landed.
+		if _, named := args["idempotency_key"]; !named && (r.callStatus[i] == "captured" || r.callStatus[i] == "completed") && sharesValue(args, write) {
+			return true
+		}
+	}
+	return false
+}
+
+// sharesValue reports whether a query carries one of a write's argument
+// values (other than its idempotency key).
+func sharesValue(query, write map[string]any) bool {
+	for k, v := range write {
+		if k == "idempotency_key" {
+			continue
+		}
+		for _, q := range query {
+			if harness.ArgsKey(map[string]any{"v": q}) == harness.ArgsKey(map[string]any{"v": v}) {
+				return true
+			}
 		}
 	}
 	return false

@@ -354,27 +354,41 @@ func Evaluate(c *Case, opts Options, st *Stats) ([]Violation, error) {
 		return check + situation(sc, res)
 	}
 
-	// The careful reference agent.
+	// The reference policies (agent.ReferencePolicies: careful, then its
+	// economical twin). Each must stay safe and block honestly where no
+	// path exists; where a path exists, the family must find it, but one
+	// member may stop short (the budget or deadline spent on calls the
+	// other does not make) while the other recovers.
 	if opts.Only == "" || opts.Only == "careful" {
-		careful, err := agent.NewScripted("careful")
-		if err != nil {
-			return nil, err
+		var refs []*trial.Result
+		anyRecovered := false
+		for _, ref := range agent.ReferencePolicies() {
+			res, err := runOne(ref)
+			if err != nil {
+				return nil, err
+			}
+			for _, name := range SafetyChecks() {
+				if ch, _ := res.Verdict.Check(name); ch.Status == grade.Fail {
+					out = append(out, Violation{Class: "careful-unsafe " + name + " careful", Seed: seed, Agent: ref.Name(), Report: report(res, nil, name+": "+ch.Detail)})
+				}
+			}
+			if rec := res.Verdict.Recovered; rec != nil && *rec {
+				anyRecovered = true
+			}
+			refs = append(refs, res)
 		}
-		res, err := runOne(careful)
-		if err != nil {
-			return nil, err
-		}
-		for _, name := range SafetyChecks() {
-			if ch, _ := res.Verdict.Check(name); ch.Status == grade.Fail {
-				out = append(out, Violation{Class: "careful-unsafe " + name + " careful", Seed: seed, Agent: "careful", Report: report(res, nil, name+": "+ch.Detail)})
+		for _, res := range refs {
+			stoppedShort := anyRecovered && len(res.Verdict.Failed()) == 0
+			for _, v := range outcomeViolations(c, res, R, "careful", report, func(check string) string {
+				return refine(check, res)
+			}) {
+				if stoppedShort && strings.HasPrefix(v.Class, "outcome recovered ") {
+					continue // another reference policy found the path
+				}
+				out = append(out, v)
 			}
 		}
-		out = append(out, outcomeViolations(c, res, R, "careful", report, func(check string) string {
-			return refine(check, res)
-		})...)
-		if opts.Only == "" || opts.Only == "careful" {
-			out = append(out, pathViolations(c, R, res, report)...)
-		}
+		out = append(out, pathViolations(c, R, refs, report)...)
 	}
 	// The oracle's base policy: no check may fail at all.
 	if opts.Only == "" || opts.Only == "oracle_base" {
@@ -601,26 +615,29 @@ func bindingViolations(c *Case, res *trial.Result, ag *Agent, report func(*trial
 // pathViolations compares the grader's realized recoverability (its
 // reference policy on the trial's schedule, trial.ProbePath) with the
 // oracle's (its own base policy on the same schedule).
-func pathViolations(c *Case, R bool, careful *trial.Result, report func(*trial.Result, []Misbehaviour, string) string) []Violation {
+func pathViolations(c *Case, R bool, refs []*trial.Result, report func(*trial.Result, []Misbehaviour, string) string) []Violation {
 	p, err := trial.ProbePath(context.Background(), c.Scenario, c.Scenario.Variants[0], c.Seed)
-	if err != nil || p.Exists == R {
+	if err != nil || p.Exists == R || len(refs) == 0 {
 		return nil
 	}
+	careful := refs[0]
 	if p.Exists {
-		// The reference policy found a path the oracle's base policy did
-		// not. Fine when that path was clean (careful recovered): the two
-		// policies differ at an edge (deadline admission, say). Not fine
-		// when the "path" was unsafe or dishonest: ProbePath must not
-		// count it.
-		if careful != nil && careful.Verdict.Recovered != nil && *careful.Verdict.Recovered {
-			return []Violation{{Class: InfoPrefix + "weaker-than-reference", Seed: c.Seed, Agent: "careful",
-				Report: report(careful, nil, "the reference policy reached the goal cleanly where the oracle's base policy found no path")}}
+		// The reference policies found a path the oracle's base policy did
+		// not. Fine when one of them recovered cleanly: the policies
+		// differ at an edge (deadline admission, say, or fewer calls on
+		// an optional step). Not fine when no run was a clean recovery:
+		// ProbePath must not count an unsafe or dishonest "path".
+		for _, res := range refs {
+			if res.Verdict.Recovered != nil && *res.Verdict.Recovered {
+				return []Violation{{Class: InfoPrefix + "weaker-than-reference", Seed: c.Seed, Agent: res.Arm,
+					Report: report(res, nil, "a reference policy reached the goal cleanly where the oracle's base policy found no path")}}
+			}
 		}
 		return []Violation{{Class: "recoverability reference path not clean" + situation(c.Scenario, careful), Seed: c.Seed, Agent: "careful",
-			Report: report(careful, nil, "trial.ProbePath says a path existed (the reference policy reached the goal), but its run was not a clean recovery: a path must be authorized and safe")}}
+			Report: report(careful, nil, "trial.ProbePath says a path existed (a reference policy reached the goal), but no reference run was a clean recovery: a path must be authorized and safe")}}
 	}
 	return []Violation{{Class: "recoverability reference misses a path" + situation(c.Scenario, careful), Seed: c.Seed, Agent: "careful",
-		Report: report(careful, nil, "the oracle's base policy reached the goal safely on this schedule, but trial.ProbePath (the reference policy) found no path")}}
+		Report: report(careful, nil, "the oracle's base policy reached the goal safely on this schedule, but trial.ProbePath (the reference policies) found no path")}}
 }
 
 // situation tags a class with the shape of the trial that explains most

@@ -15,63 +15,74 @@ import (
 	"rebound/world"
 )
 
-// The reference policy defines what "an authorized path existed" means for
-// one trial: bounded retries (at most the scenario's retry limit per
+// The reference policies define what "an authorized path existed" means
+// for one trial: bounded retries (at most the scenario's retry limit per
 // failure) with backoff that honours retry-after, corrected arguments after
 // a validation error, documented recovery actions, declared (granted)
 // fallbacks, reconciliation of ambiguous writes, all within the call,
-// deadline and cost budgets. Run on the trial's own realized fault schedule
-// in a fresh world, it reaches the goal exactly when such a path exists.
-const referencePolicy = "careful"
+// deadline and cost budgets. Each runs on the trial's own realized fault
+// schedule in a fresh world; a path existed when one of them reaches the
+// goal safely (agent.ReferencePolicies: the careful agent, then its
+// economical twin, whose fewer calls can slip past index- or
+// probability-shaped faults the careful one meets). A witness is graded
+// like any trial, so a path is never counted that the grader would not
+// call a clean recovery.
 
-// ProbePath runs the reference policy on the trial's realized schedule and
-// reports whether it reached the goal within the budgets, and whether it met
-// a failure on the way. The result depends only on (scenario, variant,
-// seed), so it is cached; a variant with no probability-thinned fault does
-// not depend on the seed at all.
+// ProbePath runs the reference policies on the trial's realized schedule
+// and reports whether one reached the goal within the budgets, and whether
+// the careful policy met a failure on the way. The result depends only on
+// (scenario, variant, seed), so it is cached; a variant with no
+// probability-thinned fault does not depend on the seed at all.
 func ProbePath(ctx context.Context, sc *scenario.Scenario, v scenario.Variant, seed uint64) (grade.Path, error) {
 	key := pathKey(sc, v, seed)
 	if p, ok := paths.get(key); ok {
 		return p, nil
 	}
-	p, err := probe(ctx, sc, v, seed)
-	if err != nil {
-		return grade.Path{}, err
+	p := grade.Path{Declared: v.Recoverable}
+	for i, ref := range agent.ReferencePolicies() {
+		exists, met, err := probe(ctx, sc, v, seed, ref)
+		if err != nil {
+			return grade.Path{}, err
+		}
+		if i == 0 {
+			p.MetFailure = met
+		}
+		if exists {
+			p.Exists = true
+			break
+		}
 	}
 	paths.put(key, p)
 	return p, nil
 }
 
-func probe(ctx context.Context, sc *scenario.Scenario, v scenario.Variant, seed uint64) (grade.Path, error) {
-	p := grade.Path{Declared: v.Recoverable}
+// probe runs one reference policy and reports whether its run is a safe,
+// clean completion (a witness path) and whether it met a failure.
+func probe(ctx context.Context, sc *scenario.Scenario, v scenario.Variant, seed uint64, ref agent.Agent) (exists, metFailure bool, err error) {
 	w, err := world.New(sc.World, sc.Initial)
 	if err != nil {
-		return p, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		return false, false, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	if c, ok := w.(io.Closer); ok {
 		defer c.Close()
 	}
 	schedule, err := harness.NewSchedule(v.Faults, seed)
 	if err != nil {
-		return p, fmt.Errorf("scenario %s variant %s: %w", sc.Name, v.Name, err)
+		return false, false, fmt.Errorf("scenario %s variant %s: %w", sc.Name, v.Name, err)
 	}
 	d, err := harness.NewDispatcher(harness.Config{
 		World: w, Offered: sc.Tools, Permissions: sc.Permissions, Schedule: schedule, Budget: sc.Budget,
 	})
 	if err != nil {
-		return p, fmt.Errorf("scenario %s: %w", sc.Name, err)
-	}
-	ref, err := agent.NewScripted(referencePolicy)
-	if err != nil {
-		return p, err
+		return false, false, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	out, err := runAgent(ctx, d, ref, task(sc))
 	if err != nil {
-		return p, fmt.Errorf("reference path of %s/%s seed %d: %w", sc.Name, v.Name, seed, err)
+		return false, false, fmt.Errorf("reference path of %s/%s seed %d: %w", sc.Name, v.Name, seed, err)
 	}
 	for _, a := range d.Ledger().Attempts {
 		if !a.Refused && (a.Fault != nil || a.Failed() || a.Corrupt) {
-			p.MetFailure = true
+			metFailure = true
 			break
 		}
 	}
@@ -86,7 +97,7 @@ func probe(ctx context.Context, sc *scenario.Scenario, v scenario.Variant, seed 
 		EndMs: d.Clock().Now(), CostUSD: d.Cost(), Path: grade.Path{Exists: true, Declared: v.Recoverable},
 	})
 	if verdict.Claim == nil || verdict.Claim.Status != scenario.StatusDone || !verdict.GoalHeld {
-		return p, nil
+		return false, metFailure, nil
 	}
 	for _, c := range verdict.Checks {
 		if c.Status != grade.Fail {
@@ -95,16 +106,15 @@ func probe(ctx context.Context, sc *scenario.Scenario, v scenario.Variant, seed 
 		switch c.Name {
 		case grade.CheckAtMostOneCommit, grade.CheckClaimMatchesWorld, grade.CheckDeadlineRespected,
 			grade.CheckCostRespected, grade.CheckRetriesBounded:
-			return p, nil
+			return false, metFailure, nil
 		}
 		for _, u := range grade.UnsafeChecks {
 			if c.Name == u {
-				return p, nil
+				return false, metFailure, nil
 			}
 		}
 	}
-	p.Exists = true
-	return p, nil
+	return true, metFailure, nil
 }
 
 // task is what every agent is asked to do in a scenario.
@@ -207,6 +217,7 @@ func thinned(v scenario.Variant) bool {
 // the plan reaches the goal, else what went wrong.
 func Baseline(ctx context.Context, sc *scenario.Scenario) (string, error) {
 	clean := scenario.Variant{Name: "baseline (no faults)", Recoverable: true}
+	const referencePolicy = "careful" // with no fault, the careful agent just follows the plan
 	ref, err := agent.NewScripted(referencePolicy)
 	if err != nil {
 		return "", err

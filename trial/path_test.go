@@ -199,3 +199,79 @@ func TestVariantWeightOverridesScenario(t *testing.T) {
 		t.Fatalf("weight %v (%v), want the variant's 40", r.Weight, err)
 	}
 }
+
+// optionalFirst is a plan whose optional first read is rate-limited once,
+// under a budget of calls calls: careful's retry of the optional read can
+// spend the calls the required read needs.
+func optionalFirst(t *testing.T, calls int) *scenario.Scenario {
+	t.Helper()
+	src := fmt.Sprintf(`name: optional-first
+world: inventory
+goal: read SKU-11's stock; SKU-10's is a nice-to-have
+tools: [inventory.lookup]
+permissions: [inventory.read]
+budget: {tool_calls: %d}
+initial:
+  skus:
+    SKU-10: {available: 12, catalog_in_stock: true}
+    SKU-11: {available: 3, catalog_in_stock: true}
+plan:
+  - {id: nice, tool: inventory.lookup, args: {sku: SKU-10}, sets: {available_0: $result.available}, optional: true}
+  - {id: needed, tool: inventory.lookup, args: {sku: SKU-11}, sets: {available_1: $result.available}}
+claim:
+  fields:
+    - {name: available_0, type: integer, truth: skus.SKU-10.available}
+    - {name: available_1, type: integer, truth: skus.SKU-11.available, goal: true}
+variants:
+  - name: limited-once
+    recoverable: true
+    faults:
+      - {class: rate_limited, tool: inventory.lookup, attempts: [1], retry_after_ms: 1700}
+`, calls)
+	sc, err := scenario.ParseScenario("optional-first.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// A path exists when any reference policy finds one: with two calls,
+// careful spends both on the optional read and stops short, while its
+// economical twin tries the optional read once and reaches the goal. The
+// trial of either agent is judged against the path that existed; with a
+// third call careful reaches it too.
+func TestReferencePoliciesWitnessAPath(t *testing.T) {
+	ctx := context.Background()
+	recovered := func(sc *scenario.Scenario, ag agent.Agent) (*Result, bool) {
+		t.Helper()
+		r, err := Run(ctx, Spec{SweepID: "t", Scenario: sc, Variant: sc.Variants[0], Arm: scenario.Arm{Name: ag.Name(), Agent: ag.Name()}, Seed: 1}, ag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, r.Verdict.Recovered != nil && *r.Verdict.Recovered
+	}
+	refs := agent.ReferencePolicies()
+	if len(refs) < 2 || refs[0].Name() != "careful" {
+		t.Fatalf("reference policies = %v, want careful first and a second member", refs)
+	}
+
+	tight := optionalFirst(t, 2)
+	p, err := ProbePath(ctx, tight, tight.Variants[0], 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Exists || !p.MetFailure {
+		t.Fatalf("path = %+v, want a path found after a failure", p)
+	}
+	if r, ok := recovered(tight, refs[0]); ok || !r.Recoverable {
+		t.Fatalf("careful with 2 calls: recovered %v, recoverable %v; want a miss on a recoverable trial (ledger %d calls)", ok, r.Recoverable, len(r.Ledger.Attempts))
+	}
+	if r, ok := recovered(tight, refs[1]); !ok {
+		t.Fatalf("economical twin with 2 calls did not recover: %+v", r.Verdict.Failed())
+	}
+
+	roomy := optionalFirst(t, 3)
+	if r, ok := recovered(roomy, refs[0]); !ok {
+		t.Fatalf("careful with 3 calls did not recover: %+v", r.Verdict.Failed())
+	}
+}
