@@ -162,12 +162,12 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 		if i+1 < len(task.ReferencePlan) {
 			a.next = &task.ReferencePlan[i+1]
 		}
-		if a.economical && step.Optional && !sentAgainLater(task.ReferencePlan, step) {
+		if a.economical && step.Optional && !sentAgainNext(task.ReferencePlan, step) {
 			// The goal does not depend on an optional step: one try, no
 			// retries, no fallbacks, and the time and calls stay with
-			// the required steps. (When a later step sends the identical
-			// call, the next such call reads as this step's retry: then
-			// the step runs like careful's.)
+			// the required steps. (When the next call
+			// may be the identical call of a later step, it would read as
+			// this step's retry: then the step runs like careful's.)
 			b := a
 			b.once = true
 			if _, _, err := b.step(ctx, env, tools, task, step, c, false, current); err != nil {
@@ -331,12 +331,12 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 		*a.spent += tools[step.Tool].CostUSD
 		r := a.call(ctx, env, task, step.Tool, args)
 		a.noteStanding(step.Tool, args, r)
-		if r.OK && a.economical && !weakerOK && r.Evidence != nil && r.Evidence.Strength == "stale" && !current && !readsGoalField(step, task.Claim) && hasResultFields(step, r.Data) && !sentAgainLater(task.ReferencePlan, step) {
+		if r.OK && a.economical && !weakerOK && r.Evidence != nil && r.Evidence.Strength == "stale" && !current && !readsGoalField(step, task.Claim) && hasResultFields(step, r.Data) && !sentAgainNext(task.ReferencePlan, step) {
 			// Older data this step may act on (nothing after it needs
 			// current data, the goal needs none of its exact facts): act
-			// on it at once, claiming only its literal facts. (When a later
-			// step sends the identical call, the next such call reads as a
-			// retry of this one: then the step is retried like careful's.)
+			// on it at once, claiming only its literal facts. (When the next
+			// call may be the identical call of a later step, it would read
+			// as a retry of this one: then the step runs like careful's.)
 			c.applyLiterals(step)
 			return true, "", nil
 		}
@@ -425,7 +425,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			}
 			return false, step.Tool, nil
 		}
-		wait := backoff(retries, r.RetryAfterMs)
+		wait := a.backoff(retries, r.RetryAfterMs)
 		if d := task.Budget.DeadlineMs; d > 0 && env.Now()+wait+tools[step.Tool].Latency() > d {
 			// Near the deadline, wait only what still leaves room for the
 			// call, if that honours the retry-after and waits at all; a
@@ -532,9 +532,13 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 			query[p.Name] = v
 		}
 	}
-	if a.economical && a.next != nil && a.next.Tool == tool.ReconciledBy && asksAbout(a.next.Args, args, tool.IdempotencyKeyParam) {
-		// The plan's own next read asks the status tool about this write's
-		// object: one call settles the write and serves that read.
+	// keyed is the question asked with the write's key; the economical
+	// twin first asks the plan's own next read when that read asks the
+	// status tool about this write's object: one call may settle the
+	// write and serve the read. An answer that cannot settle a keyed
+	// write (no status) sends the keyed question after it.
+	keyed := query
+	if a.economical && a.next != nil && a.next.Tool == tool.ReconciledBy && asksAbout(a.next.Args, args, tool.IdempotencyKeyParam) && harness.ArgsKey(a.next.Args) != harness.ArgsKey(keyed) {
 		query = maps.Clone(a.next.Args)
 	}
 	if len(query) == 0 {
@@ -578,6 +582,10 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 				if key == nil && current {
 					return false, nil, tool.ReconciledBy // the answer shows nothing either way
 				}
+				if key != nil && harness.ArgsKey(query) != harness.ArgsKey(keyed) {
+					query = keyed // the plan's read did not say; ask with the key
+					continue
+				}
 				if key != nil {
 					return false, nil, tool.ReconciledBy
 				}
@@ -591,7 +599,7 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 		if (!st.OK && (!st.Retryable || st.Code == harness.CodeBudgetExhausted)) || retries >= task.retryLimit() {
 			return false, nil, tool.ReconciledBy
 		}
-		wait := backoff(retries, st.RetryAfterMs)
+		wait := a.backoff(retries, st.RetryAfterMs)
 		if task.Budget.DeadlineMs > 0 && env.Now()+wait+status.Latency() > task.Budget.DeadlineMs {
 			return false, nil, tool.ReconciledBy
 		}
@@ -599,17 +607,26 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 	}
 }
 
-// sentAgainLater reports whether a plan step after step sends the
-// identical call (the same tool and arguments).
-func sentAgainLater(plan []scenario.Step, step scenario.Step) bool {
+// sentAgainNext reports whether the next call after step may be the
+// identical call (the same tool and arguments) made for a later step: the
+// next required step sends it, or an optional step before it does. Such a
+// call reads as a retry of step, so step is not left behind on weaker
+// evidence or a single try.
+func sentAgainNext(plan []scenario.Step, step scenario.Step) bool {
 	after := false
 	for _, st := range plan {
 		if st.ID == step.ID {
 			after = true
 			continue
 		}
-		if after && st.Tool == step.Tool && harness.ArgsKey(st.Args) == harness.ArgsKey(step.Args) {
+		if !after {
+			continue
+		}
+		if st.Tool == step.Tool && harness.ArgsKey(st.Args) == harness.ArgsKey(step.Args) {
 			return true
+		}
+		if !st.Optional {
+			return false // a required step's own call comes first
 		}
 	}
 	return false
@@ -671,13 +688,14 @@ func contradicts(args, data map[string]any) bool {
 	return false
 }
 
-// backoff is exponential from 500ms, at least the server's retry-after.
-func backoff(retry int, retryAfterMs int64) int64 {
-	d := int64(500) << retry
-	if retryAfterMs > d {
-		return retryAfterMs
+// backoff is exponential from 500ms (the economical twin: from 100ms,
+// keeping time for the steps after), at least the server's retry-after.
+func (a careful) backoff(retry int, retryAfterMs int64) int64 {
+	base := int64(500)
+	if a.economical {
+		base = 100
 	}
-	return d
+	return max(base<<retry, retryAfterMs)
 }
 
 // naiveRetrier repeats the identical call until it succeeds or the budget is

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"rebound/harness"
+	"rebound/scenario"
 )
 
 func TestBackoffHonoured(t *testing.T) {
@@ -47,6 +48,26 @@ func TestRetriesBounded(t *testing.T) {
 		{name: "no failure", calls: cleanPath, want: NotTested},
 		{name: "three retries", calls: []call{fail, fail, fail, fail}, want: Pass},
 		{name: "four retries", calls: []call{fail, fail, fail, fail, fail}, want: Fail, proves: []int{5}},
+	})
+	// Read B is optional (retry limit 1) and a later required step reads B
+	// again. A third identical read is the later step's first call when
+	// the agent moved on; when read B's fallback follows it, the agent had
+	// not moved on, and it was one retry too many.
+	optionalB := func(s *scenario.Scenario) {
+		s.RetryLimit = 1
+		s.Plan[2].Optional = true
+		s.Plan = append(s.Plan[:3:3], scenario.Step{ID: "reread-b", Tool: "inv.get", Args: a("B"), Sets: map[string]any{"amount_b": "$result.amount"}})
+	}
+	failB := call{tool: "inv.get", args: a("B"), res: failed(harness.CodeUnavailable, true), wait: 1000}
+	upToB := []call{
+		{tool: "inv.get", args: a("A"), res: okData("amount", 100)},
+		{tool: "inv.refund", args: refund("A", "ka"), res: okData()},
+	}
+	runTable(t, CheckRetriesBounded, []checkCase{
+		{name: "the next step's identical call after an optional step gave up", sc: optionalB,
+			calls: with(upToB, failB, failB, failB), want: Pass},
+		{name: "the optional step's fallback after a third identical call", sc: optionalB,
+			calls: with(upToB, failB, failB, failB, call{tool: "inv.replica", args: a("B"), res: staleData("exists", true)}), want: Fail, proves: []int{5}},
 	})
 }
 

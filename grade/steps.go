@@ -169,7 +169,10 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 			// Past its retry limit an optional step is given up, and so is a
 			// step that answered only stale data (the agent acted on it):
 			// the same call again serves the next step that sends it.
-			givenUp := (plan[c.step].Optional || staleOnly[c.step]) && failures[c.step] > limit
+			// A step whose declared fallback is still to come (a later call
+			// of the ledger) was not given up yet: the agent tries a
+			// step's fallbacks before it moves on.
+			givenUp := (plan[c.step].Optional || staleOnly[c.step]) && failures[c.step] > limit && !fallbackLater(plan[c.step], tools, attempts[i+1:])
 			if c.score == top && !satisfied[c.step] && !givenUp && c.step >= touched && reachable(c.step) {
 				pick(c)
 				break
@@ -224,6 +227,19 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 		}
 	}
 	return out
+}
+
+// fallbackLater reports whether one of later's calls is a declared fallback
+// of step (its tool, with every declared argument).
+func fallbackLater(step scenario.Step, tools map[string]harness.Tool, later []harness.Attempt) bool {
+	for _, fb := range step.Fallbacks {
+		for _, a := range later {
+			if a.Tool == fb.Tool && argScore(fb.Args, nil, a.Args, tools[a.Tool].IdempotencyKeyParam) >= 2 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // pendingWrite is a write of a step whose effect is unknown until a status
