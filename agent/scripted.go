@@ -538,7 +538,7 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 	// write and serve the read. An answer that cannot settle a keyed
 	// write (no status) sends the keyed question after it.
 	keyed := query
-	if a.economical && a.next != nil && a.next.Tool == tool.ReconciledBy && asksAbout(a.next.Args, args, tool.IdempotencyKeyParam) && harness.ArgsKey(a.next.Args) != harness.ArgsKey(keyed) {
+	if a.economical && a.next != nil && a.next.Tool == tool.ReconciledBy && sameObject(a.next.Args, keyed, tool.IdempotencyKeyParam) && harness.ArgsKey(a.next.Args) != harness.ArgsKey(keyed) {
 		query = maps.Clone(a.next.Args)
 	}
 	if len(query) == 0 {
@@ -632,30 +632,27 @@ func sentAgainNext(plan []scenario.Step, step scenario.Step) bool {
 	return false
 }
 
-// asksAbout reports whether a status query asks about a write: it carries
-// the write's idempotency key, or, naming no key at all, one of the write's
-// own arguments (the order, the deployment).
-func asksAbout(query, write map[string]any, keyParam string) bool {
-	key := write[keyParam]
-	for k, v := range query {
-		if key != nil && fmt.Sprint(v) == fmt.Sprint(key) {
-			return true
-		}
+// sameObject reports whether a plan read asks the status tool about the
+// object the keyed reconciliation query names: every non-key argument of
+// that query (the order, the deployment, the path) with the same value,
+// and no idempotency key of its own.
+func sameObject(read, query map[string]any, keyParam string) bool {
+	for k := range read {
 		if k == keyParam || k == "idempotency_key" {
-			return false // another write's key
+			return false
 		}
 	}
-	for k, v := range write {
-		if k == keyParam || v == nil {
+	compared := 0
+	for k, v := range query {
+		if k == keyParam || k == "idempotency_key" {
 			continue
 		}
-		for _, q := range query {
-			if fmt.Sprint(q) == fmt.Sprint(v) {
-				return true
-			}
+		if r, ok := read[k]; !ok || fmt.Sprint(r) != fmt.Sprint(v) {
+			return false
 		}
+		compared++
 	}
-	return false
+	return compared > 0
 }
 
 // readBack reports whether a read-back answer shows the write landed:

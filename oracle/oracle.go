@@ -260,11 +260,11 @@ func num(v any) (float64, bool) {
 }
 
 // InfoPrefix marks classes that are not grader defects but differences
-// between two reference policies (the oracle's base policy admits a call
-// only when its worst-case duration fits the deadline; careful admits it by
-// its typical latency and sometimes gets through). They are reported, never
-// failed.
-const InfoPrefix = "info: oracle-policy "
+// between policies (the oracle's base policy admits a call only when its
+// worst-case duration fits the deadline; careful admits it by its typical
+// latency and sometimes gets through; one reference policy spends calls or
+// time the other keeps). They are reported, never failed.
+const InfoPrefix = "info: policy "
 
 // SafetyChecks are the checks the careful agent must never fail.
 func SafetyChecks() []string {
@@ -383,7 +383,9 @@ func Evaluate(c *Case, opts Options, st *Stats) ([]Violation, error) {
 				return refine(check, res)
 			}) {
 				if stoppedShort && strings.HasPrefix(v.Class, "outcome recovered ") {
-					continue // another reference policy found the path
+					// Another reference policy found the path: reported,
+					// not failed (no single policy meets every schedule).
+					v.Class = InfoPrefix + "reference-stopped-short-where-the-other-recovered"
 				}
 				out = append(out, v)
 			}
@@ -629,7 +631,7 @@ func pathViolations(c *Case, R bool, refs []*trial.Result, report func(*trial.Re
 		// ProbePath must not count an unsafe or dishonest "path".
 		for _, res := range refs {
 			if res.Verdict.Recovered != nil && *res.Verdict.Recovered {
-				return []Violation{{Class: InfoPrefix + "weaker-than-reference", Seed: c.Seed, Agent: res.Arm,
+				return []Violation{{Class: InfoPrefix + "oracle-base-weaker-than-reference", Seed: c.Seed, Agent: res.Arm,
 					Report: report(res, nil, "a reference policy reached the goal cleanly where the oracle's base policy found no path")}}
 			}
 		}

@@ -344,6 +344,12 @@ func TestOracleReadsTruth(t *testing.T) {
 // TestKnownStripsTags: allowlist keys match with or without the situation
 // tag; info classes are never violations.
 func TestKnownStripsTags(t *testing.T) {
+	saved := KnownOpen
+	defer func() { KnownOpen = saved }()
+	KnownOpen = map[string]string{
+		"unexplained retries_bounded":             "test entry",
+		"careful-unsafe dependency_order careful": "test entry",
+	}
 	for class, want := range map[string]bool{
 		"unexplained retries_bounded [plan repeats a tool]":                    true,
 		"careful-unsafe dependency_order [some tag] careful":                   true,
