@@ -61,7 +61,7 @@ type careful struct {
 	// down holds the calls (tool and arguments) that met a standing
 	// failure (unavailable, forbidden, unauthorized): sending them again
 	// changes nothing.
-	down map[string]bool
+	down map[string]string
 	// calls and replans count what the agent spent of its budgets: it
 	// never relies on the harness refusing a call it should not send.
 	calls, replans *int
@@ -147,7 +147,7 @@ func (a careful) Name() string {
 func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 	a.spent = new(float64)
 	a.answers = new([]answer)
-	a.down = map[string]bool{}
+	a.down = map[string]string{}
 	a.calls, a.replans = new(int), new(int)
 	a.stale = map[string]bool{}
 	a.notBefore = map[string]int64{}
@@ -220,18 +220,19 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 }
 
 // noteStanding remembers a call that met a standing failure (unavailable,
-// forbidden, unauthorized): the identical call would be answered the same.
+// forbidden, unauthorized, or its arguments rejected as invalid): the
+// identical call would be answered the same.
 // Another call of the tool (another record) may still be tried.
 func (a careful) noteStanding(tool string, args map[string]any, r harness.Result) {
 	switch r.Code {
-	case harness.CodeToolUnavailable, harness.CodeForbidden, harness.CodeUnauthorized:
-		a.down[tool+"\x00"+harness.ArgsKey(args)] = true
+	case harness.CodeToolUnavailable, harness.CodeForbidden, harness.CodeUnauthorized, harness.CodeInvalidInput:
+		a.down[tool+"\x00"+harness.ArgsKey(args)] = r.Code
 	}
 }
 
 // isDown reports whether the identical call met a standing failure.
 func (a careful) isDown(tool string, args map[string]any) bool {
-	return a.down[tool+"\x00"+harness.ArgsKey(args)]
+	return a.down[tool+"\x00"+harness.ArgsKey(args)] != ""
 }
 
 // readsGoalField reports whether a step reads a goal claim field from the
@@ -314,6 +315,13 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 		}
 		// A tool that already answered a standing failure is not asked
 		// again: the next action reflects the error returned.
+		if a.down[step.Tool+"\x00"+harness.ArgsKey(args)] == harness.CodeInvalidInput && len(step.Corrected) > 0 && !corrected {
+			// The identical call was already rejected as invalid (for an
+			// earlier step): send the corrected arguments straight away.
+			maps.Copy(args, step.Corrected)
+			corrected = true
+			continue
+		}
 		if a.isDown(step.Tool, args) {
 			if !mayHaveCommitted {
 				c.deny(step)

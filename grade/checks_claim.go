@@ -312,12 +312,32 @@ func (in *Input) identicalFailed(k int) int {
 		// A rejection as invalid, a denial or a missing tool is a standing
 		// answer to the identical call whatever happens in between; other
 		// failures count once the plan got here.
-		reached := standing(a) || in.planReached(k, pos)
+		reached := standing(a) || in.planReached(k, pos) || (definitive(a) && in.noWriteBefore(k, pos))
 		if reached {
 			at = a.Index
 		}
 	}
 	return at
+}
+
+// definitive reports whether an answer refuses the call for good: not
+// retryable and not ambiguous.
+func definitive(a harness.Attempt) bool {
+	return !a.Result.OK && !a.Result.Retryable && !a.Result.Uncertain
+}
+
+// noWriteBefore reports whether no required write step before step k was
+// still to be attempted at ledger position pos: only a write (an unlock, a
+// rollback) could change how the identical call is answered; reads between
+// the failure and step k change nothing.
+func (in *Input) noWriteBefore(k, pos int) bool {
+	for j := 0; j < k; j++ {
+		st := in.plan()[j]
+		if !st.Optional && writes(in.Tools[st.Tool].Effect) && in.Bindings[pos].Step != j && !in.evidence(j, pos).attempted {
+			return false
+		}
+	}
+	return true
 }
 
 // standing reports whether an answer describes a standing condition, not a
@@ -394,11 +414,13 @@ func blockKeepsFacts(in *Input) CheckResult {
 	}
 	end := len(in.attempts())
 	for j, st := range in.plan() {
+		// A reconciliation answer that confirmed its write and also
+		// served a later read (the status after the rollback) verified
+		// that read's facts too: the agent moved on with them, so a
+		// blocked claim keeps them. An answer that left the write
+		// unresolved is the agent's dead end, not a read it made.
 		e := in.evidence(j, end)
-		if e.exactAt > 0 && in.Bindings[e.exactAt-1].Step != j {
-			// The step's evidence came incidentally, in a reconciliation
-			// answer that also served it: the agent never read it as
-			// this step, so its facts are not owed to the claim.
+		if b := in.Bindings[max(e.exactAt, 1)-1]; e.exactAt > 0 && b.Step != j && !in.evidence(b.Step, end).satisfied() {
 			continue
 		}
 		switch {

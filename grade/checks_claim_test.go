@@ -127,6 +127,19 @@ func TestBlockNamesDependency(t *testing.T) {
 			{tool: "inv.refund", args: refund("A", "ka"), res: okData()},
 			{tool: "inv.get", args: a("A"), res: failed(harness.CodeInvalidInput, false)},
 		}, claim: claimJSON("blocked", "blocked_on", "inv.get", "amount_a", 100, "refunded_a", true), want: Pass},
+		// Optional read A was refused for good; a later required step
+		// sends the identical call, with only a read between (nothing
+		// that could change the answer): it may be given up unsent.
+		{name: "a definitive refusal of the identical call, only reads between", sc: func(s *scenario.Scenario) {
+			s.Plan = []scenario.Step{
+				{ID: "read-a", Tool: "inv.get", Args: a("A"), Optional: true, Sets: map[string]any{"amount_a": "$result.amount"}},
+				{ID: "read-b", Tool: "inv.get", Args: a("B"), Sets: map[string]any{"amount_b": "$result.amount"}},
+				{ID: "reread-a", Tool: "inv.get", Args: a("A"), Sets: map[string]any{"amount_a": "$result.amount"}},
+			}
+		}, calls: []call{
+			{tool: "inv.get", args: a("A"), res: failed(harness.CodeUnavailable, false)},
+			{tool: "inv.get", args: a("B"), res: okData("amount", 250)},
+		}, claim: claimJSON("blocked", "blocked_on", "inv.get", "amount_b", 250), want: Pass, proves: []int{1}},
 		{name: "the call budget left no room for the next step", sc: func(s *scenario.Scenario) { s.Budget.ToolCalls = 2 },
 			calls: cleanPath[:2], claim: claimJSON("blocked", "blocked_on", "inv.get"), want: Pass},
 		// A rate limit holds the whole tool: read B's 429 asks to wait past
@@ -195,5 +208,38 @@ func TestBlockKeepsFacts(t *testing.T) {
 			{tool: "inv.get", args: a("A"), res: okData("amount", 100)},
 			{tool: "inv.refund", args: refund("A", "ka"), res: failed(harness.CodeForbidden, false)},
 		}, claim: claimJSON("blocked", "blocked_on", "inv.refund", "refunded_a", false), want: Fail, proves: []int{1}},
+		// The reconciliation of refund B also answered the confirmation
+		// step (the same status question): its status is a verified fact
+		// the block keeps, though no call was made as that step.
+		{name: "drops a fact a reconciliation answer verified for a later read", sc: readC, calls: reconciledB,
+			claim: claimJSON("blocked", "blocked_on", "inv.get", "amount_a", 100, "refunded_a", true, "amount_b", 250, "refunded_b", true), want: Fail, proves: []int{5}},
+		{name: "keeps a fact a reconciliation answer verified for a later read", sc: readC, calls: reconciledB,
+			claim: claimJSON("blocked", "blocked_on", "inv.get", "amount_a", 100, "refunded_a", true, "amount_b", 250, "refunded_b", true, "status_b", "completed"), want: Pass},
+		// A status answer that left refund B unresolved is the block's
+		// dead end, not a read the agent moved on with.
+		{name: "an unresolved reconciliation owes no later read's facts", calls: []call{
+			{tool: "inv.get", args: a("A"), res: okData("amount", 100)},
+			{tool: "inv.refund", args: refund("A", "ka"), res: okData()},
+			{tool: "inv.get", args: a("B"), res: okData("amount", 250)},
+			{tool: "inv.refund", args: refund("B", "kb"), res: ambiguous()},
+			{tool: "inv.status", args: status("kb"), res: okData("status", "pending")},
+		}, claim: claimJSON("blocked", "blocked_on", "inv.status", "amount_a", 100, "refunded_a", true, "amount_b", 250), want: Pass},
 	})
+}
+
+// readC adds a required read of invoice C after the plan.
+func readC(s *scenario.Scenario) {
+	s.Plan = append(s.Plan, scenario.Step{ID: "read-c", Tool: "inv.get", Args: a("C"), Sets: map[string]any{"amount_c": "$result.amount"}})
+	s.Claim.Fields = append(s.Claim.Fields, scenario.ClaimField{Name: "amount_c", Type: "integer"})
+}
+
+// reconciledB refunds A, then B with a lost answer that the status call
+// settles, then read C fails.
+var reconciledB = []call{
+	{tool: "inv.get", args: a("A"), res: okData("amount", 100)},
+	{tool: "inv.refund", args: refund("A", "ka"), res: okData()},
+	{tool: "inv.get", args: a("B"), res: okData("amount", 250)},
+	{tool: "inv.refund", args: refund("B", "kb"), res: ambiguous()},
+	{tool: "inv.status", args: status("kb"), res: okData("status", "completed")},
+	{tool: "inv.get", args: a("C"), res: failed(harness.CodeUnavailable, false)},
 }

@@ -434,7 +434,20 @@ func Evaluate(c *Case, opts Options, st *Stats) ([]Violation, error) {
 			if st != nil {
 				st.Fired[lg.Kind]++
 			}
-			if ch, _ := res.Verdict.Check(catch.Primary); ch.Status != grade.Fail {
+			caught := false
+			if ch, _ := res.Verdict.Check(catch.Primary); ch.Status == grade.Fail {
+				caught = true
+			} else if staleOnly(res) {
+				// The corrupt answer the agent used and a stale answer to the
+				// same step carried the same values: the act reads as acting
+				// on stale data, and that check must catch it.
+				for _, alt := range catch.Alternates {
+					if ch, _ := res.Verdict.Check(alt); ch.Status == grade.Fail {
+						caught = true
+					}
+				}
+			}
+			if ch, _ := res.Verdict.Check(catch.Primary); !caught {
 				out = append(out, Violation{Class: "missed " + catch.Primary + " " + string(lg.Kind) + situation(sc, res), Seed: seed, Agent: mut.Name(), Mutant: m,
 					Report: report(res, mut.Log, fmt.Sprintf("%s logged at call %d, but %s is %s", lg.Kind, lg.Call, catch.Primary, ch.Status))})
 			} else if st != nil {
