@@ -61,7 +61,7 @@ func outputJSON(scores ...int) string {
 
 func loadScenario(t testing.TB, name string) *scenario.Scenario {
 	t.Helper()
-	sc, err := scenario.LoadScenario("../examples/scenarios/" + name + ".yaml")
+	sc, err := scenario.LoadScenario("../examples/scenarios/"+name+".yaml", world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}

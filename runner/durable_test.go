@@ -25,6 +25,7 @@ import (
 	"rebound/scenario"
 	"rebound/storage"
 	"rebound/workflows"
+	"rebound/world"
 )
 
 // countingAgent runs the careful reference agent, counts its runs, can
@@ -85,7 +86,7 @@ func durablePlan(t *testing.T, name, extra string) *scenario.Resolved {
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := scenario.LoadPlan(path)
+	plan, err := scenario.LoadPlan(path, world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,7 @@ import (
 	"rebound/scenario"
 	"rebound/storage"
 	"rebound/workflows"
+	"rebound/world"
 )
 
 func TestMain(m *testing.M) { devstacktest.Main(m) }
@@ -94,7 +95,7 @@ func TestQuickstartSweepEndToEnd(t *testing.T) {
 	}
 	defer w.Stop()
 
-	plan, err := scenario.LoadPlan("../examples/plans/quickstart.yaml")
+	plan, err := scenario.LoadPlan("../examples/plans/quickstart.yaml", world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +291,7 @@ arms:
     llm: {base_url: %q, model: test-model, prompt: prompt.md, input_usd_per_mtok: 1, output_usd_per_mtok: 2}
 judge: {base_url: %q, model: judge-model}
 `, abs, model.BaseURL(), judgeModel.BaseURL()))
-	plan, err := scenario.LoadPlan(filepath.Join(dir, "plan.yaml"))
+	plan, err := scenario.LoadPlan(filepath.Join(dir, "plan.yaml"), world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}
