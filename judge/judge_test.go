@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"rebound/endpoint"
 	"reflect"
 	"strings"
 	"testing"
@@ -40,7 +41,7 @@ func TestScoreValidOutputIsCached(t *testing.T) {
 		res.Output.Recommendation != Pass || res.Output.AggregateScore != 4.6 {
 		t.Fatalf("first Score = %+v", res)
 	}
-	if res.Model != "judge-model" || res.PromptHash != HashPrompt(DefaultPrompt) || len(res.TraceHash) != 64 || res.ServedModel != "judge-model" {
+	if res.Model != "judge-model" || res.PromptHash != endpoint.HashPrompt(DefaultPrompt) || len(res.TraceHash) != 64 || res.ServedModel != "judge-model" {
 		t.Fatalf("versions not logged: model %q prompt %q trace %q served %q", res.Model, res.PromptHash, res.TraceHash, res.ServedModel)
 	}
 	if len(fs.got()) != 0 || cache.Len() != 1 {
@@ -243,6 +244,28 @@ func TestScoreProviderFailures(t *testing.T) {
 			t.Fatalf("%+v, %v", res, err)
 		}
 	})
+	t.Run("Retry-After is honoured", func(t *testing.T) {
+		srv := llmtest.New(t)
+		j, fs := newJudge(t, srv)
+		srv.Push(llmtest.Error(429, "Retry-After", "7"), llmtest.Error(503, "Retry-After-Ms", "1500"), llmtest.Text(outputJSON(4, 4, 4, 4, 4)))
+		res, err := j.Score(context.Background(), in)
+		if err != nil || res.Status != Judged || res.Attempts != 3 {
+			t.Fatalf("%+v, %v", res, err)
+		}
+		if !reflect.DeepEqual(fs.got(), []time.Duration{7 * time.Second, 1500 * time.Millisecond}) {
+			t.Fatalf("waits %v, want the provider's [7s 1.5s]", fs.got())
+		}
+	})
+	t.Run("a Retry-After beyond MaxWait sends the trial to review at once", func(t *testing.T) {
+		srv := llmtest.New(t)
+		j, fs := newJudge(t, srv)
+		srv.Always(llmtest.Error(429, "Retry-After", "3600"))
+		res, err := j.Score(context.Background(), in)
+		if err != nil || res.Status != ReviewNeeded || res.Attempts != 1 || len(srv.Requests()) != 1 || len(fs.got()) != 0 ||
+			!strings.Contains(res.Reason, "asked to wait 1h0m0s, more than retry_max_wait 2m0s") {
+			t.Fatalf("%+v, %v, waits %v", res, err, fs.got())
+		}
+	})
 	t.Run("503 then valid", func(t *testing.T) {
 		srv := llmtest.New(t)
 		j, fs := newJudge(t, srv)
@@ -269,8 +292,8 @@ func TestScoreProviderFailures(t *testing.T) {
 			t.Fatalf("%+v, %v", res, err)
 		}
 	})
-	t.Run("401 and 404 are configuration errors", func(t *testing.T) {
-		for _, status := range []int{401, 403, 404} {
+	t.Run("400, 401, 403, 404 and 422 are configuration errors", func(t *testing.T) {
+		for _, status := range []int{400, 401, 403, 404, 422} {
 			srv := llmtest.New(t)
 			j, fs := newJudge(t, srv)
 			srv.Always(llmtest.Error(status))
@@ -465,7 +488,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	withHash := good
-	withHash.PromptHash = HashPrompt(DefaultPrompt)
+	withHash.PromptHash = endpoint.HashPrompt(DefaultPrompt)
 	if err := withHash.Validate(); err != nil {
 		t.Fatal(err)
 	}

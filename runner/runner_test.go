@@ -24,6 +24,7 @@ import (
 	"rebound/agent/llm/llmtest"
 	"rebound/devstack"
 	"rebound/devstack/devstacktest"
+	"rebound/endpoint"
 	"rebound/grade"
 	"rebound/judge"
 	"rebound/regrade"
@@ -345,7 +346,7 @@ judge: {base_url: %q, model: judge-model}
 		if tr.Attrition || tr.Recovered == nil || !*tr.Recovered || tr.ToolCalls != 2 {
 			t.Errorf("seed %d: attrition=%v recovered=%v calls=%d claim=%s", seed, tr.Attrition, tr.Recovered, tr.ToolCalls, tr.Claim)
 		}
-		if tr.PromptHash != scenario.PromptHash("Recover from tool failures carefully.\n") || tr.Recording == "" || tr.Tokens != 140 {
+		if tr.PromptHash != endpoint.HashPrompt("Recover from tool failures carefully.\n") || tr.Recording == "" || tr.Tokens != 140 {
 			t.Errorf("seed %d: prompt_hash=%q tokens=%d recording %d bytes", seed, tr.PromptHash, tr.Tokens, len(tr.Recording))
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"rebound/endpoint"
 )
 
 func writePlan(t *testing.T, arms string) string {
@@ -37,7 +39,7 @@ func TestLLMArmLoadsPromptWithHash(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := p.Arms[0].LLM
-	if l.PromptText != "Be careful with tools.\n" || l.PromptHash != PromptHash(l.PromptText) || l.PromptName != "prompt.md" || *l.Temperature != 0 {
+	if l.PromptText != "Be careful with tools.\n" || l.PromptHash != endpoint.HashPrompt(l.PromptText) || l.PromptName != "prompt.md" || *l.Temperature != 0 {
 		t.Fatalf("llm arm = %+v", l)
 	}
 }

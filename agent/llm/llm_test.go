@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"rebound/endpoint"
 	"strings"
 	"sync"
 	"testing"
@@ -141,11 +142,7 @@ const testKeyEnv = "REBOUND_LLMTEST_KEY"
 func newAgent(t testing.TB, srv *llmtest.Server, edit func(*Config), opts ...Option) (*Agent, *sleeps) {
 	t.Helper()
 	temp := 0.0
-	cfg := Config{
-		BaseURL: srv.BaseURL(), APIKeyEnv: testKeyEnv, Model: "test-model", Temperature: &temp,
-		Prompt: "You are a careful operations agent.", PromptName: "careful-v1", MaxTurns: 8,
-		Prices: Prices{InputPerMTok: 2.5, OutputPerMTok: 10}, MaxRetries: 3,
-	}
+	cfg := Config{Settings: endpoint.Settings{BaseURL: srv.BaseURL(), APIKeyEnv: testKeyEnv, Model: "test-model", Temperature: &temp, MaxTurns: 8}, Prompt: "You are a careful operations agent.", PromptName: "careful-v1", Prices: Prices{InputPerMTok: 2.5, OutputPerMTok: 10}, MaxRetries: 3}
 	if edit != nil {
 		edit(&cfg)
 	}
