@@ -198,10 +198,11 @@ func hasResultFields(step scenario.Step, data map[string]any) bool {
 	return true
 }
 
-// retryLimit returns the task's retry bound, defaulting to 3.
+// retryLimit returns the task's retry bound, defaulting to the scenario's
+// default.
 func (t Task) retryLimit() int {
 	if t.RetryLimit > 0 {
 		return t.RetryLimit
 	}
-	return 3
+	return scenario.DefaultRetryLimit
 }

@@ -158,12 +158,17 @@ func (s *Scenario) EffectiveWeight() float64 {
 	return 1
 }
 
-// EffectiveRetryLimit returns the retry bound, defaulting to 3.
+// DefaultRetryLimit is the retries per failed step a scenario allows when
+// it sets no retry_limit.
+const DefaultRetryLimit = 3
+
+// EffectiveRetryLimit returns the retry bound, defaulting to
+// DefaultRetryLimit.
 func (s *Scenario) EffectiveRetryLimit() int {
 	if s.RetryLimit > 0 {
 		return s.RetryLimit
 	}
-	return 3
+	return DefaultRetryLimit
 }
 
 // Variant returns the named variant.

@@ -243,7 +243,7 @@ func sweepStatus(ctx context.Context, c client.Client, key []byte, sweepID, outp
 		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		p, perr = runner.Progress(qctx, c, sweepID)
 		cancel()
-	case st.Status == "completed":
+	case st.Completed():
 		perr = c.GetWorkflow(ctx, runner.WorkflowID(sweepID), "").Get(ctx, &p)
 	case st.Running():
 		perr = errors.New("no worker polls its task queue")
