@@ -8,7 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"rebound/harness"
@@ -109,12 +110,7 @@ func NewScripted(name string) (Agent, error) {
 
 // ScriptedNames lists the scripted reference agents.
 func ScriptedNames() []string {
-	out := make([]string, 0, len(scripted))
-	for k := range scripted {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(scripted))
 }
 
 // claim accumulates the fields of a structured claim.

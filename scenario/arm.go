@@ -2,8 +2,10 @@ package scenario
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -209,7 +211,7 @@ func (a *Arm) validateCommand(p string) []pathError {
 	if len(a.Command) == 0 || strings.TrimSpace(a.Command[0]) == "" {
 		errs = append(errs, pathError{p + ".command", "required: the agent's argv, e.g. [node, agent.js]"})
 	}
-	for _, k := range sortedKeys(a.Env) {
+	for _, k := range slices.Sorted(maps.Keys(a.Env)) {
 		if !envName.MatchString(k) || strings.HasPrefix(k, "REBOUND_") {
 			errs = append(errs, pathError{p + ".env." + k, "not a variable name rebound can pass (letters, digits, _; REBOUND_ is reserved)"})
 			continue
@@ -221,7 +223,7 @@ func (a *Arm) validateCommand(p string) []pathError {
 			}
 		}
 	}
-	for _, k := range sortedKeys(a.EnvFrom) {
+	for _, k := range slices.Sorted(maps.Keys(a.EnvFrom)) {
 		switch {
 		case !envName.MatchString(k) || strings.HasPrefix(k, "REBOUND_"):
 			errs = append(errs, pathError{p + ".env_from." + k, "not a variable name rebound can pass (letters, digits, _; REBOUND_ is reserved)"})

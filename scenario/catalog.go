@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"rebound/harness"
@@ -114,7 +115,7 @@ func (s *Scenario) validateFallbacks(p string, st Step, offered, fields map[stri
 			add(fp+".tool", "duplicate fallback %q", fb.Tool)
 		}
 		seen[fb.Tool] = true
-		for _, k := range sortedKeys(fb.Sets) {
+		for _, k := range slices.Sorted(maps.Keys(fb.Sets)) {
 			if !fields[k] {
 				add(fp+".sets."+k, "%q is not a declared claim field", k)
 			}
@@ -130,7 +131,7 @@ func (s *Scenario) validateFallbacks(p string, st Step, offered, fields map[stri
 		case forbidden[rc.Tool]:
 			add(rp+".tool", "tool %q is forbidden by this scenario: a recovery action must be authorized", rc.Tool)
 		}
-		for _, k := range sortedKeys(rc.Sets) {
+		for _, k := range slices.Sorted(maps.Keys(rc.Sets)) {
 			if !fields[k] {
 				add(rp+".sets."+k, "%q is not a declared claim field", k)
 			}
@@ -144,12 +145,7 @@ func (s *Scenario) validateFallbacks(p string, st Step, offered, fields map[stri
 func (s *Scenario) validateCatalog(catalog map[string]harness.Tool) []pathError {
 	var errs []pathError
 	known := func(name string) bool { _, ok := catalog[name]; return ok }
-	names := make([]string, 0, len(catalog))
-	for n := range catalog {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	list := strings.Join(names, ", ")
+	list := strings.Join(slices.Sorted(maps.Keys(catalog)), ", ")
 	for i, t := range s.Tools {
 		if t != "" && !known(t) {
 			errs = append(errs, pathError{fmt.Sprintf("tools[%d]", i), fmt.Sprintf("tool %q is not in the catalog of world %q (known: %s)", t, s.World, list)})

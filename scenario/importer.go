@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -260,7 +262,7 @@ func (im *importer) convert(rt *rtFile, opts ImportOptions) *Scenario {
 					perms[p] = true
 				}
 			}
-			s.Permissions = sortedKeys(perms)
+			s.Permissions = slices.Sorted(maps.Keys(perms))
 		}
 	}
 	if im.catalog == nil {
@@ -434,7 +436,7 @@ func (im *importer) convert(rt *rtFile, opts ImportOptions) *Scenario {
 	if flagFile != "" && target != "" {
 		if obj, ok := content.(map[string]any); ok {
 			var fields []string
-			for _, k := range sortedKeys(obj) {
+			for _, k := range slices.Sorted(maps.Keys(obj)) {
 				if sv, ok := obj[k].(string); ok && sv == flagKey {
 					fields = append(fields, k)
 				}
@@ -517,7 +519,7 @@ func (im *importer) convert(rt *rtFile, opts ImportOptions) *Scenario {
 				Recoverable: false, Faults: []harness.Fault{persist},
 			})
 			for i, c := range a.Conditions {
-				for _, k := range sortedKeys(c) {
+				for _, k := range slices.Sorted(maps.Keys(c)) {
 					cp := fmt.Sprintf("alternative_success.conditions[%d].%s", i, k)
 					switch k {
 					case "max_retries_reached", "escalation_issued":

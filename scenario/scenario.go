@@ -6,7 +6,8 @@ package scenario
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"rebound/harness"
@@ -278,7 +279,7 @@ func (s *Scenario) validate() []pathError {
 		} else if !offered[st.Tool] {
 			add(p+".tool", "tool %q is not offered by this scenario (tools: %s)", st.Tool, strings.Join(s.Tools, ", "))
 		}
-		for _, k := range sortedKeys(st.Sets) {
+		for _, k := range slices.Sorted(maps.Keys(st.Sets)) {
 			if !fields[k] {
 				add(p+".sets."+k, "%q is not a declared claim field", k)
 			}
@@ -328,13 +329,4 @@ func (s *Scenario) validate() []pathError {
 		}
 	}
 	return errs
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

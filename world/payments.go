@@ -2,6 +2,8 @@ package world
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"rebound/harness"
 )
@@ -155,10 +157,10 @@ func (p *Payments) Invoke(tool string, args map[string]any, fx harness.Effects) 
 		if err != nil {
 			return nil, err
 		}
-		for _, id := range sortedKeys(p.Customers) {
+		for _, id := range slices.Sorted(maps.Keys(p.Customers)) {
 			if p.Customers[id].Email == email {
 				out := map[string]any{"customer_id": id}
-				for _, inv := range sortedKeys(p.Invoices) {
+				for _, inv := range slices.Sorted(maps.Keys(p.Invoices)) {
 					if p.Invoices[inv].Customer == id {
 						out["invoice_id"] = inv
 					}
