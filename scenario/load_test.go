@@ -86,3 +86,37 @@ func TestParsePlanErrorsAreLocated(t *testing.T) {
 		})
 	}
 }
+
+// validateClaim, one stage of Scenario.validate, on its own: every problem
+// of the claim's fields, by path.
+func TestValidateClaimStage(t *testing.T) {
+	cases := []struct {
+		name  string
+		field ClaimField
+		want  string // "" for none
+	}{
+		{"good", ClaimField{Name: "charged", Type: "boolean", Truth: "orders.A.captured", Goal: true}, ""},
+		{"reserved", ClaimField{Name: ClaimStatus, Type: "string"}, `claim.fields[0].name: "status" is reserved`},
+		{"bad type", ClaimField{Name: "n", Type: "float"}, `claim.fields[0].type: must be boolean, integer, number or string, got "float"`},
+		{"goal without truth", ClaimField{Name: "n", Type: "integer", Goal: true}, "claim.fields[0].truth: a goal field needs a truth path"},
+		{"exists is boolean", ClaimField{Name: "n", Type: "integer", Truth: "exists(orders.A)"}, "claim.fields[0].truth: exists() is a boolean; the field is integer"},
+		{"count is a number", ClaimField{Name: "n", Type: "string", Truth: "count(orders)"}, "claim.fields[0].truth: count() is an integer; the field is string"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var errs problems
+			s := &Scenario{Claim: ClaimSpec{Fields: []ClaimField{tc.field}}}
+			fields := s.validateClaim(&errs)
+			if !fields[tc.field.Name] {
+				t.Errorf("fields %v lack %q", fields, tc.field.Name)
+			}
+			got := ""
+			if len(errs) > 0 {
+				got = errs[0].path + ": " + errs[0].msg
+			}
+			if len(errs) > 1 || (tc.want == "") != (got == "") || !strings.HasPrefix(got, tc.want) {
+				t.Fatalf("errors %v, want %q", errs, tc.want)
+			}
+		})
+	}
+}
