@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,22 +15,10 @@ import (
 	"rebound/endpoint"
 )
 
-type sleeps struct {
-	mu  sync.Mutex
-	got []time.Duration
-}
-
-func (s *sleeps) sleep(ctx context.Context, d time.Duration) error {
-	s.mu.Lock()
-	s.got = append(s.got, d)
-	s.mu.Unlock()
-	return ctx.Err()
-}
-
-func newClient(t *testing.T, srv *llmtest.Server, key endpoint.Key, sl *sleeps) *endpoint.Client {
+func newClient(t *testing.T, srv *llmtest.Server, key endpoint.Key, sl *llmtest.Sleeps) *endpoint.Client {
 	t.Helper()
 	return endpoint.NewClient(endpoint.ClientConfig{
-		BaseURL: srv.BaseURL(), Key: key, Model: "m", RequestTimeout: 5 * time.Second, Sleep: sl.sleep,
+		BaseURL: srv.BaseURL(), Key: key, Model: "m", RequestTimeout: 5 * time.Second, Sleep: sl.Sleep,
 	})
 }
 
@@ -69,7 +57,7 @@ func TestTaxonomy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := llmtest.New(t)
 			srv.Always(tc.reply)
-			var sl sleeps
+			var sl llmtest.Sleeps
 			_, _, retries, err := newClient(t, srv, "", &sl).Complete(context.Background(), request, 0, policy)
 			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("err = %v, want %v containing %q", err, tc.want, tc.msg)
@@ -80,23 +68,11 @@ func TestTaxonomy(t *testing.T) {
 			if n := len(srv.Requests()); n != tc.requests || retries != tc.requests-1 {
 				t.Fatalf("%d requests, %d retries; want %d requests", n, retries, tc.requests)
 			}
-			if len(sl.got) != len(tc.waits) || (len(tc.waits) > 0 && !equal(sl.got, tc.waits)) {
-				t.Fatalf("waits %v, want %v", sl.got, tc.waits)
+			if len(sl.All()) != len(tc.waits) || (len(tc.waits) > 0 && !slices.Equal(sl.All(), tc.waits)) {
+				t.Fatalf("waits %v, want %v", sl.All(), tc.waits)
 			}
 		})
 	}
-}
-
-func equal(a, b []time.Duration) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // A transient failure followed by an answer: the answer and its raw body
@@ -105,10 +81,10 @@ func TestCompleteRecoversAndRedacts(t *testing.T) {
 	const key = "sk-endpoint-test-KEY-0123456789"
 	srv := llmtest.New(t)
 	srv.Push(llmtest.Error(http.StatusBadGateway), llmtest.Text("the key is "+key))
-	var sl sleeps
+	var sl llmtest.Sleeps
 	resp, raw, retries, err := newClient(t, srv, key, &sl).Complete(context.Background(), request, 0, policy)
-	if err != nil || retries != 1 || len(sl.got) != 1 {
-		t.Fatalf("err %v, %d retries, waits %v", err, retries, sl.got)
+	if err != nil || retries != 1 || len(sl.All()) != 1 {
+		t.Fatalf("err %v, %d retries, waits %v", err, retries, sl.All())
 	}
 	if got := resp.Choices[0].Message.Content; got != "the key is "+key {
 		t.Fatalf("content %q (the caller redacts what it keeps)", got)
@@ -128,8 +104,8 @@ func TestTooManyRequestsThrottlesTheLimiter(t *testing.T) {
 	srv.Push(llmtest.Error(http.StatusTooManyRequests, "Retry-After", "30"), llmtest.Text("ok"))
 	now := time.Unix(1700000000, 0)
 	l := endpoint.NewLimiter(0, 0, func() time.Time { return now })
-	var sl sleeps
-	c := endpoint.NewClient(endpoint.ClientConfig{BaseURL: srv.BaseURL(), Model: "m", RequestTimeout: 5 * time.Second, Limiter: l, Sleep: sl.sleep})
+	var sl llmtest.Sleeps
+	c := endpoint.NewClient(endpoint.ClientConfig{BaseURL: srv.BaseURL(), Model: "m", RequestTimeout: 5 * time.Second, Limiter: l, Sleep: sl.Sleep})
 	if _, _, err := c.Attempt(context.Background(), request, 0); !errors.Is(err, endpoint.ErrTransient) {
 		t.Fatalf("err = %v", err)
 	}

@@ -41,7 +41,7 @@ func TestWithStore(t *testing.T) {
 	srv := llmtest.New(t)
 	fs := &fakeSleep{}
 	j, err := New(Config{BaseURL: srv.BaseURL(), APIKeyEnv: "REBOUND_JUDGE_STORE_KEY", Model: "judge-model"},
-		WithSleep(fs.sleep), WithCache(StoreCache{Store: st}))
+		WithSleep(fs.Sleep), WithCache(StoreCache{Store: st}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func TestProvider429RetriedHonouringRetryAfter(t *testing.T) {
 	if out.Claim != goodClaim {
 		t.Errorf("claim = %q", out.Claim)
 	}
-	if got := sl.all(); len(got) != 2 || got[0] != 7*time.Second || got[1] != 1500*time.Millisecond {
+	if got := sl.All(); len(got) != 2 || got[0] != 7*time.Second || got[1] != 1500*time.Millisecond {
 		t.Errorf("waits = %v, want [7s 1.5s]", got)
 	}
 	if n := len(env.d.Ledger().Attempts); n != 3 {
@@ -53,7 +53,7 @@ func TestBackoffWithoutRetryAfter(t *testing.T) {
 	if !errors.Is(err, ErrAttrition) {
 		t.Fatalf("err = %v", err)
 	}
-	got := sl.all()
+	got := sl.All()
 	caps := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second}
 	if len(got) != len(caps) {
 		t.Fatalf("waits = %v", got)
@@ -79,8 +79,8 @@ func TestPersistent5xxIsAttrition(t *testing.T) {
 	if !strings.Contains(err.Error(), "HTTP 503") || !strings.Contains(err.Error(), "4 attempts") {
 		t.Errorf("err = %v", err)
 	}
-	if n := len(srv.Requests()); n != 4 || len(sl.all()) != 3 {
-		t.Errorf("%d requests, %d waits; want 4 and 3 (MaxRetries 3)", n, len(sl.all()))
+	if n := len(srv.Requests()); n != 4 || len(sl.All()) != 3 {
+		t.Errorf("%d requests, %d waits; want 4 and 3 (MaxRetries 3)", n, len(sl.All()))
 	}
 	if len(env.d.Ledger().Attempts) != 0 {
 		t.Error("tool calls without a model answer")
@@ -95,8 +95,8 @@ func TestRetryAfterBeyondMaxWait(t *testing.T) {
 	a, sl := newAgent(t, srv, nil)
 	env, _ := newEnv(t)
 	_, err := a.Run(context.Background(), env, testTask)
-	if !errors.Is(err, ErrAttrition) || !strings.Contains(err.Error(), "asked to wait 1h0m0s") || len(sl.all()) != 0 {
-		t.Fatalf("err = %v, waits %v", err, sl.all())
+	if !errors.Is(err, ErrAttrition) || !strings.Contains(err.Error(), "asked to wait 1h0m0s") || len(sl.All()) != 0 {
+		t.Fatalf("err = %v, waits %v", err, sl.All())
 	}
 }
 
@@ -115,7 +115,7 @@ func TestUnauthorizedIsConfigError(t *testing.T) {
 	if strings.Contains(err.Error(), "SUPERSECRET") || !strings.Contains(err.Error(), "HTTP 401") || !strings.Contains(err.Error(), "[REDACTED]") {
 		t.Errorf("err = %v", err)
 	}
-	if len(srv.Requests()) != 1 || len(sl.all()) != 0 {
+	if len(srv.Requests()) != 1 || len(sl.All()) != 0 {
 		t.Errorf("a 401 was retried")
 	}
 }
@@ -151,8 +151,8 @@ func TestTimeoutAndMalformedResponsesRetried(t *testing.T) {
 	if time.Since(start) > 3*time.Second {
 		t.Errorf("the timeout did not cut the slow response")
 	}
-	if out.Claim != goodClaim || len(sl.all()) != 3 {
-		t.Errorf("claim %q, waits %v", out.Claim, sl.all())
+	if out.Claim != goodClaim || len(sl.All()) != 3 {
+		t.Errorf("claim %q, waits %v", out.Claim, sl.All())
 	}
 
 	dead := llmtest.New(t)

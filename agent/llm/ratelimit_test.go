@@ -21,7 +21,7 @@ func TestAgentsShareRateLimit(t *testing.T) {
 	var sl sleeps
 	var wg sync.WaitGroup
 	for i := 0; i < 3; i++ {
-		a, _ := newAgent(t, srv, func(c *Config) { c.RequestsPerMinute = 2; c.MaxTurns = 1 }, WithSleep(sl.sleep))
+		a, _ := newAgent(t, srv, func(c *Config) { c.RequestsPerMinute = 2; c.MaxTurns = 1 }, WithSleep(sl.Sleep))
 		env, _ := newEnv(t)
 		wg.Add(1)
 		go func() {
@@ -32,7 +32,7 @@ func TestAgentsShareRateLimit(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	waits := sl.all()
+	waits := sl.All()
 	sort.Slice(waits, func(i, j int) bool { return waits[i] < waits[j] })
 	// 3 agents x 2 requests (turn + claim) = 6 requests, 1 free.
 	if len(waits) != 5 {
