@@ -452,7 +452,7 @@ func (r *run) replayExhausted() error {
 // function name that parses is passed on, offered or not: an unknown name
 // reaches the harness, which answers TOOL_UNAVAILABLE and records it.
 func (r *run) execute(ctx context.Context, tc openai.ToolCall) string {
-	args, err := parseArgs(tc.Function.Arguments)
+	args, err := harness.DecodeArgs([]byte(tc.Function.Arguments))
 	if err != nil {
 		return harness.Failed(harness.CodeInvalidInput, false, "arguments of %s are not a JSON object: %v; nothing was sent", tc.Function.Name, err).JSON()
 	}
@@ -476,26 +476,6 @@ func (r *run) execute(ctx context.Context, tc openai.ToolCall) string {
 	return r.env.Call(ctx, r.names.tool(tc.Function.Name), args).JSON()
 }
 
-// parseArgs decodes tool-call arguments. An empty string or null stands
-// for no arguments (some servers send that for parameterless calls).
-func parseArgs(s string) (map[string]any, error) {
-	s = strings.TrimSpace(s)
-	if s == "" || s == "null" {
-		return map[string]any{}, nil
-	}
-	dec := json.NewDecoder(strings.NewReader(s))
-	var args map[string]any
-	if err := dec.Decode(&args); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("trailing content after the object")
-	}
-	if args == nil {
-		return map[string]any{}, nil
-	}
-	return args, nil
-}
 
 // redact removes the API key from text bound for an error or a recording.
 func (a *Agent) redact(s string) string { return a.key.Redact(s) }
