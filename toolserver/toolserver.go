@@ -407,7 +407,6 @@ func (s *Server) mcpHandler(e *entry) mcp.ToolHandler {
 	}
 }
 
-
 // HTTPStatus is the status code a plain HTTP call answers with: 200 for a
 // success, the provider's usual status for each normalized failure.
 func HTTPStatus(r harness.Result) int {

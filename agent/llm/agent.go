@@ -476,7 +476,6 @@ func (r *run) execute(ctx context.Context, tc openai.ToolCall) string {
 	return r.env.Call(ctx, r.names.tool(tc.Function.Name), args).JSON()
 }
 
-
 // redact removes the API key from text bound for an error or a recording.
 func (a *Agent) redact(s string) string { return a.key.Redact(s) }
 
