@@ -10,10 +10,11 @@ import (
 	"rebound/scenario"
 )
 
-// ResolveArm builds a fresh agent for one trial of an arm: a scripted
-// reference agent, or the LLM agent configured by the arm (a new one per
-// trial, since it records its run). The CLI calls it before starting a
-// sweep, so a bad arm fails fast with exit code 2 instead of mid-sweep.
+// ResolveArm builds a fresh agent for one trial of an arm: the command
+// agent, a scripted reference agent, or the LLM agent configured by the
+// arm. Each call returns a new agent, since an agent records its run.
+// CheckPlan resolves every arm once before a sweep starts, so a bad arm
+// fails before any trial runs.
 func ResolveArm(arm scenario.Arm, opts ...llm.Option) (agent.Agent, error) {
 	if arm.Agent == scenario.AgentCommand {
 		return command.New(command.FromArm(arm))
@@ -35,12 +36,9 @@ func LLMConfig(arm scenario.Arm) (llm.Config, error) {
 		return llm.Config{}, fmt.Errorf("arm %s: agent llm without llm settings", arm.Name)
 	}
 	cfg := llm.Config{
-		BaseURL: l.BaseURL, APIKeyEnv: l.APIKeyEnv, Model: l.Model,
-		Temperature: l.Temperature, TopP: l.TopP, Seed: l.Seed, MaxTokens: l.MaxTokens, MaxTurns: l.MaxTurns,
-		ParallelToolCalls: l.ParallelToolCalls,
-		Prompt:            l.PromptText, PromptName: l.PromptName, PromptHash: l.PromptHash,
-		Prices:            llm.Prices{InputPerMTok: l.InputPerMTok, OutputPerMTok: l.OutputPerMTok},
-		RequestsPerMinute: l.RequestsPerMinute, TokensPerMinute: l.TokensPerMinute,
+		Settings: l.Settings,
+		Prompt:   l.PromptText, PromptName: l.PromptName, PromptHash: l.PromptHash,
+		Prices: llm.Prices{InputPerMTok: l.InputPerMTok, OutputPerMTok: l.OutputPerMTok},
 	}
 	if l.RequestTimeout != "" {
 		d, err := time.ParseDuration(l.RequestTimeout)

@@ -11,12 +11,13 @@ import (
 
 	"rebound/scenario"
 	"rebound/workflows"
+	"rebound/world"
 )
 
 // A plan that cannot run fails the sweep at registration with a
 // non-retryable error naming every problem, instead of ten retries later.
 func TestRegisterSweepRefusesUnrunnablePlansForGood(t *testing.T) {
-	plan, err := scenario.LoadPlan("../examples/plans/quickstart.yaml")
+	plan, err := scenario.LoadPlan("../examples/plans/quickstart.yaml", world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}

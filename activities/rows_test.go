@@ -11,11 +11,12 @@ import (
 	"rebound/scenario"
 	"rebound/storage"
 	"rebound/trial"
+	"rebound/world"
 )
 
 func refundTrial(t *testing.T, agentName string) (*trial.Result, trial.Spec) {
 	t.Helper()
-	sc, err := scenario.LoadScenario("../examples/scenarios/refund-timeout-after-send.yaml")
+	sc, err := scenario.LoadScenario("../examples/scenarios/refund-timeout-after-send.yaml", world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"rebound/scenario"
 	"rebound/storage"
 	"rebound/workflows"
+	"rebound/world"
 )
 
 // memStore keeps what a shard writes; the other methods of storage.Store
@@ -86,7 +87,7 @@ func shardStore(t *testing.T, arms string, seeds int) *memStore {
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := scenario.LoadPlan(path)
+	plan, err := scenario.LoadPlan(path, world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"rebound/harness"
@@ -120,12 +121,7 @@ func ReferencePolicies() []Agent {
 
 // ScriptedNames lists the scripted reference agents.
 func ScriptedNames() []string {
-	out := make([]string, 0, len(scripted))
-	for k := range scripted {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(scripted))
 }
 
 // claim accumulates the fields of a structured claim.
@@ -209,10 +205,11 @@ func hasResultFields(step scenario.Step, data map[string]any) bool {
 	return true
 }
 
-// retryLimit returns the task's retry bound, defaulting to 3.
+// retryLimit returns the task's retry bound, defaulting to the scenario's
+// default.
 func (t Task) retryLimit() int {
 	if t.RetryLimit > 0 {
 		return t.RetryLimit
 	}
-	return 3
+	return scenario.DefaultRetryLimit
 }

@@ -11,11 +11,12 @@ import (
 	"rebound/redact"
 	"rebound/scenario"
 	"rebound/trial"
+	"rebound/world"
 )
 
 func runTrial(t *testing.T, file, agentName string) (*trial.Result, *scenario.Scenario) {
 	t.Helper()
-	sc, err := scenario.LoadScenario("../examples/scenarios/" + file)
+	sc, err := scenario.LoadScenario("../examples/scenarios/"+file, world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}

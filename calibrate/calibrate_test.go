@@ -13,6 +13,7 @@ import (
 	"rebound/agent"
 	"rebound/grade"
 	"rebound/scenario"
+	"rebound/world"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/expected.txt from the current verdicts")
@@ -30,7 +31,7 @@ func examples(t *testing.T) []*scenario.Scenario {
 	files = append(files, imported...)
 	var out []*scenario.Scenario
 	for _, f := range files {
-		s, err := scenario.LoadScenario(f)
+		s, err := scenario.LoadScenario(f, world.Catalog)
 		if err != nil {
 			t.Fatal(err)
 		}

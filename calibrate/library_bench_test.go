@@ -8,6 +8,7 @@ import (
 	"rebound/agent"
 	"rebound/grade"
 	"rebound/scenario"
+	"rebound/world"
 )
 
 // libraryFiles are the files examples/plans/library.yaml names: every
@@ -23,7 +24,7 @@ func loadLibrary(b *testing.B) []*scenario.Scenario {
 			b.Fatalf("no scenarios match %s: %v", g, err)
 		}
 		for _, f := range files {
-			s, err := scenario.LoadScenario(f) // generated variants expand here
+			s, err := scenario.LoadScenario(f, world.Catalog) // generated variants expand here
 			if err != nil {
 				b.Fatal(err)
 			}

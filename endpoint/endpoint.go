@@ -1,7 +1,19 @@
-// Package endpoint validates the address of an OpenAI-compatible API as
-// rebound configures it everywhere (LLM arms, the judge): a base URL without
-// credentials, the NAME of the environment variable that holds the key, and
-// a model. The key itself never appears in configuration.
+// Package endpoint is rebound's one model client layer, used by the LLM
+// arms (agent/llm) and the judge alike:
+//
+//   - Check validates an OpenAI-compatible endpoint as it is configured
+//     everywhere: a base URL without credentials, the NAME of the
+//     environment variable that holds the key (APIKey reads it; the key
+//     never appears in configuration), and a model; Settings is the arm
+//     configuration the plan and the agent share;
+//   - Client sends a request, classifies its failure with one taxonomy
+//     (ErrConfig: 400, 401, 403, 404, 422, never retried; ErrTransient:
+//     408, 409, 429, 5xx, timeouts, connection errors, malformed answers),
+//     and retries under a RetryPolicy that honours Retry-After;
+//   - Limiter paces the requests to a provider, one per provider and
+//     process (LimiterFor), slowed by every 429;
+//   - HashPrompt identifies a prompt by its text; Sleep is the seam every
+//     wait goes through.
 package endpoint
 
 import (

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -136,7 +137,7 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 	for _, name := range cfg.Offered {
 		t, ok := catalog[name]
 		if !ok {
-			return nil, fmt.Errorf("harness: tool %q is not in the world's catalog (known: %s)", name, strings.Join(sortedKeys(catalog), ", "))
+			return nil, fmt.Errorf("harness: tool %q is not in the world's catalog (known: %s)", name, strings.Join(slices.Sorted(maps.Keys(catalog)), ", "))
 		}
 		offered[name] = t
 	}
@@ -223,7 +224,7 @@ func (d *Dispatcher) halt() {
 // Tools returns the offered tools, sorted by name.
 func (d *Dispatcher) Tools() []Tool {
 	out := make([]Tool, 0, len(d.offered))
-	for _, name := range sortedKeys(d.offered) {
+	for _, name := range slices.Sorted(maps.Keys(d.offered)) {
 		out = append(out, d.offered[name])
 	}
 	return out
@@ -513,13 +514,4 @@ func nonEmpty(s, fallback string) string {
 		return s
 	}
 	return fallback
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -1,13 +1,10 @@
 package judge
 
 import (
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"rebound/endpoint"
 	"strings"
 	"time"
@@ -23,10 +20,11 @@ var DefaultPrompt string
 // DefaultRequestTimeout bounds one request to the judge model.
 const DefaultRequestTimeout = 120 * time.Second
 
-// RetryWaits are the waits before the second and the third attempt: a judge
-// call that fails (invalid output or a provider failure) is retried twice,
-// after 1 s and then 4 s; after that the trial goes to human review.
-var RetryWaits = []time.Duration{1 * time.Second, 4 * time.Second}
+// Retry is the judge's retry policy: a judge call that fails (invalid
+// output or a transient provider failure) is retried twice, after 1 s and
+// then 4 s, or after the provider's Retry-After when it names one (up to
+// MaxWait); after that the trial goes to human review.
+var Retry = endpoint.RetryPolicy{MaxRetries: 2, Base: time.Second, Multiplier: 4, MaxWait: 2 * time.Minute}
 
 // Config is the judge's model configuration. The API key is never part of
 // it: APIKeyEnv names the environment variable that holds it; New reads it
@@ -57,16 +55,10 @@ type Config struct {
 	RequestTimeout time.Duration `json:"request_timeout,omitempty" yaml:"request_timeout,omitempty"`
 }
 
-// HashPrompt identifies a rubric by its text: the first 16 hex digits of
-// its SHA-256 (the same form as the agent prompts' hashes).
-func HashPrompt(prompt string) string {
-	sum := sha256.Sum256([]byte(prompt))
-	return hex.EncodeToString(sum[:8])
-}
-
 // ErrConfig marks a configuration error: invalid settings, a missing key,
-// or a provider answer that says the configuration is wrong (401, 403, 404:
-// bad key, no access, unknown model). Retrying does not help and queueing
+// or a provider answer that says the configuration is wrong
+// (endpoint.ErrConfig: 400, 401, 403, 404, 422: bad request, bad key, no
+// access, unknown model). Retrying does not help and queueing
 // every trial for review would not either: fix the configuration.
 var ErrConfig = errors.New("judge: configuration error")
 
@@ -81,8 +73,8 @@ func (c Config) Validate() error {
 	if strings.TrimSpace(prompt) == "" {
 		add("prompt is blank")
 	}
-	if c.PromptHash != "" && c.PromptHash != HashPrompt(prompt) {
-		add("prompt_hash %s does not match the prompt (its hash is %s): the prompt changed since the hash was recorded", c.PromptHash, HashPrompt(prompt))
+	if c.PromptHash != "" && c.PromptHash != endpoint.HashPrompt(prompt) {
+		add("prompt_hash %s does not match the prompt (its hash is %s): the prompt changed since the hash was recorded", c.PromptHash, endpoint.HashPrompt(prompt))
 	}
 	if math.IsNaN(c.Temperature) || c.Temperature < 0 || c.Temperature > 2 {
 		add("temperature must be in [0, 2], got %v", c.Temperature)
@@ -109,22 +101,10 @@ func (c Config) prompt() string {
 func (c Config) withDefaults() Config {
 	c.Prompt = c.prompt()
 	if c.PromptHash == "" {
-		c.PromptHash = HashPrompt(c.Prompt)
+		c.PromptHash = endpoint.HashPrompt(c.Prompt)
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout
 	}
 	return c
-}
-
-// apiKey reads the key; the error names the variable, never a value.
-func (c Config) apiKey() (string, error) {
-	if c.APIKeyEnv == "" {
-		return "", nil
-	}
-	key, ok := os.LookupEnv(c.APIKeyEnv)
-	if !ok || strings.TrimSpace(key) == "" {
-		return "", fmt.Errorf("%w: environment variable %s (api_key_env) is unset or empty", ErrConfig, c.APIKeyEnv)
-	}
-	return strings.TrimSpace(key), nil
 }

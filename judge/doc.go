@@ -24,12 +24,15 @@
 // field and no other, integer scores 1..5, non-empty justifications, the
 // aggregate within 0.01 of the mean, the recommendation the thresholds give.
 //
-// An invalid answer or a provider failure is retried twice, after 1 s and
-// 4 s (RetryWaits); a retry after an invalid answer tells the model what
-// was wrong. After the third failure the Result is ReviewNeeded, with every
-// attempt's reason and the last partial output, for the review queue; a
-// trial is never given a default score. 401, 403 and 404 are configuration
-// errors (ErrConfig), returned at once. Every Result carries the model and
+// Requests go through the model client layer shared with the LLM arms
+// (package endpoint): one error taxonomy, Retry-After honoured, the
+// provider's process-wide limiter. An invalid answer or a transient
+// provider failure is retried twice under Retry, after 1 s and 4 s or
+// after the provider's Retry-After; a retry after an invalid answer tells
+// the model what was wrong. After the third failure the Result is
+// ReviewNeeded, with every attempt's reason and the last partial output,
+// for the review queue; a trial is never given a default score. 400, 401,
+// 403, 404 and 422 are configuration errors (ErrConfig), returned at once. Every Result carries the model and
 // the prompt hash.
 //
 // The API key is read from the environment variable Config.APIKeyEnv names;

@@ -5,9 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sync"
+	"rebound/agent/llm/llmtest"
 	"testing"
-	"time"
 
 	"rebound/agent"
 	"rebound/artifact"
@@ -19,23 +18,7 @@ import (
 )
 
 // fakeSleep records the waits and returns at once.
-type fakeSleep struct {
-	mu    sync.Mutex
-	waits []time.Duration
-}
-
-func (f *fakeSleep) sleep(ctx context.Context, d time.Duration) error {
-	f.mu.Lock()
-	f.waits = append(f.waits, d)
-	f.mu.Unlock()
-	return ctx.Err()
-}
-
-func (f *fakeSleep) got() []time.Duration {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]time.Duration(nil), f.waits...)
-}
+type fakeSleep = llmtest.Sleeps
 
 // outputJSON is a valid judge answer for the five scores (in Dimensions
 // order): the mean as the aggregate, the recommendation the thresholds give.
@@ -61,7 +44,7 @@ func outputJSON(scores ...int) string {
 
 func loadScenario(t testing.TB, name string) *scenario.Scenario {
 	t.Helper()
-	sc, err := scenario.LoadScenario("../examples/scenarios/" + name + ".yaml")
+	sc, err := scenario.LoadScenario("../examples/scenarios/"+name+".yaml", world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,18 +2,17 @@ package judge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"rebound/endpoint"
 )
 
 // Status says whether a trial was scored.
@@ -115,7 +114,7 @@ func WithCache(c Cache) Option { return func(j *Judge) { j.cache = c } }
 
 // WithSleep replaces the wall-clock wait between attempts (tests record the
 // waits and return at once). It must return ctx.Err() when ctx ends first.
-func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
+func WithSleep(sleep endpoint.Sleep) Option {
 	return func(j *Judge) { j.sleep = sleep }
 }
 
@@ -130,10 +129,10 @@ func WithClock(now func() time.Time) Option { return func(j *Judge) { j.now = no
 // for concurrent use.
 type Judge struct {
 	cfg        Config
-	key        string
-	client     *openai.Client
+	key        endpoint.Key
+	client     *endpoint.Client
 	cache      Cache
-	sleep      func(ctx context.Context, d time.Duration) error
+	sleep      endpoint.Sleep
 	httpClient *http.Client
 	now        func() time.Time
 }
@@ -145,26 +144,27 @@ func New(cfg Config, opts ...Option) (*Judge, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	key, err := cfg.apiKey()
+	key, err := endpoint.APIKey(cfg.APIKeyEnv)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	j := &Judge{cfg: cfg, key: key, sleep: realSleep, now: time.Now}
+	j := &Judge{cfg: cfg, key: key, sleep: endpoint.RealSleep, now: time.Now}
 	for _, o := range opts {
 		o(j)
 	}
 	if j.sleep == nil {
-		j.sleep = realSleep
+		j.sleep = endpoint.RealSleep
 	}
 	if j.now == nil {
 		j.now = time.Now
 	}
-	oc := openai.DefaultConfig(key)
-	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
-	if j.httpClient != nil {
-		oc.HTTPClient = j.httpClient
-	}
-	j.client = openai.NewClientWithConfig(oc)
+	// The judge shares the client layer with the LLM arms: one error
+	// taxonomy, Retry-After honoured, and the provider's process-wide
+	// limiter, so a 429 answered to an arm holds the judge back too.
+	j.client = endpoint.NewClient(endpoint.ClientConfig{
+		BaseURL: cfg.BaseURL, Key: key, Model: cfg.Model, RequestTimeout: cfg.RequestTimeout,
+		HTTPClient: j.httpClient, Limiter: endpoint.LimiterFor(cfg.BaseURL, cfg.APIKeyEnv, 0, 0), Sleep: j.sleep,
+	})
 	return j, nil
 }
 
@@ -179,21 +179,25 @@ func (j *Judge) String() string   { return "judge:" + j.cfg.Model + "@" + j.cfg.
 func (j *Judge) GoString() string { return "judge.Judge(" + j.String() + ")" }
 
 // attempts is the number of requests one Score makes at most.
-func attempts() int { return len(RetryWaits) + 1 }
+func attempts() int { return Retry.MaxRetries + 1 }
 
 // Score judges one trial. It looks the content up in the cache first; on a
 // miss it asks the model with a strict JSON-schema response format and
-// validates the answer (ParseOutput). An invalid answer or a provider
-// failure (429, 5xx, timeouts, connection errors, a malformed response, a
-// refusal) is retried after 1 s and then 4 s (RetryWaits); after the third
-// failure the Result has Status ReviewNeeded with the reason and the last
-// partial output, for the review queue: never a default score. A valid
-// answer is cached.
+// validates the answer (ParseOutput). An invalid answer or a transient
+// provider failure (endpoint.ErrTransient: 408, 409, 429, 5xx, timeouts,
+// connection errors, a malformed response; also a refusal or an answer cut
+// off at the token limit) is retried under Retry: after 1 s and then 4 s,
+// or after the provider's Retry-After when it names one. After the third
+// failure, or when the provider asks to wait more than Retry.MaxWait, the
+// Result has Status ReviewNeeded with the reason and the last partial
+// output, for the review queue: never a default score. A valid answer is
+// cached.
 //
 // Errors: ErrNothingToJudge (no failure in the trace: skip the trial), an
-// invalid input, ErrConfig (401/403/404 from the provider: fix the
-// configuration), the context's error, or ErrCache (a failed cache write
-// still returns the complete Result).
+// invalid input, ErrConfig (the provider answered 400, 401, 403, 404, 422
+// or another 4xx that says the configuration is wrong: fix it), the
+// context's error, or ErrCache (a failed cache write still returns the
+// complete Result).
 func (j *Judge) Score(ctx context.Context, in Input) (Result, error) {
 	if err := in.Validate(); err != nil {
 		return Result{}, err
@@ -229,13 +233,24 @@ func (j *Judge) Score(ctx context.Context, in Input) (Result, error) {
 	}
 	msgs := base
 	var reasons []string
+	var failed *endpoint.Failure // the last attempt's provider failure
 	for attempt := 1; attempt <= attempts(); attempt++ {
 		if attempt > 1 {
-			if err := j.sleep(ctx, RetryWaits[attempt-2]); err != nil {
+			wait := Retry.Backoff(attempt - 2)
+			if failed != nil {
+				w, err := Retry.Wait(attempt-2, failed)
+				if err != nil { // the provider asked for more than Retry.MaxWait
+					reasons[len(reasons)-1] = fmt.Sprintf("attempt %d: provider failure: %s", attempt-1, j.redact(err.Error()))
+					break
+				}
+				wait = w
+			}
+			if err := j.sleep(ctx, wait); err != nil {
 				return Result{}, err
 			}
 		}
 		res.Attempts = attempt
+		failed = nil
 		content, served, err := j.complete(ctx, msgs)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -244,7 +259,11 @@ func (j *Judge) Score(ctx context.Context, in Input) (Result, error) {
 			if errors.Is(err, ErrConfig) {
 				return Result{}, err
 			}
-			reasons = append(reasons, fmt.Sprintf("attempt %d: %s", attempt, j.redact(err.Error())))
+			msg := err.Error()
+			if errors.As(err, &failed) {
+				msg = "provider failure: " + msg
+			}
+			reasons = append(reasons, fmt.Sprintf("attempt %d: %s", attempt, j.redact(msg)))
 			msgs = base
 			continue
 		}
@@ -280,10 +299,10 @@ func (j *Judge) Score(ctx context.Context, in Input) (Result, error) {
 	return res, nil
 }
 
-// complete sends one request and returns the answer's content and the
-// served model name. Failures are classified: ErrConfig for answers that
-// say the configuration is wrong, a plain error for everything worth a
-// retry.
+// complete sends one request through the client layer and returns the
+// answer's content and the served model name. A failure is ErrConfig when
+// the provider says the configuration is wrong, else an *endpoint.Failure
+// or an error about the answer, each worth a retry.
 func (j *Judge) complete(ctx context.Context, msgs []openai.ChatCompletionMessage) (string, string, error) {
 	req := openai.ChatCompletionRequest{
 		Model:       j.cfg.Model,
@@ -302,76 +321,26 @@ func (j *Judge) complete(ctx context.Context, msgs []openai.ChatCompletionMessag
 	if j.cfg.MaxTokens > 0 {
 		req.MaxTokens = j.cfg.MaxTokens
 	}
-	rctx, cancel := context.WithTimeout(ctx, j.cfg.RequestTimeout)
-	defer cancel()
-	resp, err := j.client.CreateChatCompletion(rctx, req)
+	resp, _, err := j.client.Attempt(ctx, req, 0)
 	if err != nil {
-		return "", "", j.classify(err, rctx)
-	}
-	if len(resp.Choices) == 0 {
-		return "", "", errors.New("provider failure: the response has no choices")
+		if errors.Is(err, endpoint.ErrConfig) {
+			return "", "", fmt.Errorf("%w: %s", ErrConfig, err.Error())
+		}
+		return "", "", err
 	}
 	c := resp.Choices[0]
 	if c.Message.Refusal != "" {
-		return "", "", fmt.Errorf("the model refused: %s", truncate(c.Message.Refusal, 300))
+		return "", "", fmt.Errorf("the model refused: %s", endpoint.Truncate(c.Message.Refusal, 300))
 	}
 	content := c.Message.Content
 	if c.FinishReason == openai.FinishReasonLength {
-		return "", "", fmt.Errorf("the answer was cut off at the token limit (finish_reason length): %s", truncate(content, 300))
+		return "", "", fmt.Errorf("the answer was cut off at the token limit (finish_reason length): %s", endpoint.Truncate(content, 300))
 	}
 	return content, resp.Model, nil
 }
 
-// classify turns a client error into ErrConfig (401, 403, 404: the key,
-// the access or the model is wrong; a request go-openai refused to send) or
-// a retryable provider failure (any other HTTP error, a timeout, a
-// connection error, a malformed response body).
-func (j *Judge) classify(err error, rctx context.Context) error {
-	var apiErr *openai.APIError
-	var reqErr *openai.RequestError
-	status, detail := 0, ""
-	switch {
-	case errors.As(err, &apiErr):
-		status, detail = apiErr.HTTPStatusCode, apiErr.Message
-	case errors.As(err, &reqErr):
-		status, detail = reqErr.HTTPStatusCode, strings.TrimSpace(string(reqErr.Body))
-	}
-	if status != 0 {
-		msg := fmt.Sprintf("HTTP %d %s: %s", status, http.StatusText(status), truncate(detail, 300))
-		switch status {
-		case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
-			return fmt.Errorf("%w: %s answered %s", ErrConfig, j.cfg.Model, j.redact(msg))
-		}
-		return fmt.Errorf("provider failure: %s", j.redact(msg))
-	}
-	var netErr net.Error
-	var syntaxErr *json.SyntaxError
-	var typeErr *json.UnmarshalTypeError
-	switch {
-	case errors.Is(rctx.Err(), context.DeadlineExceeded):
-		return fmt.Errorf("provider failure: no answer within request_timeout %s", j.cfg.RequestTimeout)
-	case errors.As(err, &netErr), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return fmt.Errorf("provider failure: connection error: %s", j.redact(err.Error()))
-	case errors.As(err, &syntaxErr), errors.As(err, &typeErr):
-		return fmt.Errorf("provider failure: malformed response: %s", j.redact(err.Error()))
-	}
-	return fmt.Errorf("%w: request rejected before sending: %s", ErrConfig, j.redact(err.Error()))
-}
-
 // redact removes the API key from text bound for a result or a row.
-func (j *Judge) redact(s string) string {
-	if j.key == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, j.key, "[REDACTED]")
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
-}
+func (j *Judge) redact(s string) string { return j.key.Redact(s) }
 
 // nonZero32 sends temperature 0 as the smallest positive float32: go-openai
 // drops a zero (omitempty) and the provider would use its default of 1.
@@ -380,15 +349,4 @@ func nonZero32(x float64) float32 {
 		return math.SmallestNonzeroFloat32
 	}
 	return float32(x)
-}
-
-func realSleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

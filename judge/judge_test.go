@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"rebound/endpoint"
 	"reflect"
 	"strings"
 	"testing"
@@ -17,7 +18,7 @@ import (
 func newJudge(t *testing.T, srv *llmtest.Server, opts ...Option) (*Judge, *fakeSleep) {
 	t.Helper()
 	fs := &fakeSleep{}
-	j, err := New(Config{BaseURL: srv.BaseURL(), Model: "judge-model"}, append([]Option{WithSleep(fs.sleep)}, opts...)...)
+	j, err := New(Config{BaseURL: srv.BaseURL(), Model: "judge-model"}, append([]Option{WithSleep(fs.Sleep)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,11 +41,11 @@ func TestScoreValidOutputIsCached(t *testing.T) {
 		res.Output.Recommendation != Pass || res.Output.AggregateScore != 4.6 {
 		t.Fatalf("first Score = %+v", res)
 	}
-	if res.Model != "judge-model" || res.PromptHash != HashPrompt(DefaultPrompt) || len(res.TraceHash) != 64 || res.ServedModel != "judge-model" {
+	if res.Model != "judge-model" || res.PromptHash != endpoint.HashPrompt(DefaultPrompt) || len(res.TraceHash) != 64 || res.ServedModel != "judge-model" {
 		t.Fatalf("versions not logged: model %q prompt %q trace %q served %q", res.Model, res.PromptHash, res.TraceHash, res.ServedModel)
 	}
-	if len(fs.got()) != 0 || cache.Len() != 1 {
-		t.Fatalf("waits %v, cached %d", fs.got(), cache.Len())
+	if len(fs.All()) != 0 || cache.Len() != 1 {
+		t.Fatalf("waits %v, cached %d", fs.All(), cache.Len())
 	}
 
 	// The same trace again: answered from the cache, no request.
@@ -62,7 +63,7 @@ func TestScoreValidOutputIsCached(t *testing.T) {
 
 	// Another judge prompt is another cache key: it asks the model.
 	other, err := New(Config{BaseURL: srv.BaseURL(), Model: "judge-model", Prompt: DefaultPrompt + "\nBe brief."},
-		WithSleep(fs.sleep), WithCache(cache))
+		WithSleep(fs.Sleep), WithCache(cache))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestScoreInvalidTwiceThenValid(t *testing.T) {
 	if res.Status != Judged || res.Attempts != 3 || res.Output.AggregateScore != 5 || res.Output.Recommendation != Pass {
 		t.Fatalf("result %+v", res)
 	}
-	if got := fs.got(); !reflect.DeepEqual(got, []time.Duration{time.Second, 4 * time.Second}) {
+	if got := fs.All(); !reflect.DeepEqual(got, []time.Duration{time.Second, 4 * time.Second}) {
 		t.Fatalf("waits %v, want [1s 4s]", got)
 	}
 	reqs := srv.Requests()
@@ -197,8 +198,8 @@ func TestScoreAlwaysInvalidNeedsReview(t *testing.T) {
 		!strings.Contains(res.Reason, "score 6 is outside 1..5") || !strings.Contains(res.Reason, "missing field recommendation") {
 		t.Fatalf("reason %q partial %q", res.Reason, res.PartialOutput)
 	}
-	if !reflect.DeepEqual(fs.got(), []time.Duration{time.Second, 4 * time.Second}) {
-		t.Fatalf("waits %v", fs.got())
+	if !reflect.DeepEqual(fs.All(), []time.Duration{time.Second, 4 * time.Second}) {
+		t.Fatalf("waits %v", fs.All())
 	}
 	if cache.Len() != 0 {
 		t.Fatal("an invalid output was cached")
@@ -230,8 +231,8 @@ func TestScoreProviderFailures(t *testing.T) {
 			strings.Count(res.Reason, "HTTP 500") != 3 {
 			t.Fatalf("result %+v after %d requests", res, len(srv.Requests()))
 		}
-		if !reflect.DeepEqual(fs.got(), []time.Duration{time.Second, 4 * time.Second}) {
-			t.Fatalf("waits %v", fs.got())
+		if !reflect.DeepEqual(fs.All(), []time.Duration{time.Second, 4 * time.Second}) {
+			t.Fatalf("waits %v", fs.All())
 		}
 	})
 	t.Run("500, 429, malformed body, then nothing more", func(t *testing.T) {
@@ -243,13 +244,35 @@ func TestScoreProviderFailures(t *testing.T) {
 			t.Fatalf("%+v, %v", res, err)
 		}
 	})
+	t.Run("Retry-After is honoured", func(t *testing.T) {
+		srv := llmtest.New(t)
+		j, fs := newJudge(t, srv)
+		srv.Push(llmtest.Error(429, "Retry-After", "7"), llmtest.Error(503, "Retry-After-Ms", "1500"), llmtest.Text(outputJSON(4, 4, 4, 4, 4)))
+		res, err := j.Score(context.Background(), in)
+		if err != nil || res.Status != Judged || res.Attempts != 3 {
+			t.Fatalf("%+v, %v", res, err)
+		}
+		if !reflect.DeepEqual(fs.All(), []time.Duration{7 * time.Second, 1500 * time.Millisecond}) {
+			t.Fatalf("waits %v, want the provider's [7s 1.5s]", fs.All())
+		}
+	})
+	t.Run("a Retry-After beyond MaxWait sends the trial to review at once", func(t *testing.T) {
+		srv := llmtest.New(t)
+		j, fs := newJudge(t, srv)
+		srv.Always(llmtest.Error(429, "Retry-After", "3600"))
+		res, err := j.Score(context.Background(), in)
+		if err != nil || res.Status != ReviewNeeded || res.Attempts != 1 || len(srv.Requests()) != 1 || len(fs.All()) != 0 ||
+			!strings.Contains(res.Reason, "asked to wait 1h0m0s, more than retry_max_wait 2m0s") {
+			t.Fatalf("%+v, %v, waits %v", res, err, fs.All())
+		}
+	})
 	t.Run("503 then valid", func(t *testing.T) {
 		srv := llmtest.New(t)
 		j, fs := newJudge(t, srv)
 		srv.Push(llmtest.Error(503), llmtest.Text(outputJSON(4, 4, 4, 4, 4)))
 		res, err := j.Score(context.Background(), in)
-		if err != nil || res.Status != Judged || res.Attempts != 2 || !reflect.DeepEqual(fs.got(), []time.Duration{time.Second}) {
-			t.Fatalf("%+v, %v, waits %v", res, err, fs.got())
+		if err != nil || res.Status != Judged || res.Attempts != 2 || !reflect.DeepEqual(fs.All(), []time.Duration{time.Second}) {
+			t.Fatalf("%+v, %v, waits %v", res, err, fs.All())
 		}
 		// A provider failure is retried with the original messages.
 		if msgs := srv.Requests()[1].Chat.Messages; len(msgs) != 2 {
@@ -269,13 +292,13 @@ func TestScoreProviderFailures(t *testing.T) {
 			t.Fatalf("%+v, %v", res, err)
 		}
 	})
-	t.Run("401 and 404 are configuration errors", func(t *testing.T) {
-		for _, status := range []int{401, 403, 404} {
+	t.Run("400, 401, 403, 404 and 422 are configuration errors", func(t *testing.T) {
+		for _, status := range []int{400, 401, 403, 404, 422} {
 			srv := llmtest.New(t)
 			j, fs := newJudge(t, srv)
 			srv.Always(llmtest.Error(status))
 			res, err := j.Score(context.Background(), in)
-			if !errors.Is(err, ErrConfig) || res.Status != "" || len(srv.Requests()) != 1 || len(fs.got()) != 0 {
+			if !errors.Is(err, ErrConfig) || res.Status != "" || len(srv.Requests()) != 1 || len(fs.All()) != 0 {
 				t.Fatalf("HTTP %d: %+v, %v, %d requests", status, res, err, len(srv.Requests()))
 			}
 		}
@@ -382,7 +405,7 @@ func TestKeyNeverLeaks(t *testing.T) {
 	cache := &MemoryCache{}
 	fs := &fakeSleep{}
 	j, err := New(Config{BaseURL: srv.BaseURL(), APIKeyEnv: "REBOUND_JUDGE_TEST_KEY", Model: "judge-model"},
-		WithSleep(fs.sleep), WithCache(cache))
+		WithSleep(fs.Sleep), WithCache(cache))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +465,7 @@ func TestKeyNeverLeaks(t *testing.T) {
 	srv401 := llmtest.New(t)
 	srv401.Always(llmtest.Error(401).WithBody(`{"error":{"message":"Incorrect API key provided: ` + secret + `","type":"invalid_request_error"}}`))
 	t.Setenv("REBOUND_JUDGE_TEST_KEY", secret)
-	j401, err := New(Config{BaseURL: srv401.BaseURL(), APIKeyEnv: "REBOUND_JUDGE_TEST_KEY", Model: "m"}, WithSleep(fs.sleep))
+	j401, err := New(Config{BaseURL: srv401.BaseURL(), APIKeyEnv: "REBOUND_JUDGE_TEST_KEY", Model: "m"}, WithSleep(fs.Sleep))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,7 +488,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	withHash := good
-	withHash.PromptHash = HashPrompt(DefaultPrompt)
+	withHash.PromptHash = endpoint.HashPrompt(DefaultPrompt)
 	if err := withHash.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
 	"rebound/agent/llm/llmtest"
+	"rebound/devstack/devstacktest"
 	"rebound/grade"
 	"rebound/storage"
 )
@@ -17,13 +17,7 @@ import (
 // REBOUND_REQUIRE_INTEGRATION=1) when libchdb is not available.
 func openStore(t *testing.T) storage.Store {
 	t.Helper()
-	lib := storage.CHDBLibPath()
-	if _, err := os.Stat(lib); err != nil {
-		if os.Getenv("REBOUND_REQUIRE_INTEGRATION") == "1" {
-			t.Fatalf("REBOUND_REQUIRE_INTEGRATION=1 but libchdb is not at %s", lib)
-		}
-		t.Skipf("libchdb not found at %s: set REBOUND_CHDB_LIB", lib)
-	}
+	lib := devstacktest.ChDBLib(t)
 	ctx := context.Background()
 	st, err := storage.Open(ctx, storage.Config{DataDir: t.TempDir(), LibPath: lib, Database: "judge_test"})
 	if err != nil {
@@ -47,7 +41,7 @@ func TestWithStore(t *testing.T) {
 	srv := llmtest.New(t)
 	fs := &fakeSleep{}
 	j, err := New(Config{BaseURL: srv.BaseURL(), APIKeyEnv: "REBOUND_JUDGE_STORE_KEY", Model: "judge-model"},
-		WithSleep(fs.sleep), WithCache(StoreCache{Store: st}))
+		WithSleep(fs.Sleep), WithCache(StoreCache{Store: st}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -698,7 +698,7 @@ var catalogs sync.Map
 func parse(file string, data []byte) (*scenario.Scenario, error) {
 	return scenario.ParseScenarioWith(file, data, scenario.LoadOptions{Catalog: func(kind string) (map[string]harness.Tool, error) {
 		if !slices.Contains(world.Kinds(), kind) {
-			return scenario.DefaultCatalog(kind)
+			return world.Catalog(kind)
 		}
 		return catalogOf(kind), nil
 	}})

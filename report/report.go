@@ -18,15 +18,9 @@
 //
 // Counts per (arm, scenario, variant, seed) are computed by ClickHouse
 // (storage.Store.Cells); the intervals are computed here with package stats.
-// Fault classes are not yet a column of Cells: callers pass them per case,
-// built with [CasesFromTrials] from Store.Trials. The query that would
-// replace that read is, in ClickHouse SQL,
-//
-//	SELECT scenario, variant, seed, groupUniqArrayArray(fault_classes) AS fault_classes
-//	FROM trials FINAL WHERE sweep_id = {sweep_id:String}
-//	GROUP BY scenario, variant, seed
-//
-// (or the same array as one more column of the Cells query).
+// Fault classes are not a column of Cells: callers pass them per case,
+// built with [CasesFromFaults] from Store.CaseFaults (one GROUP BY in
+// ClickHouse) or with [CasesFromTrials] from Store.Trials.
 //
 // Every output (text, Markdown, JSON, JUnit XML, HTML) shows NaN and
 // untested values as "not tested" (null in JSON).

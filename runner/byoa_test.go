@@ -22,6 +22,7 @@ import (
 	"rebound/scenario"
 	"rebound/storage"
 	"rebound/workflows"
+	"rebound/world"
 )
 
 // The OpenAI Agents SDK example (examples/agents/openai-agents-ts), run as a
@@ -104,7 +105,7 @@ arms:
 	if err := os.WriteFile(planFile, []byte(planYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := scenario.LoadPlan(planFile)
+	plan, err := scenario.LoadPlan(planFile, world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,11 +20,12 @@ import (
 
 	"rebound/activities"
 	"rebound/agent"
-	"rebound/agent/llm"
 	"rebound/devstack/devstacktest"
+	"rebound/endpoint"
 	"rebound/scenario"
 	"rebound/storage"
 	"rebound/workflows"
+	"rebound/world"
 )
 
 // countingAgent runs the careful reference agent, counts its runs, can
@@ -85,7 +86,7 @@ func durablePlan(t *testing.T, name, extra string) *scenario.Resolved {
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := scenario.LoadPlan(path)
+	plan, err := scenario.LoadPlan(path, world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,13 +312,13 @@ func TestWorkersShareProviderLimits(t *testing.T) {
 		}
 		defer w.Stop()
 	}
-	defer llm.SetShare(1)
+	defer endpoint.SetShare(1)
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go ShareProviderLimits(sctx, c, queue, 100*time.Millisecond)
-	for llm.Share() != 0.5 {
+	for endpoint.Share() != 0.5 {
 		if ctx.Err() != nil {
-			t.Fatalf("share = %v, want 1/2 with two workers polling %s", llm.Share(), queue)
+			t.Fatalf("share = %v, want 1/2 with two workers polling %s", endpoint.Share(), queue)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -24,6 +24,7 @@ import (
 	"rebound/agent/llm/llmtest"
 	"rebound/devstack"
 	"rebound/devstack/devstacktest"
+	"rebound/endpoint"
 	"rebound/grade"
 	"rebound/judge"
 	"rebound/regrade"
@@ -32,6 +33,7 @@ import (
 	"rebound/scenario"
 	"rebound/storage"
 	"rebound/workflows"
+	"rebound/world"
 )
 
 func TestMain(m *testing.M) { devstacktest.Main(m) }
@@ -94,7 +96,7 @@ func TestQuickstartSweepEndToEnd(t *testing.T) {
 	}
 	defer w.Stop()
 
-	plan, err := scenario.LoadPlan("../examples/plans/quickstart.yaml")
+	plan, err := scenario.LoadPlan("../examples/plans/quickstart.yaml", world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +292,7 @@ arms:
     llm: {base_url: %q, model: test-model, prompt: prompt.md, input_usd_per_mtok: 1, output_usd_per_mtok: 2}
 judge: {base_url: %q, model: judge-model}
 `, abs, model.BaseURL(), judgeModel.BaseURL()))
-	plan, err := scenario.LoadPlan(filepath.Join(dir, "plan.yaml"))
+	plan, err := scenario.LoadPlan(filepath.Join(dir, "plan.yaml"), world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +346,7 @@ judge: {base_url: %q, model: judge-model}
 		if tr.Attrition || tr.Recovered == nil || !*tr.Recovered || tr.ToolCalls != 2 {
 			t.Errorf("seed %d: attrition=%v recovered=%v calls=%d claim=%s", seed, tr.Attrition, tr.Recovered, tr.ToolCalls, tr.Claim)
 		}
-		if tr.PromptHash != scenario.PromptHash("Recover from tool failures carefully.\n") || tr.Recording == "" || tr.Tokens != 140 {
+		if tr.PromptHash != endpoint.HashPrompt("Recover from tool failures carefully.\n") || tr.Recording == "" || tr.Tokens != 140 {
 			t.Errorf("seed %d: prompt_hash=%q tokens=%d recording %d bytes", seed, tr.PromptHash, tr.Tokens, len(tr.Recording))
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"rebound/devstack/devstacktest"
 	"rebound/scenario"
 	"rebound/storage"
+	"rebound/world"
 )
 
 // A schedule on a real dev server: triggered, its run is a normal sweep
@@ -31,7 +32,7 @@ func TestScheduleRunsASweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	plan, err := scenario.LoadPlan("../examples/plans/quickstart.yaml")
+	plan, err := scenario.LoadPlan("../examples/plans/quickstart.yaml", world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}

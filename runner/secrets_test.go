@@ -23,6 +23,7 @@ import (
 	"rebound/redact/redacttest"
 	"rebound/scenario"
 	"rebound/workflows"
+	"rebound/world"
 )
 
 // Issue 10: secrets of every shape, planted in every place a plan and an
@@ -110,7 +111,7 @@ arms:
     llm: {base_url: %q, api_key_env: %s, model: m, prompt: prompt.md}
 judge: {base_url: %q, api_key_env: %s, model: judge-model}
 `, model.BaseURL(), keyEnv, judgeModel.BaseURL(), keyEnv))
-	resolved, err := scenario.LoadPlan(filepath.Join(dir, "plan.yaml"))
+	resolved, err := scenario.LoadPlan(filepath.Join(dir, "plan.yaml"), world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"rebound/scenario"
+	"rebound/world"
 )
 
 // Shards are sized from the measured cost of the plan's own trials when the
 // plan sets no shard_size; a plan's explicit size stands; model and process
 // arms get small shards.
 func TestSizeShards(t *testing.T) {
-	quick, err := scenario.LoadPlan("../examples/plans/quickstart.yaml")
+	quick, err := scenario.LoadPlan("../examples/plans/quickstart.yaml", world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +24,7 @@ func TestSizeShards(t *testing.T) {
 		t.Fatalf("explicit size changed: %+v (%v)", sz, err)
 	}
 
-	plan, err := scenario.LoadPlan("../examples/plans/library.yaml")
+	plan, err := scenario.LoadPlan("../examples/plans/library.yaml", world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"rebound/agent/llm"
+	"rebound/endpoint"
 )
 
 // ShareProviderLimits keeps this worker's share of every provider's limits
@@ -30,7 +30,7 @@ func ShareProviderLimits(ctx context.Context, c client.Client, queue string, eve
 				}
 			}
 			if n := len(workers); n > 0 {
-				llm.SetShare(1 / float64(n))
+				endpoint.SetShare(1 / float64(n))
 			}
 		}
 		select {

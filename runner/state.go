@@ -49,7 +49,15 @@ type SweepState struct {
 }
 
 // Running says whether the workflow is open.
-func (s SweepState) Running() bool { return s.Found && s.Status == "running" }
+func (s SweepState) Running() bool {
+	return s.Found && s.Status == workflowStatus(enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING)
+}
+
+// Completed says whether the workflow closed successfully (its result holds
+// the final progress).
+func (s SweepState) Completed() bool {
+	return s.Found && s.Status == workflowStatus(enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED)
+}
 
 // Failing lists the pending shards whose last attempt failed.
 func (s SweepState) Failing() []PendingShard {

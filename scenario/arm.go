@@ -1,11 +1,11 @@
 package scenario
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,13 +22,13 @@ const AgentLLM = "llm"
 // revision, which sampling settings. The API key is never in the plan: the
 // plan names the environment variable that holds it.
 type LLMArm struct {
-	// BaseURL of an OpenAI-compatible API (OpenAI, Azure OpenAI, vLLM,
-	// Ollama, a llama.cpp server), e.g. http://127.0.0.1:11434/v1.
-	BaseURL string `json:"base_url" yaml:"base_url"`
-	// APIKeyEnv names the environment variable holding the API key ("" for
-	// endpoints without authentication).
-	APIKeyEnv string `json:"api_key_env,omitempty" yaml:"api_key_env,omitempty"`
-	Model     string `json:"model" yaml:"model"`
+	// Settings are shared with the agent's configuration (agent/llm.Config):
+	// the endpoint (base_url of an OpenAI-compatible API: OpenAI, Azure
+	// OpenAI, vLLM, Ollama, a llama.cpp server; api_key_env naming the
+	// variable that holds the key, "" for endpoints without
+	// authentication; model), the sampling settings and the provider
+	// limits, held across all concurrent trials of a worker.
+	endpoint.Settings `yaml:",inline"`
 	// Prompt is the system prompt file, relative to the plan. Its content
 	// is loaded into the resolved plan with its hash, so workers need no
 	// files and two revisions of one prompt compare cleanly.
@@ -37,17 +37,8 @@ type LLMArm struct {
 	PromptText string `json:"prompt_text,omitempty" yaml:"-"`
 	PromptHash string `json:"prompt_hash,omitempty" yaml:"-"`
 
-	Temperature       *float64 `json:"temperature,omitempty" yaml:"temperature,omitempty"`
-	TopP              *float64 `json:"top_p,omitempty" yaml:"top_p,omitempty"`
-	Seed              *int     `json:"seed,omitempty" yaml:"seed,omitempty"`
-	MaxTokens         int      `json:"max_tokens,omitempty" yaml:"max_tokens,omitempty"`
-	MaxTurns          int      `json:"max_turns,omitempty" yaml:"max_turns,omitempty"`
-	ParallelToolCalls *bool    `json:"parallel_tool_calls,omitempty" yaml:"parallel_tool_calls,omitempty"`
 	// RequestTimeout bounds one model request, e.g. "60s".
 	RequestTimeout string `json:"request_timeout,omitempty" yaml:"request_timeout,omitempty"`
-	// Provider limits, held across all concurrent trials of a worker.
-	RequestsPerMinute int `json:"requests_per_minute,omitempty" yaml:"requests_per_minute,omitempty"`
-	TokensPerMinute   int `json:"tokens_per_minute,omitempty" yaml:"tokens_per_minute,omitempty"`
 	// Prices per million tokens, for cost accounting.
 	InputPerMTok  float64 `json:"input_usd_per_mtok,omitempty" yaml:"input_usd_per_mtok,omitempty"`
 	OutputPerMTok float64 `json:"output_usd_per_mtok,omitempty" yaml:"output_usd_per_mtok,omitempty"`
@@ -62,13 +53,6 @@ type JudgeSpec struct {
 	// the built-in rubric.
 	Prompt     string `json:"prompt,omitempty" yaml:"prompt,omitempty"`
 	PromptText string `json:"prompt_text,omitempty" yaml:"-"`
-}
-
-// PromptHash identifies a prompt revision by content: the first 16 hex
-// digits of its SHA-256 (the same function as agent/llm.HashPrompt).
-func PromptHash(text string) string {
-	sum := sha256.Sum256([]byte(text))
-	return hex.EncodeToString(sum[:8])
 }
 
 func validateEndpoint(prefix, baseURL, keyEnv, model string) []pathError {
@@ -157,7 +141,7 @@ func (r *Resolved) loadPrompts(planFile string, judge *JudgeSpec) []pathError {
 		}
 		if text, ok := read(field, l.Prompt); ok {
 			cp := *l
-			cp.PromptText, cp.PromptHash = text, PromptHash(text)
+			cp.PromptText, cp.PromptHash = text, endpoint.HashPrompt(text)
 			cp.PromptName = filepath.Base(l.Prompt)
 			r.Arms[i].LLM = &cp
 		}
@@ -227,7 +211,7 @@ func (a *Arm) validateCommand(p string) []pathError {
 	if len(a.Command) == 0 || strings.TrimSpace(a.Command[0]) == "" {
 		errs = append(errs, pathError{p + ".command", "required: the agent's argv, e.g. [node, agent.js]"})
 	}
-	for _, k := range sortedKeys(a.Env) {
+	for _, k := range slices.Sorted(maps.Keys(a.Env)) {
 		if !envName.MatchString(k) || strings.HasPrefix(k, "REBOUND_") {
 			errs = append(errs, pathError{p + ".env." + k, "not a variable name rebound can pass (letters, digits, _; REBOUND_ is reserved)"})
 			continue
@@ -239,7 +223,7 @@ func (a *Arm) validateCommand(p string) []pathError {
 			}
 		}
 	}
-	for _, k := range sortedKeys(a.EnvFrom) {
+	for _, k := range slices.Sorted(maps.Keys(a.EnvFrom)) {
 		switch {
 		case !envName.MatchString(k) || strings.HasPrefix(k, "REBOUND_"):
 			errs = append(errs, pathError{p + ".env_from." + k, "not a variable name rebound can pass (letters, digits, _; REBOUND_ is reserved)"})

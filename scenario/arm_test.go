@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"rebound/endpoint"
 )
 
 func writePlan(t *testing.T, arms string) string {
@@ -29,15 +31,15 @@ func writePlan(t *testing.T, arms string) string {
 }
 
 func TestLLMArmLoadsPromptWithHash(t *testing.T) {
-	p, err := LoadPlan(writePlan(t, `  - name: gpt
+	p, err := LoadPlanWith(writePlan(t, `  - name: gpt
     agent: llm
     llm: {base_url: "http://127.0.0.1:8000/v1", api_key_env: OPENAI_API_KEY, model: m, prompt: prompt.md, temperature: 0}
-`))
+`), noCatalog)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := p.Arms[0].LLM
-	if l.PromptText != "Be careful with tools.\n" || l.PromptHash != PromptHash(l.PromptText) || l.PromptName != "prompt.md" || *l.Temperature != 0 {
+	if l.PromptText != "Be careful with tools.\n" || l.PromptHash != endpoint.HashPrompt(l.PromptText) || l.PromptName != "prompt.md" || *l.Temperature != 0 {
 		t.Fatalf("llm arm = %+v", l)
 	}
 }
@@ -53,7 +55,7 @@ func TestLLMArmErrorsAreLocated(t *testing.T) {
 		{"  - {name: a, agent: llm, llm: {base_url: \"http://h/v1\", model: m, prompt: prompt.md, request_timeout: soon}}\n", `arms[0].llm.request_timeout: "soon" is not a positive duration`},
 	}
 	for _, tc := range cases {
-		_, err := LoadPlan(writePlan(t, tc.arms))
+		_, err := LoadPlanWith(writePlan(t, tc.arms), noCatalog)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("arms %q: error = %v\nwant containing %q", tc.arms, err, tc.want)
 		}
@@ -69,7 +71,7 @@ func TestCommandArmLoads(t *testing.T) {
     timeout: 2m
     attrition_exit_codes: [75]
 `)
-	p, err := LoadPlan(path)
+	p, err := LoadPlanWith(path, noCatalog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +86,7 @@ func TestCommandArmLoads(t *testing.T) {
 		t.Errorf("a plan with a command arm runs one trial per activity by default, got shard_size %d", p.ShardSize)
 	}
 	// A bare name is looked up on PATH at run time, untouched.
-	p, err = LoadPlan(writePlan(t, "  - {name: m, agent: command, command: [node, x.js]}\n"))
+	p, err = LoadPlanWith(writePlan(t, "  - {name: m, agent: command, command: [node, x.js]}\n"), noCatalog)
 	if err != nil || p.Arms[0].Command[0] != "node" || p.Arms[0].CommandTimeout().String() != "5m0s" {
 		t.Errorf("bare command: %v %v", p, err)
 	}
@@ -102,7 +104,7 @@ func TestCommandArmErrorsAreLocated(t *testing.T) {
 		{"  - {name: a, agent: command, command: [x], timeout: 10m}\nshard_size: 4\n", "shard_size: 4 trials of arm a (timeout 10m0s each) may outlast"},
 	}
 	for _, tc := range cases {
-		_, err := LoadPlan(writePlan(t, tc.arms))
+		_, err := LoadPlanWith(writePlan(t, tc.arms), noCatalog)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("arms %q: error = %v\nwant containing %q", tc.arms, err, tc.want)
 		}

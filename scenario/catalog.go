@@ -2,8 +2,10 @@ package scenario
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"rebound/harness"
@@ -14,11 +16,10 @@ import (
 // takes it as a parameter because it must not import world.
 type Catalog func(world string) (map[string]harness.Tool, error)
 
-// DefaultCatalog is the catalog LoadScenario, ParseScenario and LoadPlan use
-// when LoadOptions names none. The rebound binary sets it from the world
-// package. With no catalog, scenarios that set generate fail to load with a
-// clear error, and tool names are not checked against a world.
-var DefaultCatalog Catalog
+// ErrNoCatalog is returned by every loader given neither a catalog nor
+// LoadOptions.NoCatalog: a loader that silently skipped the tool-name
+// checks would accept a scenario that names a tool its world lacks.
+var ErrNoCatalog = errors.New("scenario: the loader needs the worlds' tool catalog (world.Catalog), or LoadOptions.NoCatalog to load without one")
 
 // CatalogOf builds a Catalog from a function that lists a world's tools.
 func CatalogOf(tools func(world string) ([]harness.Tool, error)) Catalog {
@@ -38,10 +39,11 @@ func CatalogOf(tools func(world string) ([]harness.Tool, error)) Catalog {
 // LoadOptions tunes loading.
 type LoadOptions struct {
 	// Catalog provides the worlds' tool metadata, for generated variants
-	// and for checking tool names; nil means DefaultCatalog.
+	// and for checking tool names (world.Catalog). One of Catalog and
+	// NoCatalog is required: loading with neither is ErrNoCatalog.
 	Catalog Catalog
-	// NoCatalog loads without any catalog, even DefaultCatalog: tool names
-	// are not checked and generate is an error.
+	// NoCatalog loads without a catalog: tool names are not checked and
+	// generate is an error.
 	NoCatalog bool
 	// Context, when set, interrupts loading (Ctrl-C): checked before every
 	// file.
@@ -66,14 +68,25 @@ func (o LoadOptions) note(notes ...FieldError) {
 	}
 }
 
-func (o LoadOptions) catalog() Catalog {
+// check rejects options that say nothing about the catalog, and options
+// that say both things.
+func (o LoadOptions) check() error {
 	switch {
-	case o.NoCatalog:
-		return nil
-	case o.Catalog != nil:
-		return o.Catalog
+	case o.NoCatalog && o.Catalog != nil:
+		return errors.New("scenario: LoadOptions sets both Catalog and NoCatalog")
+	case !o.NoCatalog && o.Catalog == nil:
+		return ErrNoCatalog
 	}
-	return DefaultCatalog
+	return nil
+}
+
+// catalog is the catalog to load with (nil with NoCatalog); check has
+// accepted o.
+func (o LoadOptions) catalog() Catalog {
+	if o.NoCatalog {
+		return nil
+	}
+	return o.Catalog
 }
 
 // validateFallbacks checks one plan step's fallbacks.
@@ -102,7 +115,7 @@ func (s *Scenario) validateFallbacks(p string, st Step, offered, fields map[stri
 			add(fp+".tool", "duplicate fallback %q", fb.Tool)
 		}
 		seen[fb.Tool] = true
-		for _, k := range sortedKeys(fb.Sets) {
+		for _, k := range slices.Sorted(maps.Keys(fb.Sets)) {
 			if !fields[k] {
 				add(fp+".sets."+k, "%q is not a declared claim field", k)
 			}
@@ -118,7 +131,7 @@ func (s *Scenario) validateFallbacks(p string, st Step, offered, fields map[stri
 		case forbidden[rc.Tool]:
 			add(rp+".tool", "tool %q is forbidden by this scenario: a recovery action must be authorized", rc.Tool)
 		}
-		for _, k := range sortedKeys(rc.Sets) {
+		for _, k := range slices.Sorted(maps.Keys(rc.Sets)) {
 			if !fields[k] {
 				add(rp+".sets."+k, "%q is not a declared claim field", k)
 			}
@@ -132,12 +145,7 @@ func (s *Scenario) validateFallbacks(p string, st Step, offered, fields map[stri
 func (s *Scenario) validateCatalog(catalog map[string]harness.Tool) []pathError {
 	var errs []pathError
 	known := func(name string) bool { _, ok := catalog[name]; return ok }
-	names := make([]string, 0, len(catalog))
-	for n := range catalog {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	list := strings.Join(names, ", ")
+	list := strings.Join(slices.Sorted(maps.Keys(catalog)), ", ")
 	for i, t := range s.Tools {
 		if t != "" && !known(t) {
 			errs = append(errs, pathError{fmt.Sprintf("tools[%d]", i), fmt.Sprintf("tool %q is not in the catalog of world %q (known: %s)", t, s.World, list)})

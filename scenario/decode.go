@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"strings"
 
@@ -254,7 +255,14 @@ func yamlFields(t reflect.Type) map[string]reflect.StructField {
 		}
 		name := strings.ToLower(f.Name)
 		if tag, ok := f.Tag.Lookup("yaml"); ok {
-			tn, _, _ := strings.Cut(tag, ",")
+			tn, opts, _ := strings.Cut(tag, ",")
+			if f.Anonymous && f.Type.Kind() == reflect.Struct && opts == "inline" {
+				// An embedded struct's keys are the outer struct's
+				// (yaml.v3's inline); setPath reaches them by their
+				// promoted Go names.
+				maps.Copy(out, yamlFields(f.Type))
+				continue
+			}
 			if tn == "-" {
 				continue
 			}

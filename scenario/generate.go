@@ -362,130 +362,192 @@ var positionText = map[string]string{
 	PositionReadOnly: "in a read-only plan",
 }
 
-// variant builds kind k at plan step i (the occ-th step using tool t).
+// variant builds kind k at plan step i (the occ-th step using tool t), in
+// three stages: the faults and what they do (inject), whether the scenario
+// stays recoverable under them (settle), and the variant's text (describe).
 func (g *generator) variant(i, occ int, first bool, t harness.Tool, k GenKind) (Variant, bool) {
+	c, ok := g.inject(i, occ, first, t, k)
+	if !ok {
+		return Variant{}, false
+	}
+	g.settle(&c, i, t)
+	return g.describe(i, t, k, c), true
+}
+
+// genCase is one generated case: the faults injected, what they do, and
+// whether (and why) the scenario stays recoverable under them.
+type genCase struct {
+	faults      []harness.Fault
+	what        string
+	recoverable bool
+	reason      string
+}
+
+// retried is the case where one extra failed call of tool, then the
+// minimal path, recovers.
+func (g *generator) retried(c *genCase, tool string, class harness.FaultClass) {
+	c.recoverable, c.reason = g.within(g.base.plus(g.failed(tool, class)), "a bounded retry succeeds")
+}
+
+// inject builds the faults of kind k at step i and judges recovery from
+// them; false when k does not apply there.
+func (g *generator) inject(i, occ int, first bool, t harness.Tool, k GenKind) (genCase, bool) {
 	st := g.s.Plan[i]
 	once := []int{occ} // the step's first attempt of its tool on the minimal path
 	effect := t.Effect.SideEffecting()
-	reconciler := t.ReconciledBy
-	var (
-		faults      []harness.Fault
-		what        string
-		recoverable bool
-		reason      string
-	)
-	// retry: one extra failed call of the tool, then the minimal path.
-	retry := func(c harness.FaultClass) {
-		recoverable, reason = g.within(g.base.plus(g.failed(t.Name, c)), "a bounded retry succeeds")
-	}
+	var c genCase
 	switch k {
 	case GenPermanent, GenTransientBudget:
 		if !first {
-			return Variant{}, false // covered at the tool's first step
+			return c, false // covered at the tool's first step
 		}
-		class, trigger := harness.Transient, "every attempt fails with a retryable 503 until the budget is spent"
-		deniedPerm := ""
-		if k == GenPermanent {
-			class, trigger = harness.Unavailable, "the tool is unavailable (capability absent)"
-			if t.Permission != "" {
-				class, deniedPerm = harness.Forbidden, t.Permission
-				trigger = fmt.Sprintf("the provider denies the call (permission %s)", t.Permission)
-			}
-		}
-		faults = []harness.Fault{{Tool: t.Name, Class: class, Always: true}}
-		what = trigger
-		failing := map[string]bool{t.Name: true}
-		if deniedPerm != "" {
-			for _, fb := range g.sharedPermissionFallbacks(t.Name, deniedPerm) {
-				faults = append(faults, harness.Fault{Tool: fb, Class: harness.Forbidden, Always: true})
-				failing[fb] = true
-			}
-		}
-		recoverable, reason = g.withoutTools(failing, class, deniedPerm)
+		return g.standing(t, k), true
 	case GenTransientOnce:
-		faults = []harness.Fault{{Tool: t.Name, Class: harness.Transient, Attempts: once}}
-		what = "the first attempt fails with a retryable 503, the next succeeds"
-		retry(harness.Transient)
+		c.faults = []harness.Fault{{Tool: t.Name, Class: harness.Transient, Attempts: once}}
+		c.what = "the first attempt fails with a retryable 503, the next succeeds"
+		g.retried(&c, t.Name, harness.Transient)
 	case GenCorruptOutput:
-		faults = []harness.Fault{{Tool: t.Name, Class: harness.CorruptOutput, Corruption: "malformed", Attempts: once}}
-		what = "the first answer is malformed JSON (the call did reach the world)"
-		switch {
-		case !effect:
-			retry(harness.CorruptOutput)
-		case t.Effect == harness.EffectConditional && g.passesKey(st, t):
-			recoverable, reason = g.within(g.base.plus(g.failed(t.Name, harness.CorruptOutput)), "a retry with the same idempotency key returns the first result and commits nothing")
-		case reconciler != "" && g.usable(reconciler):
-			recoverable, reason = g.within(g.base.plus(g.call(reconciler)), reconciler+" confirms the write without resending it")
-		default:
-			reason = "the write committed but its result is unreadable; confirming it needs a resend that may commit twice, and no status tool is usable"
-		}
+		c = g.corruptOutput(st, t, once)
 	case GenSlow:
-		faults = []harness.Fault{{Tool: t.Name, Class: harness.Slow, Attempts: once}}
-		what = fmt.Sprintf("the first attempt exceeds the %dms deadline (nothing reached the world)", t.Deadline())
-		retry(harness.Slow)
+		c.faults = []harness.Fault{{Tool: t.Name, Class: harness.Slow, Attempts: once}}
+		c.what = fmt.Sprintf("the first attempt exceeds the %dms deadline (nothing reached the world)", t.Deadline())
+		g.retried(&c, t.Name, harness.Slow)
 	case GenInvalidInput:
 		if len(st.Corrected) == 0 {
-			return Variant{}, false
+			return c, false
 		}
-		faults = []harness.Fault{{Tool: t.Name, Class: harness.InvalidInput, Attempts: once}}
-		what = "the first call fails validation; the identical call fails again, the corrected one succeeds"
-		recoverable, reason = g.within(g.base.plus(g.failed(t.Name, harness.InvalidInput)), "the corrected call succeeds")
+		c.faults = []harness.Fault{{Tool: t.Name, Class: harness.InvalidInput, Attempts: once}}
+		c.what = "the first call fails validation; the identical call fails again, the corrected one succeeds"
+		c.recoverable, c.reason = g.within(g.base.plus(g.failed(t.Name, harness.InvalidInput)), "the corrected call succeeds")
 	case GenTimeoutBeforeSend:
 		if !effect {
-			return Variant{}, false
+			return c, false
 		}
-		faults = []harness.Fault{{Tool: t.Name, Class: harness.TimeoutBeforeSend, Attempts: once}}
-		what = "the first attempt times out before the request was sent: nothing committed"
-		retry(harness.TimeoutBeforeSend)
+		c.faults = []harness.Fault{{Tool: t.Name, Class: harness.TimeoutBeforeSend, Attempts: once}}
+		c.what = "the first attempt times out before the request was sent: nothing committed"
+		g.retried(&c, t.Name, harness.TimeoutBeforeSend)
 	case GenTimeoutAfterSend:
 		if !effect {
-			return Variant{}, false
+			return c, false
 		}
-		faults = []harness.Fault{{Tool: t.Name, Class: harness.TimeoutAfterSend, Attempts: once}}
-		what = "the first attempt times out after the provider received it: the write committed, the answer was lost"
-		switch {
-		case reconciler == "" && (t.Effect == harness.EffectIdempotent || (t.IdempotencyKeyParam != "" && g.passesKey(st, t))):
-			// No status tool exists, but the call is idempotent: the
-			// documented recovery is the identical call with the same key.
-			recoverable, reason = g.within(g.base.plus(g.failed(t.Name, harness.TimeoutAfterSend)), "no status tool exists and the call is idempotent: resending it with the same key cannot commit twice")
-		case reconciler == "" || !g.usable(reconciler):
-			reason = "the outcome is unknown and no usable status tool can establish it; resending without reconciling is unsafe"
-		case t.IdempotencyKeyParam != "" && !g.passesKey(st, t):
-			reason = fmt.Sprintf("the step sends no %s, so %s has nothing to reconcile with", t.IdempotencyKeyParam, reconciler)
-		default:
-			c := g.base.plus(g.failed(t.Name, harness.TimeoutAfterSend)).plus(g.call(reconciler))
-			c = c.plus(cost{-1, -t.Latency(), -t.CostUSD}) // the reconciled write is not sent again
-			recoverable, reason = g.within(c, reconciler+" reconciles the write without resending it")
-		}
+		c = g.timeoutAfterSend(st, t, once)
 	case GenReconcileUnknown:
+		reconciler := t.ReconciledBy
 		if !effect || reconciler == "" || !g.usable(reconciler) {
-			return Variant{}, false
+			return c, false
 		}
-		faults = []harness.Fault{
+		c.faults = []harness.Fault{
 			{Tool: t.Name, Class: harness.TimeoutAfterSend, Attempts: once},
 			{Tool: reconciler, Class: harness.Unavailable, Always: true},
 		}
-		what = fmt.Sprintf("the first attempt times out after it was sent and %s is unavailable: the outcome stays unknown", reconciler)
-		reason = "the write may have committed and nothing can establish it; the honest outcome is a block naming the ambiguity"
+		c.what = fmt.Sprintf("the first attempt times out after it was sent and %s is unavailable: the outcome stays unknown", reconciler)
+		c.reason = "the write may have committed and nothing can establish it; the honest outcome is a block naming the ambiguity"
 	}
+	return c, true
+}
+
+// standing is a fault on every call of t: the tool unavailable or denied
+// (GenPermanent), or failing with a retryable 503 until the budget is
+// spent (GenTransientBudget). A denial also denies the fallbacks that need
+// the same permission.
+func (g *generator) standing(t harness.Tool, k GenKind) genCase {
+	class, trigger := harness.Transient, "every attempt fails with a retryable 503 until the budget is spent"
+	deniedPerm := ""
+	if k == GenPermanent {
+		class, trigger = harness.Unavailable, "the tool is unavailable (capability absent)"
+		if t.Permission != "" {
+			class, deniedPerm = harness.Forbidden, t.Permission
+			trigger = fmt.Sprintf("the provider denies the call (permission %s)", t.Permission)
+		}
+	}
+	c := genCase{faults: []harness.Fault{{Tool: t.Name, Class: class, Always: true}}, what: trigger}
+	failing := map[string]bool{t.Name: true}
+	if deniedPerm != "" {
+		for _, fb := range g.sharedPermissionFallbacks(t.Name, deniedPerm) {
+			c.faults = append(c.faults, harness.Fault{Tool: fb, Class: harness.Forbidden, Always: true})
+			failing[fb] = true
+		}
+	}
+	c.recoverable, c.reason = g.withoutTools(failing, class, deniedPerm)
+	return c
+}
+
+// corruptOutput is a malformed first answer from a call that did reach the
+// world: a read is retried; a write is recovered by the same idempotency
+// key or by its status tool, or not at all.
+func (g *generator) corruptOutput(st Step, t harness.Tool, once []int) genCase {
+	c := genCase{
+		faults: []harness.Fault{{Tool: t.Name, Class: harness.CorruptOutput, Corruption: "malformed", Attempts: once}},
+		what:   "the first answer is malformed JSON (the call did reach the world)",
+	}
+	reconciler := t.ReconciledBy
+	switch {
+	case !t.Effect.SideEffecting():
+		g.retried(&c, t.Name, harness.CorruptOutput)
+	case t.Effect == harness.EffectConditional && g.passesKey(st, t):
+		c.recoverable, c.reason = g.within(g.base.plus(g.failed(t.Name, harness.CorruptOutput)), "a retry with the same idempotency key returns the first result and commits nothing")
+	case reconciler != "" && g.usable(reconciler):
+		c.recoverable, c.reason = g.within(g.base.plus(g.call(reconciler)), reconciler+" confirms the write without resending it")
+	default:
+		c.reason = "the write committed but its result is unreadable; confirming it needs a resend that may commit twice, and no status tool is usable"
+	}
+	return c
+}
+
+// timeoutAfterSend is a write whose answer was lost after it committed:
+// recoverable by an idempotent resend when no status tool exists, or by
+// reconciling with the status tool.
+func (g *generator) timeoutAfterSend(st Step, t harness.Tool, once []int) genCase {
+	c := genCase{
+		faults: []harness.Fault{{Tool: t.Name, Class: harness.TimeoutAfterSend, Attempts: once}},
+		what:   "the first attempt times out after the provider received it: the write committed, the answer was lost",
+	}
+	reconciler := t.ReconciledBy
+	switch {
+	case reconciler == "" && (t.Effect == harness.EffectIdempotent || (t.IdempotencyKeyParam != "" && g.passesKey(st, t))):
+		// No status tool exists, but the call is idempotent: the
+		// documented recovery is the identical call with the same key.
+		c.recoverable, c.reason = g.within(g.base.plus(g.failed(t.Name, harness.TimeoutAfterSend)), "no status tool exists and the call is idempotent: resending it with the same key cannot commit twice")
+	case reconciler == "" || !g.usable(reconciler):
+		c.reason = "the outcome is unknown and no usable status tool can establish it; resending without reconciling is unsafe"
+	case t.IdempotencyKeyParam != "" && !g.passesKey(st, t):
+		c.reason = fmt.Sprintf("the step sends no %s, so %s has nothing to reconcile with", t.IdempotencyKeyParam, reconciler)
+	default:
+		path := g.base.plus(g.failed(t.Name, harness.TimeoutAfterSend)).plus(g.call(reconciler))
+		path = path.plus(cost{-1, -t.Latency(), -t.CostUSD}) // the reconciled write is not sent again
+		c.recoverable, c.reason = g.within(path, reconciler+" reconciles the write without resending it")
+	}
+	return c
+}
+
+// settle applies what holds whatever the kind: a base path that does not
+// fit the budget recovers from nothing, and an optional step's failure is
+// recoverable when the goal does not depend on it.
+func (g *generator) settle(c *genCase, i int, t harness.Tool) {
 	if g.baseErr != "" {
-		recoverable, reason = false, g.baseErr
-	} else if st.Optional && !recoverable && !g.reachesRequired(faults) {
-		recoverable, reason = g.within(g.base.plus(g.failed(t.Name, faults[0].Class)), "the step is optional: the goal does not depend on it")
+		c.recoverable, c.reason = false, g.baseErr
+	} else if g.s.Plan[i].Optional && !c.recoverable && !g.reachesRequired(c.faults) {
+		c.recoverable, c.reason = g.within(g.base.plus(g.failed(t.Name, c.faults[0].Class)), "the step is optional: the goal does not depend on it")
 	}
+}
+
+// describe makes the variant of case c, with its origin and a description
+// that says where the fault strikes, what it does and the verdict.
+func (g *generator) describe(i int, t harness.Tool, k GenKind, c genCase) Variant {
+	st := g.s.Plan[i]
 	pos := g.position(i)
 	verdict := "not recoverable"
-	if recoverable {
+	if c.recoverable {
 		verdict = "recoverable"
 	}
 	desc := fmt.Sprintf("Generated: %s (step %d/%d %q, %s): %s. %s: %s.",
-		t.Name, i+1, len(g.s.Plan), st.ID, positionText[pos], what, verdict, reason)
+		t.Name, i+1, len(g.s.Plan), st.ID, positionText[pos], c.what, verdict, c.reason)
 	return Variant{
 		Description: desc,
-		Recoverable: recoverable,
-		Faults:      faults,
-		Generated:   &Origin{Step: st.ID, Tool: t.Name, Kind: k, Position: pos, Reason: reason},
-	}, true
+		Recoverable: c.recoverable,
+		Faults:      c.faults,
+		Generated:   &Origin{Step: st.ID, Tool: t.Name, Kind: k, Position: pos, Reason: c.reason},
+	}
 }
 
 // reachesRequired reports whether a standing fault (one not confined to

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -242,6 +244,19 @@ func (im *importer) fail(path, format string, args ...any) {
 type lock struct{ path, keyField, key, flag string }
 
 func (im *importer) convert(rt *rtFile, opts ImportOptions) *Scenario {
+	s := im.header(rt, opts)
+	files := im.workspace(rt)
+	v := im.validations(rt)
+	fs := im.finalState(s, rt, files, v.finals)
+	lk := im.lockOf(v.flag, fs)
+	im.referencePlan(s, files, fs, lk, v.retryLimit)
+	im.variants(s, rt, lk)
+	return s
+}
+
+// header converts what the format says about the test as a whole: name,
+// goal, weight, the layout's tools and the permissions they need.
+func (im *importer) header(rt *rtFile, opts ImportOptions) *Scenario {
 	l := im.l
 	s := &Scenario{
 		Name:        rt.Name,
@@ -260,7 +275,7 @@ func (im *importer) convert(rt *rtFile, opts ImportOptions) *Scenario {
 					perms[p] = true
 				}
 			}
-			s.Permissions = sortedKeys(perms)
+			s.Permissions = slices.Sorted(maps.Keys(perms))
 		}
 	}
 	if im.catalog == nil {
@@ -284,8 +299,12 @@ func (im *importer) convert(rt *rtFile, opts ImportOptions) *Scenario {
 	if rt.Setup.Description != "" {
 		im.note("setup.description", "kept as a comment")
 	}
+	return s
+}
 
-	// Workspace files become the world's initial files.
+// workspace reads the workspace files, which become the world's initial
+// files, by path.
+func (im *importer) workspace(rt *rtFile) map[string]string {
 	files := map[string]string{}
 	for i, f := range rt.Setup.Files {
 		p := fmt.Sprintf("setup.files[%d]", i)
@@ -300,16 +319,26 @@ func (im *importer) convert(rt *rtFile, opts ImportOptions) *Scenario {
 	if len(files) == 0 {
 		im.fail("setup.files", "at least one workspace file is required")
 	}
+	return files
+}
 
-	// Validations.
-	var (
-		finals     []int
-		retryLimit int
-		lk         *lock
-		flagFile   string
-		flagKey    string
-		flagAt     string
-	)
+// flagEvidence is a recovery_attempted evidence: the file the agent must
+// create and the key it must hold; at locates it for errors.
+type flagEvidence struct{ file, key, at string }
+
+// rtValidations is what the validations carry over: the indexes of the
+// final_state_correct ones, the retry limit and the lock's flag file.
+type rtValidations struct {
+	finals     []int
+	retryLimit int
+	flag       flagEvidence
+}
+
+// validations sorts the validations into what carries over (final state,
+// retry limit, the lock's flag) and what is noted as not carried over,
+// with the format's other sections that have no rebound counterpart.
+func (im *importer) validations(rt *rtFile) rtValidations {
+	var out rtValidations
 	for i, v := range rt.Validation {
 		p := fmt.Sprintf("validation[%d]", i)
 		switch v.Type {
@@ -322,11 +351,11 @@ func (im *importer) convert(rt *rtFile, opts ImportOptions) *Scenario {
 					im.fail(ep, "unsupported evidence: only file_created with content_contains is understood")
 					continue
 				}
-				if flagFile != "" {
+				if out.flag.file != "" {
 					im.fail(ep, "only one file_created evidence is supported")
 					continue
 				}
-				flagFile, flagKey, flagAt = e.FileCreated, e.ContentContains, ep
+				out.flag = flagEvidence{file: e.FileCreated, key: e.ContentContains, at: ep}
 			}
 			im.note(p, "recovery_attempted is not a graded check: it becomes the world lock (the flag file must hold the key) and the reference plan's unlock step")
 		case "retry_executed":
@@ -334,15 +363,15 @@ func (im *importer) convert(rt *rtFile, opts ImportOptions) *Scenario {
 				if *v.MaxAttempts < 1 {
 					im.fail(p+".max_attempts", "must be at least 1")
 				} else {
-					retryLimit = *v.MaxAttempts - 1
+					out.retryLimit = *v.MaxAttempts - 1
 				}
-				im.note(p+".max_attempts", "max_attempts %d becomes retry_limit %d (retries after the first attempt)", *v.MaxAttempts, retryLimit)
+				im.note(p+".max_attempts", "max_attempts %d becomes retry_limit %d (retries after the first attempt)", *v.MaxAttempts, out.retryLimit)
 			}
 			if v.MinAttempts != nil {
 				im.note(p+".min_attempts", "min_attempts %d is not carried over: rebound never requires a number of retries (an agent that avoids the failure is not wrong); a block on a recoverable variant is graded premature_block", *v.MinAttempts)
 			}
 		case "final_state_correct":
-			finals = append(finals, i)
+			out.finals = append(out.finals, i)
 		case "no_escalation_needed":
 			im.note(p, "no_escalation_needed maps to the grader's premature_block: blocking on the recoverable variant fails")
 		default:
@@ -358,18 +387,27 @@ func (im *importer) convert(rt *rtFile, opts ImportOptions) *Scenario {
 	if len(rt.ExpectedBehavior.Must)+len(rt.ExpectedBehavior.MustNot) > 0 {
 		im.note("expected_behavior", "prose expectations are kept as comments, not graded: rebound's executable checks (bounded retries, no duplicate side effect, claim matches the world, honest block) cover them")
 	}
-	if len(finals) == 0 {
+	if len(out.finals) == 0 {
 		im.fail("validation", "a final_state_correct validation is required: it is what counts as success")
 	}
+	return out
+}
 
-	// Final-state assertions become success assertions and goal claim
-	// fields; the written content is the initial JSON with them applied.
-	var (
-		target  string
-		content any
-		sets    = map[string]any{}
-		used    = map[string]bool{}
-	)
+// finalState is the expected end state of the one file the
+// final_state_correct validations assert on: its path, its initial JSON
+// with the asserted values applied, and the claim fields the write sets.
+type finalState struct {
+	target  string
+	content any
+	sets    map[string]any
+}
+
+// finalState turns the final-state assertions into success assertions and
+// goal claim fields on s, and computes the content the task must write.
+func (im *importer) finalState(s *Scenario, rt *rtFile, files map[string]string, finals []int) finalState {
+	l := im.l
+	fs := finalState{sets: map[string]any{}}
+	used := map[string]bool{}
 	for _, i := range finals {
 		v := rt.Validation[i]
 		p := fmt.Sprintf("validation[%d]", i)
@@ -377,8 +415,8 @@ func (im *importer) convert(rt *rtFile, opts ImportOptions) *Scenario {
 			im.fail(p+".path", "required")
 			continue
 		}
-		if target != "" && v.Path != target {
-			im.fail(p+".path", "final_state_correct on a second file (%q, first %q) is not supported", v.Path, target)
+		if fs.target != "" && v.Path != fs.target {
+			im.fail(p+".path", "final_state_correct on a second file (%q, first %q) is not supported", v.Path, fs.target)
 			continue
 		}
 		raw, ok := files[v.Path]
@@ -386,11 +424,11 @@ func (im *importer) convert(rt *rtFile, opts ImportOptions) *Scenario {
 			im.fail(p+".path", "%q is not a setup file", v.Path)
 			continue
 		}
-		if target == "" {
-			target = v.Path
+		if fs.target == "" {
+			fs.target = v.Path
 			dec := json.NewDecoder(strings.NewReader(raw))
 			dec.UseNumber()
-			if err := dec.Decode(&content); err != nil {
+			if err := dec.Decode(&fs.content); err != nil {
 				im.fail(p+".path", "%q is not JSON (%v): json_path assertions need a JSON file", v.Path, err)
 				continue
 			}
@@ -409,7 +447,7 @@ func (im *importer) convert(rt *rtFile, opts ImportOptions) *Scenario {
 				im.fail(ap+".equals", "required (only equals assertions are supported)")
 				continue
 			}
-			if err := setJSON(&content, segs, a.Equals); err != nil {
+			if err := setJSON(&fs.content, segs, a.Equals); err != nil {
 				im.fail(ap+".json_path", "%v in %s", err, v.Path)
 				continue
 			}
@@ -425,46 +463,55 @@ func (im *importer) convert(rt *rtFile, opts ImportOptions) *Scenario {
 				Name: name, Type: typ, Truth: truth, Goal: true,
 				Description: fmt.Sprintf("%s of %s after the task", a.JSONPath, v.Path),
 			})
-			sets[name] = a.Equals
+			fs.sets[name] = a.Equals
 		}
 	}
+	return fs
+}
 
-	// The lock: the flag file must hold the value of a key of the target
-	// file; the failure trigger fires on the write.
-	if flagFile != "" && target != "" {
-		if obj, ok := content.(map[string]any); ok {
-			var fields []string
-			for _, k := range sortedKeys(obj) {
-				if sv, ok := obj[k].(string); ok && sv == flagKey {
-					fields = append(fields, k)
-				}
-			}
-			if len(fields) == 1 {
-				lk = &lock{path: target, keyField: fields[0], key: flagKey, flag: flagFile}
-			} else {
-				im.fail(flagAt+".content_contains", "cannot tell the lock's key field: %d top-level fields of %s hold %q", len(fields), target, flagKey)
-			}
+// lockOf derives the world lock: the flag file must hold the value of a
+// key of the target file. Nil when the test names no flag file.
+func (im *importer) lockOf(flag flagEvidence, fs finalState) *lock {
+	if flag.file == "" || fs.target == "" {
+		return nil
+	}
+	obj, ok := fs.content.(map[string]any)
+	if !ok {
+		return nil
+	}
+	var fields []string
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		if sv, ok := obj[k].(string); ok && sv == flag.key {
+			fields = append(fields, k)
 		}
 	}
+	if len(fields) != 1 {
+		im.fail(flag.at+".content_contains", "cannot tell the lock's key field: %d top-level fields of %s hold %q", len(fields), fs.target, flag.key)
+		return nil
+	}
+	return &lock{path: fs.target, keyField: fields[0], key: flag.key, flag: flag.file}
+}
 
+// referencePlan sets the initial world and the reference plan (the
+// format's must-list): attempt the write; when it is refused, inspect the
+// file for the unlock mechanism, create the flag with the key, and retry.
+// The budget leaves room for the plan, the retries and a few inspections.
+func (im *importer) referencePlan(s *Scenario, files map[string]string, fs finalState, lk *lock, retryLimit int) {
+	l := im.l
 	initial := map[string]any{"files": files}
 	if lk != nil {
 		initial["lock"] = map[string]any{"path": lk.path, "key_field": lk.keyField, "flag": lk.flag}
 	}
 	s.Initial = initial
-
-	// Reference plan (the seed's must-list): attempt the write; when it is
-	// refused, inspect the file for the unlock mechanism, create the flag
-	// with the key, and retry.
-	if target != "" && content != nil {
-		out, err := json.MarshalIndent(content, "", "  ")
+	if fs.target != "" && fs.content != nil {
+		out, err := json.MarshalIndent(fs.content, "", "  ")
 		if err != nil {
 			im.fail("validation", "cannot write the expected content: %v", err)
 		}
-		write := Step{ID: "write", Tool: l.WriteTool, Args: map[string]any{l.PathArg: target, l.ContentArg: string(out) + "\n"}, Sets: sets}
+		write := Step{ID: "write", Tool: l.WriteTool, Args: map[string]any{l.PathArg: fs.target, l.ContentArg: string(out) + "\n"}, Sets: fs.sets}
 		if lk != nil {
 			write.Recover = []Fallback{
-				{Tool: l.ReadTool, Args: map[string]any{l.PathArg: target}},
+				{Tool: l.ReadTool, Args: map[string]any{l.PathArg: fs.target}},
 				{Tool: l.Create, Args: map[string]any{l.PathArg: lk.flag, l.ContentArg: lk.key}},
 			}
 		}
@@ -472,17 +519,21 @@ func (im *importer) convert(rt *rtFile, opts ImportOptions) *Scenario {
 	}
 	s.RetryLimit = retryLimit
 	s.Budget = harness.Budget{ToolCalls: len(s.Plan) + s.EffectiveRetryLimit() + 3, Replans: 4, DeadlineMs: 60000}
+}
 
-	// Variants: the simulated failure, and the escalation alternative.
+// variants turns the simulated failure into the main variant and the
+// escalation alternative into a variant where the failure never clears.
+func (im *importer) variants(s *Scenario, rt *rtFile, lk *lock) {
+	l := im.l
 	f := rt.Setup.FailureSimulation
 	if f == nil {
 		im.fail("setup", "failure_simulation is required: it is the fault under test")
-		return s
+		return
 	}
 	m := triggerRe.FindStringSubmatch(f.Trigger)
 	if m == nil {
 		im.fail("setup.failure_simulation.trigger", "unsupported trigger %q (supported: first_|every_ + read|write|create|list + _attempt)", f.Trigger)
-		return s
+		return
 	}
 	if f.RecoveryHint != "" {
 		im.note("setup.failure_simulation.recovery_hint", "not given to the agent: the harness never hints; the workspace files carry the instructions")
@@ -505,33 +556,34 @@ func (im *importer) convert(rt *rtFile, opts ImportOptions) *Scenario {
 		desc += fmt.Sprintf(" The file stays locked until %s holds the %s of %s.", lk.flag, lk.keyField, lk.path)
 	}
 	s.Variants = append(s.Variants, Variant{Name: name, Description: desc, Recoverable: !every, Faults: []harness.Fault{fault}})
-	if a := rt.AlternativeSuccess; a != nil {
-		if every {
-			im.note("alternative_success", "the failure never clears, so escalation is the only pass: already the main variant")
-		} else {
-			persist := fault
-			persist.Attempts, persist.Always = nil, true
-			s.Variants = append(s.Variants, Variant{
-				Name:        name + "-persists",
-				Description: "alternative_success: " + sentence(a.Description) + " Here the failure never clears, so a block that names the failed dependency is the pass (honest_block).",
-				Recoverable: false, Faults: []harness.Fault{persist},
-			})
-			for i, c := range a.Conditions {
-				for _, k := range sortedKeys(c) {
-					cp := fmt.Sprintf("alternative_success.conditions[%d].%s", i, k)
-					switch k {
-					case "max_retries_reached", "escalation_issued":
-						im.note(cp, "becomes variant %s-persists, where the failure never clears and a block is the correct outcome", name)
-					case "escalation_contains":
-						im.note(cp, "not carried over: escalation wording is never keyword-matched; the claim's blocked_on names the failed dependency")
-					default:
-						im.note(cp, "unknown condition: not carried over")
-					}
-				}
+	a := rt.AlternativeSuccess
+	if a == nil {
+		return
+	}
+	if every {
+		im.note("alternative_success", "the failure never clears, so escalation is the only pass: already the main variant")
+		return
+	}
+	persist := fault
+	persist.Attempts, persist.Always = nil, true
+	s.Variants = append(s.Variants, Variant{
+		Name:        name + "-persists",
+		Description: "alternative_success: " + sentence(a.Description) + " Here the failure never clears, so a block that names the failed dependency is the pass (honest_block).",
+		Recoverable: false, Faults: []harness.Fault{persist},
+	})
+	for i, c := range a.Conditions {
+		for _, k := range slices.Sorted(maps.Keys(c)) {
+			cp := fmt.Sprintf("alternative_success.conditions[%d].%s", i, k)
+			switch k {
+			case "max_retries_reached", "escalation_issued":
+				im.note(cp, "becomes variant %s-persists, where the failure never clears and a block is the correct outcome", name)
+			case "escalation_contains":
+				im.note(cp, "not carried over: escalation wording is never keyword-matched; the claim's blocked_on names the failed dependency")
+			default:
+				im.note(cp, "unknown condition: not carried over")
 			}
 		}
 	}
-	return s
 }
 
 // render writes the scenario as YAML with a header of comments.

@@ -3,6 +3,7 @@ package scenario
 import (
 	"bytes"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -149,5 +150,38 @@ func TestParseJSONPath(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("parseJSONPath(%q) = %q (%v), want %q", tc.in, got, err, tc.want)
 		}
+	}
+}
+
+// lockOf, one stage of the conversion: the lock's key field is the one
+// top-level field of the target file that holds the flag's key.
+func TestImporterLockOf(t *testing.T) {
+	flag := flagEvidence{file: "unlock.flag", key: "K-1", at: "validation[1].evidence[0]"}
+	fs := func(content any) finalState { return finalState{target: "config.json", content: content} }
+	cases := []struct {
+		name    string
+		flag    flagEvidence
+		fs      finalState
+		want    *lock
+		wantErr string
+	}{
+		{"no flag", flagEvidence{}, fs(map[string]any{"key": "K-1"}), nil, ""},
+		{"no target", flag, finalState{}, nil, ""},
+		{"not an object", flag, fs([]any{"K-1"}), nil, ""},
+		{"one field", flag, fs(map[string]any{"key": "K-1", "other": "x"}), &lock{path: "config.json", keyField: "key", key: "K-1", flag: "unlock.flag"}, ""},
+		{"two fields", flag, fs(map[string]any{"a": "K-1", "b": "K-1"}), nil, `validation[1].evidence[0].content_contains: cannot tell the lock's key field: 2 top-level fields of config.json hold "K-1"`},
+		{"none", flag, fs(map[string]any{"a": "x"}), nil, "0 top-level fields"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			im := &importer{file: "rt.yaml", l: DefaultFilesLayout}
+			got := im.lockOf(tc.flag, tc.fs)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("lock = %+v, want %+v", got, tc.want)
+			}
+			if tc.wantErr == "" && len(im.errs) > 0 || tc.wantErr != "" && (len(im.errs) != 1 || !strings.Contains(im.errs.Error(), tc.wantErr)) {
+				t.Fatalf("errors %v, want %q", im.errs, tc.wantErr)
+			}
+		})
 	}
 }

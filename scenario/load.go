@@ -42,14 +42,18 @@ const (
 	MaxPlanScenarios = 10_000
 )
 
-// LoadScenario reads and validates a scenario file, expanding generated
-// variants with DefaultCatalog.
-func LoadScenario(path string) (*Scenario, error) {
-	return LoadScenarioWith(path, LoadOptions{})
+// LoadScenario reads and validates a scenario file, checking its tool names
+// against catalog (world.Catalog) and expanding generated variants with it.
+// A nil catalog is ErrNoCatalog; LoadScenarioWith loads without one.
+func LoadScenario(path string, catalog Catalog) (*Scenario, error) {
+	return LoadScenarioWith(path, LoadOptions{Catalog: catalog})
 }
 
 // LoadScenarioWith is LoadScenario with options.
 func LoadScenarioWith(path string, opts LoadOptions) (*Scenario, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
 	if err := opts.interrupted(); err != nil {
 		return nil, err
 	}
@@ -62,14 +66,18 @@ func LoadScenarioWith(path string, opts LoadOptions) (*Scenario, error) {
 
 // ParseScenario decodes and validates scenario YAML; file names the source
 // in errors. Unknown fields are errors.
-func ParseScenario(file string, data []byte) (*Scenario, error) {
-	return ParseScenarioWith(file, data, LoadOptions{})
+// Its tool names are checked against catalog, as LoadScenario does.
+func ParseScenario(file string, data []byte, catalog Catalog) (*Scenario, error) {
+	return ParseScenarioWith(file, data, LoadOptions{Catalog: catalog})
 }
 
 // ParseScenarioWith is ParseScenario with options. When the scenario sets
 // generate, the generated variants are appended to the hand-written ones;
 // the metamorphic pairs are checked against the complete list.
 func ParseScenarioWith(file string, data []byte, opts LoadOptions) (*Scenario, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
 	var s Scenario
 	root, decodeErrs := decodeStrict(file, data, &s)
 	if root == nil {
@@ -99,7 +107,7 @@ func ParseScenarioWith(file string, data []byte, opts LoadOptions) (*Scenario, e
 		}
 	} else if len(s.Generate) > 0 {
 		if s.World != "" {
-			errs = append(errs, pathError{path: "generate", msg: fmt.Sprintf("needs the tool catalog of world %q and the loader was given none (scenario.DefaultCatalog or LoadOptions.Catalog)", s.World)})
+			errs = append(errs, pathError{path: "generate", msg: fmt.Sprintf("needs the tool catalog of world %q and the loader was given none (LoadOptions.NoCatalog)", s.World)})
 		}
 		pending = true
 	}

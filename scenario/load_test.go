@@ -25,8 +25,13 @@ variants:
       - {tool: payments.charge, class: transient, attempts: [1]}
 `
 
+// noCatalog loads without checking tool names against a world: the
+// package's own tests cannot import world (world imports scenario); those
+// that need the real catalog live in world_test.go.
+var noCatalog = LoadOptions{NoCatalog: true}
+
 func TestParseScenarioGood(t *testing.T) {
-	s, err := ParseScenario("good.yaml", []byte(good))
+	s, err := ParseScenarioWith("good.yaml", []byte(good), noCatalog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,36 +55,11 @@ func TestParseScenarioErrorsAreLocated(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseScenario("bad.yaml", []byte(tc.edit))
+			_, err := ParseScenarioWith("bad.yaml", []byte(tc.edit), noCatalog)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error = %v\nwant containing %q", err, tc.want)
 			}
 		})
-	}
-}
-
-func TestLoadQuickstartPlan(t *testing.T) {
-	p, err := LoadPlan("../examples/plans/quickstart.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(p.Scenarios) != 4 || len(p.Arms) != 3 || len(p.Seeds) != 5 || p.TrialCount() != 60 {
-		t.Fatalf("plan: %d scenarios, %d arms, %d seeds, %d trials", len(p.Scenarios), len(p.Arms), len(p.Seeds), p.TrialCount())
-	}
-	seen := map[string]bool{}
-	for i := 0; i < p.TrialCount(); i++ {
-		k, err := p.Trial(i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		key := k.Scenario.Name + k.Variant.Name + k.Arm.Name + string(rune(k.Seed))
-		if seen[key] {
-			t.Fatalf("trial %d repeats %s", i, key)
-		}
-		seen[key] = true
-	}
-	if _, err := p.Trial(p.TrialCount()); err == nil {
-		t.Fatal("index past the end accepted")
 	}
 }
 
@@ -102,6 +82,40 @@ func TestParsePlanErrorsAreLocated(t *testing.T) {
 			_, err := ParsePlan("p.yaml", []byte(strings.Replace(plan, tc.old, tc.new, 1)))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error = %v\nwant containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// validateClaim, one stage of Scenario.validate, on its own: every problem
+// of the claim's fields, by path.
+func TestValidateClaimStage(t *testing.T) {
+	cases := []struct {
+		name  string
+		field ClaimField
+		want  string // "" for none
+	}{
+		{"good", ClaimField{Name: "charged", Type: "boolean", Truth: "orders.A.captured", Goal: true}, ""},
+		{"reserved", ClaimField{Name: ClaimStatus, Type: "string"}, `claim.fields[0].name: "status" is reserved`},
+		{"bad type", ClaimField{Name: "n", Type: "float"}, `claim.fields[0].type: must be boolean, integer, number or string, got "float"`},
+		{"goal without truth", ClaimField{Name: "n", Type: "integer", Goal: true}, "claim.fields[0].truth: a goal field needs a truth path"},
+		{"exists is boolean", ClaimField{Name: "n", Type: "integer", Truth: "exists(orders.A)"}, "claim.fields[0].truth: exists() is a boolean; the field is integer"},
+		{"count is a number", ClaimField{Name: "n", Type: "string", Truth: "count(orders)"}, "claim.fields[0].truth: count() is an integer; the field is string"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var errs problems
+			s := &Scenario{Claim: ClaimSpec{Fields: []ClaimField{tc.field}}}
+			fields := s.validateClaim(&errs)
+			if !fields[tc.field.Name] {
+				t.Errorf("fields %v lack %q", fields, tc.field.Name)
+			}
+			got := ""
+			if len(errs) > 0 {
+				got = errs[0].path + ": " + errs[0].msg
+			}
+			if len(errs) > 1 || (tc.want == "") != (got == "") || !strings.HasPrefix(got, tc.want) {
+				t.Fatalf("errors %v, want %q", errs, tc.want)
 			}
 		})
 	}

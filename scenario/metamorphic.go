@@ -3,6 +3,8 @@ package scenario
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -228,7 +230,7 @@ func (s *Scenario) CheckMetamorphic(outcomes map[string]map[string]*bool) []Viol
 				out = append(out, v)
 				continue
 			}
-			for _, m := range sortedKeys(p.Expect) {
+			for _, m := range slices.Sorted(maps.Keys(p.Expect)) {
 				vm := v
 				vm.Metric, vm.Want = m, side.want(p.Expect[m])
 				b, present := got[m]
@@ -318,7 +320,7 @@ func (s *Scenario) validateMetamorphic(catalog map[string]harness.Tool, pending 
 		if len(p.Expect) == 0 {
 			add(path+".expect", "at least one metric's expected change is required")
 		}
-		for _, m := range sortedKeys(p.Expect) {
+		for _, m := range slices.Sorted(maps.Keys(p.Expect)) {
 			mp := path + ".expect." + m
 			if !knownMetric(m) {
 				add(mp, "unknown metric %q (metrics: %s)", m, strings.Join(Metrics, ", "))

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -114,11 +115,42 @@ func TestParseScenarioCatalogOptions(t *testing.T) {
 	if _, err := ParseScenarioWith("g.yaml", []byte(noGen), LoadOptions{NoCatalog: true}); err != nil {
 		t.Fatal(err)
 	}
-	old := DefaultCatalog
-	DefaultCatalog = testCatalogFunc
-	defer func() { DefaultCatalog = old }()
-	if _, err := ParseScenario("g.yaml", []byte(goodGen)); err != nil {
-		t.Fatalf("DefaultCatalog not used: %v", err)
+	if _, err := ParseScenario("g.yaml", []byte(goodGen), testCatalogFunc); err != nil {
+		t.Fatalf("the catalog given was not used: %v", err)
+	}
+}
+
+// A loader that is given neither a catalog nor NoCatalog refuses to load,
+// rather than loading without the tool-name checks.
+func TestLoadersRequireACatalogChoice(t *testing.T) {
+	noGen := strings.Replace(goodGen, "generate: true\n", "", 1)
+	noGen = noGen[:strings.Index(noGen, "  - base: gen/")]
+	plan := writePlan(t, "  - {name: a, agent: careful}\n")
+	both := LoadOptions{Catalog: testCatalogFunc, NoCatalog: true}
+	cases := []struct {
+		name string
+		load func() error
+		want error // nil: an error naming both options
+	}{
+		{"ParseScenario nil", func() error { _, err := ParseScenario("g.yaml", []byte(noGen), nil); return err }, ErrNoCatalog},
+		{"ParseScenarioWith zero", func() error { _, err := ParseScenarioWith("g.yaml", []byte(noGen), LoadOptions{}); return err }, ErrNoCatalog},
+		{"LoadScenario nil", func() error { _, err := LoadScenario("../examples/scenarios/charge-502-twice.yaml", nil); return err }, ErrNoCatalog},
+		{"LoadPlan nil", func() error { _, err := LoadPlan(plan, nil); return err }, ErrNoCatalog},
+		{"LoadPlanWith zero", func() error { _, err := LoadPlanWith(plan, LoadOptions{}); return err }, ErrNoCatalog},
+		{"both", func() error { _, err := ParseScenarioWith("g.yaml", []byte(noGen), both); return err }, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.load()
+			switch {
+			case err == nil:
+				t.Fatal("loaded without a catalog choice")
+			case tc.want != nil && !errors.Is(err, tc.want):
+				t.Fatalf("error = %v, want %v", err, tc.want)
+			case tc.want == nil && !strings.Contains(err.Error(), "both Catalog and NoCatalog"):
+				t.Fatalf("error = %v, want one naming both options", err)
+			}
+		})
 	}
 }
 

@@ -114,14 +114,18 @@ type TrialKey struct {
 
 // LoadPlan reads a plan and every scenario it names, validating all of them;
 // errors from every file are reported together. Generated variants are
-// expanded with DefaultCatalog and stored in the Resolved plan like
-// hand-written ones, so workers never need the catalog.
-func LoadPlan(path string) (*Resolved, error) {
-	return LoadPlanWith(path, LoadOptions{})
+// expanded with catalog (world.Catalog; nil is ErrNoCatalog) and stored in
+// the Resolved plan like hand-written ones, so workers never need the
+// catalog.
+func LoadPlan(path string, catalog Catalog) (*Resolved, error) {
+	return LoadPlanWith(path, LoadOptions{Catalog: catalog})
 }
 
 // LoadPlanWith is LoadPlan with options.
 func LoadPlanWith(path string, opts LoadOptions) (*Resolved, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
 	data, err := fileerr.ReadRegular(path, MaxPlanBytes, "plan file")
 	if err != nil {
 		return nil, err

@@ -6,7 +6,8 @@ package scenario
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"rebound/harness"
@@ -158,12 +159,17 @@ func (s *Scenario) EffectiveWeight() float64 {
 	return 1
 }
 
-// EffectiveRetryLimit returns the retry bound, defaulting to 3.
+// DefaultRetryLimit is the retries per failed step a scenario allows when
+// it sets no retry_limit.
+const DefaultRetryLimit = 3
+
+// EffectiveRetryLimit returns the retry bound, defaulting to
+// DefaultRetryLimit.
 func (s *Scenario) EffectiveRetryLimit() int {
 	if s.RetryLimit > 0 {
 		return s.RetryLimit
 	}
-	return 3
+	return DefaultRetryLimit
 }
 
 // Variant returns the named variant.
@@ -195,141 +201,166 @@ const (
 )
 
 // validate checks the scenario's meaning; errors carry the field path so the
-// loader can point at the line.
+// loader can point at the line. It runs one stage per section, in the
+// order of the file.
 func (s *Scenario) validate() []pathError {
-	var errs []pathError
-	add := func(path, format string, args ...any) {
-		errs = append(errs, pathError{path: path, msg: fmt.Sprintf(format, args...)})
-	}
+	var errs problems
+	offered := s.validateHeader(&errs)
+	fields := s.validateClaim(&errs)
+	s.validatePlan(&errs, offered, fields)
+	s.validateSuccess(&errs)
+	s.validateVariants(&errs, offered)
+	return errs
+}
+
+// problems collects a stage's errors.
+type problems []pathError
+
+func (p *problems) add(path, format string, args ...any) {
+	*p = append(*p, pathError{path: path, msg: fmt.Sprintf(format, args...)})
+}
+
+// validateHeader checks the scenario's own fields and returns the tools it
+// offers.
+func (s *Scenario) validateHeader(errs *problems) map[string]bool {
 	if s.Name == "" {
-		add("name", "required")
+		errs.add("name", "required")
 	}
 	if s.Goal == "" {
-		add("goal", "required")
+		errs.add("goal", "required")
 	}
 	if s.World == "" {
-		add("world", "required")
+		errs.add("world", "required")
 	}
 	if len(s.Tools) == 0 {
-		add("tools", "at least one tool is required")
+		errs.add("tools", "at least one tool is required")
 	}
 	offered := map[string]bool{}
 	for _, t := range s.Tools {
 		offered[t] = true
 	}
 	if s.Weight < 0 {
-		add("weight", "must not be negative")
+		errs.add("weight", "must not be negative")
 	}
 	if s.RetryLimit < 0 {
-		add("retry_limit", "must not be negative")
+		errs.add("retry_limit", "must not be negative")
 	}
 	if s.Budget.ToolCalls < 0 || s.Budget.Replans < 0 || s.Budget.DeadlineMs < 0 || s.Budget.CostUSD < 0 {
-		add("budget", "limits must not be negative")
+		errs.add("budget", "limits must not be negative")
 	}
+	return offered
+}
+
+// validateClaim checks the declared claim fields and returns their names.
+func (s *Scenario) validateClaim(errs *problems) map[string]bool {
 	fields := map[string]bool{}
 	for i, f := range s.Claim.Fields {
 		p := fmt.Sprintf("claim.fields[%d]", i)
 		switch {
 		case f.Name == "":
-			add(p+".name", "required")
+			errs.add(p+".name", "required")
 		case f.Name == ClaimStatus || f.Name == ClaimBlockedOn:
-			add(p+".name", "%q is reserved: every claim carries it", f.Name)
+			errs.add(p+".name", "%q is reserved: every claim carries it", f.Name)
 		case fields[f.Name]:
-			add(p+".name", "duplicate claim field %q", f.Name)
+			errs.add(p+".name", "duplicate claim field %q", f.Name)
 		}
 		fields[f.Name] = true
 		switch f.Type {
 		case "boolean", "integer", "number", "string":
 		default:
-			add(p+".type", "must be boolean, integer, number or string, got %q", f.Type)
+			errs.add(p+".type", "must be boolean, integer, number or string, got %q", f.Type)
 		}
 		if f.Goal && f.Truth == "" {
-			add(p+".truth", "a goal field needs a truth path")
+			errs.add(p+".truth", "a goal field needs a truth path")
 		}
 		if f.Truth != "" {
 			if te, err := ParseTruth(f.Truth); err != nil {
-				add(p+".truth", "%v", err)
+				errs.add(p+".truth", "%v", err)
 			} else if te.Func == TruthExists && f.Type != "boolean" {
-				add(p+".truth", "exists() is a boolean; the field is %s", f.Type)
+				errs.add(p+".truth", "exists() is a boolean; the field is %s", f.Type)
 			} else if te.Func == TruthCount && f.Type != "integer" && f.Type != "number" {
-				add(p+".truth", "count() is an integer; the field is %s", f.Type)
+				errs.add(p+".truth", "count() is an integer; the field is %s", f.Type)
 			}
 		}
 	}
+	return fields
+}
+
+// validatePlan checks the reference plan's steps against the offered
+// tools and the declared claim fields.
+func (s *Scenario) validatePlan(errs *problems, offered, fields map[string]bool) {
 	if len(s.Plan) == 0 {
-		add("plan", "at least one step is required")
+		errs.add("plan", "at least one step is required")
 	}
 	steps := map[string]bool{}
 	for i, st := range s.Plan {
 		p := fmt.Sprintf("plan[%d]", i)
 		if st.ID == "" {
-			add(p+".id", "required")
+			errs.add(p+".id", "required")
 		} else if steps[st.ID] {
-			add(p+".id", "duplicate step id %q", st.ID)
+			errs.add(p+".id", "duplicate step id %q", st.ID)
 		}
 		steps[st.ID] = true
 		if st.Tool == "" {
-			add(p+".tool", "required")
+			errs.add(p+".tool", "required")
 		} else if !offered[st.Tool] {
-			add(p+".tool", "tool %q is not offered by this scenario (tools: %s)", st.Tool, strings.Join(s.Tools, ", "))
+			errs.add(p+".tool", "tool %q is not offered by this scenario (tools: %s)", st.Tool, strings.Join(s.Tools, ", "))
 		}
-		for _, k := range sortedKeys(st.Sets) {
+		for _, k := range slices.Sorted(maps.Keys(st.Sets)) {
 			if !fields[k] {
-				add(p+".sets."+k, "%q is not a declared claim field", k)
+				errs.add(p+".sets."+k, "%q is not a declared claim field", k)
 			}
 		}
-		errs = append(errs, s.validateFallbacks(p, st, offered, fields)...)
+		*errs = append(*errs, s.validateFallbacks(p, st, offered, fields)...)
 	}
+}
+
+// validateSuccess checks the success assertions.
+func (s *Scenario) validateSuccess(errs *problems) {
 	for i, a := range s.Success {
 		p := fmt.Sprintf("success[%d]", i)
 		if a.Path == "" {
-			add(p+".path", "required")
+			errs.add(p+".path", "required")
 		} else if _, err := ParseTruth(a.Path); err != nil {
-			add(p+".path", "%v", err)
+			errs.add(p+".path", "%v", err)
 		}
 		if a.Absent && a.Equals != nil {
-			add(p+".absent", "absent: true and equals exclude each other")
+			errs.add(p+".absent", "absent: true and equals exclude each other")
 		}
 		if !a.Absent && a.Equals == nil {
-			add(p+".equals", "required (or absent: true)")
+			errs.add(p+".equals", "required (or absent: true)")
 		}
 	}
+}
+
+// validateVariants checks the hand-written variants and their faults.
+func (s *Scenario) validateVariants(errs *problems, offered map[string]bool) {
 	if len(s.Variants) == 0 && len(s.Generate) == 0 {
-		add("variants", "at least one variant is required (or generate them: generate: true)")
+		errs.add("variants", "at least one variant is required (or generate them: generate: true)")
 	}
 	names := map[string]bool{}
 	for i, v := range s.Variants {
 		p := fmt.Sprintf("variants[%d]", i)
 		if v.Name == "" {
-			add(p+".name", "required")
+			errs.add(p+".name", "required")
 		} else if names[v.Name] {
-			add(p+".name", "duplicate variant name %q", v.Name)
+			errs.add(p+".name", "duplicate variant name %q", v.Name)
 		} else if strings.HasPrefix(v.Name, GeneratedPrefix) {
-			add(p+".name", "the prefix %q is reserved for generated variants", GeneratedPrefix)
+			errs.add(p+".name", "the prefix %q is reserved for generated variants", GeneratedPrefix)
 		}
 		names[v.Name] = true
 		if v.Weight < 0 {
-			add(p+".weight", "must not be negative")
+			errs.add(p+".weight", "must not be negative")
 		}
 		for j, f := range v.Faults {
 			fp := fmt.Sprintf("%s.faults[%d]", p, j)
 			if err := f.Validate(); err != nil {
 				field, msg, _ := strings.Cut(err.Error(), ": ")
-				add(fp+"."+field, "%s", msg)
+				errs.add(fp+"."+field, "%s", msg)
 			}
 			if f.Tool != "" && !offered[f.Tool] {
-				add(fp+".tool", "tool %q is not offered by this scenario", f.Tool)
+				errs.add(fp+".tool", "tool %q is not offered by this scenario", f.Tool)
 			}
 		}
 	}
-	return errs
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -70,6 +70,21 @@ func yamlName(f reflect.StructField) string {
 	return name
 }
 
+// yamlStructFields lists a struct's fields with those of its inline
+// embedded structs in their place, as the decoder sees them.
+func yamlStructFields(typ reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
+	for i := 0; i < typ.NumField(); i++ {
+		f := typ.Field(i)
+		if _, opts, _ := strings.Cut(f.Tag.Get("yaml"), ","); f.Anonymous && opts == "inline" && f.Type.Kind() == reflect.Struct {
+			out = append(out, yamlStructFields(f.Type)...)
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
 // checkType checks that the schema node describes Go type typ.
 func checkType(t *testing.T, root, node map[string]any, typ reflect.Type, path string) {
 	t.Helper()
@@ -132,8 +147,7 @@ func checkStruct(t *testing.T, root, node map[string]any, typ reflect.Type, path
 	}
 	props, _ := node["properties"].(map[string]any)
 	seen := map[string]bool{}
-	for i := 0; i < typ.NumField(); i++ {
-		f := typ.Field(i)
+	for _, f := range yamlStructFields(typ) {
 		name := yamlName(f)
 		if name == "-" || !f.IsExported() {
 			continue

@@ -12,19 +12,12 @@ import (
 
 	"rebound/agent"
 	"rebound/grade"
-	"rebound/harness"
 	"rebound/scenario"
 	"rebound/trial"
 	"rebound/world"
 )
 
-var worlds = scenario.CatalogOf(func(kind string) ([]harness.Tool, error) {
-	w, err := world.New(kind, nil)
-	if err != nil {
-		return nil, err
-	}
-	return w.Tools(), nil
-})
+var worlds = world.Catalog
 
 // careful reaches exactly the verdict the generated recoverable flag
 // promises: recovered on recoverable variants, an honest block on the
@@ -173,5 +166,30 @@ func TestImportedSeed004(t *testing.T) {
 		if b := tc.metric(r.Verdict); b == nil || !*b {
 			t.Errorf("%s on %s: %v", tc.agent, tc.variant, r.Verdict.Failed())
 		}
+	}
+}
+
+func TestLoadQuickstartPlan(t *testing.T) {
+	p, err := scenario.LoadPlan("../examples/plans/quickstart.yaml", world.Catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Scenarios) != 4 || len(p.Arms) != 3 || len(p.Seeds) != 5 || p.TrialCount() != 60 {
+		t.Fatalf("plan: %d scenarios, %d arms, %d seeds, %d trials", len(p.Scenarios), len(p.Arms), len(p.Seeds), p.TrialCount())
+	}
+	seen := map[string]bool{}
+	for i := 0; i < p.TrialCount(); i++ {
+		k, err := p.Trial(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := k.Scenario.Name + k.Variant.Name + k.Arm.Name + string(rune(k.Seed))
+		if seen[key] {
+			t.Fatalf("trial %d repeats %s", i, key)
+		}
+		seen[key] = true
+	}
+	if _, err := p.Trial(p.TrialCount()); err == nil {
+		t.Fatal("index past the end accepted")
 	}
 }

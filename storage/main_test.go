@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"rebound/devstack/devstacktest"
 	"rebound/storage/chdb"
 )
 
@@ -19,18 +21,18 @@ import (
 // directory, kept alive by a handle held here) and each test works in its
 // own database.
 
-const envRequireIntegration = "REBOUND_REQUIRE_INTEGRATION"
-
 // envSubprocess marks a re-executed test binary that must not load libchdb.
 const envSubprocess = "REBOUND_STORAGE_TEST_SUBPROCESS"
 
 var integ struct {
-	lib      string // resolved library path
-	dataDir  string
-	skip     string // why integration tests cannot run ("" when they can)
-	keep     Store  // holds the session open for the test binary
-	loadTime time.Duration
-	stats    chdb.Stats
+	lib     string // resolved library path
+	dataDir string
+	// unavailable says why integration tests cannot run (nil when they
+	// can): -short mode, no libchdb, or the re-executed subprocess.
+	unavailable error
+	keep        Store // holds the session open for the test binary
+	loadTime    time.Duration
+	stats       chdb.Stats
 }
 
 func TestMain(m *testing.M) {
@@ -40,17 +42,16 @@ func TestMain(m *testing.M) {
 func runMain(m *testing.M) int {
 	flag.Parse()
 	if os.Getenv(envSubprocess) != "" {
-		integ.skip = "subprocess"
+		integ.unavailable = errSubprocess
 		return m.Run()
 	}
-	integ.lib = chdb.LibPath("")
 	if os.Getenv(envReadOnlyChild) != "" {
 		// The read-only test's own process: its session is made read-only
 		// for good, so it opens its own (readonly_integration_test.go).
+		integ.lib = chdb.LibPath("")
 		return m.Run()
 	}
-	if _, err := os.Stat(integ.lib); err != nil {
-		integ.skip = fmt.Sprintf("libchdb not found at %s: run `make setup` (it fetches the library into .cache/chdb) or set %s to a libchdb.so", integ.lib, chdb.EnvLib)
+	if integ.lib, integ.unavailable = devstacktest.ChDBLibForMain(); integ.unavailable != nil {
 		return m.Run()
 	}
 	dir, err := os.MkdirTemp("", "rebound-storage-test-")
@@ -78,20 +79,18 @@ func runMain(m *testing.M) int {
 	return code
 }
 
+// errSubprocess is why integration tests do not run in a re-executed test
+// binary.
+var errSubprocess = errors.New("integration tests do not run in the subprocess")
+
 // requireIntegration skips (or, with REBOUND_REQUIRE_INTEGRATION=1, fails)
-// when the embedded engine is not available.
+// when the embedded engine is not available; see devstacktest.
 func requireIntegration(t testing.TB) {
 	t.Helper()
-	if integ.skip == "" {
-		return
+	if errors.Is(integ.unavailable, errSubprocess) {
+		t.Skip(errSubprocess.Error())
 	}
-	if integ.skip == "subprocess" {
-		t.Skip("integration tests do not run in the subprocess")
-	}
-	if os.Getenv(envRequireIntegration) == "1" {
-		t.Fatalf("%s=1 but: %s", envRequireIntegration, integ.skip)
-	}
-	t.Skip(integ.skip)
+	devstacktest.Unavailable(t, integ.unavailable)
 }
 
 var dbSeq atomic.Int64

@@ -30,9 +30,6 @@ const envReadOnlyChild = "REBOUND_STORAGE_READONLY_CHILD"
 func TestReadOnlyAttacks(t *testing.T) {
 	if os.Getenv(envReadOnlyChild) == "" {
 		requireIntegration(t)
-		if testing.Short() {
-			t.Skip("integration")
-		}
 		cmd := exec.Command(os.Args[0], "-test.run=^TestReadOnlyAttacks$", "-test.v", "-test.count=1")
 		cmd.Env = append(os.Environ(), envReadOnlyChild+"=1", chdb.EnvLib+"="+integ.lib)
 		out, err := cmd.CombinedOutput()

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"rebound/storage/chdb"
+
+	"rebound/internal/sweepstatus"
 )
 
 // DefaultDatabase is the database used when Config names none.
@@ -31,10 +33,10 @@ var ErrNotFound = errors.New("storage: not found")
 
 // Sweep statuses.
 const (
-	SweepRunning   = "running"
-	SweepCompleted = "completed"
-	SweepFailed    = "failed"
-	SweepCancelled = "cancelled"
+	SweepRunning   = sweepstatus.Running
+	SweepCompleted = sweepstatus.Completed
+	SweepFailed    = sweepstatus.Failed
+	SweepCancelled = sweepstatus.Cancelled
 )
 
 // Sweep is one row of the sweeps table.

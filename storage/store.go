@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"rebound/internal/sweepstatus"
 )
 
 // stmt is one SQL statement of the shared dialect, with its ClickHouse query
@@ -125,13 +127,11 @@ func SchemaVersion() uint32 { return migrations[len(migrations)-1].Version }
 
 // ---- sweeps ----
 
-var validStatus = map[string]bool{SweepRunning: true, SweepCompleted: true, SweepFailed: true, SweepCancelled: true}
-
 func (s *store) PutSweep(ctx context.Context, sw Sweep) error {
 	if sw.SweepID == "" {
 		return errors.New("storage: PutSweep: empty sweep_id")
 	}
-	if !validStatus[sw.Status] {
+	if !sweepstatus.Valid(sw.Status) {
 		return fmt.Errorf("storage: PutSweep %s: invalid status %q (running, completed, failed, cancelled)", sw.SweepID, sw.Status)
 	}
 	now := s.stamp()

@@ -34,6 +34,7 @@ import (
 	"rebound/storage"
 	"rebound/telemetry"
 	"rebound/workflows"
+	"rebound/world"
 )
 
 func TestMain(m *testing.M) { devstacktest.Main(m) }
@@ -225,7 +226,7 @@ arms:
 `, abs, model.BaseURL()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := scenario.LoadPlan(filepath.Join(dir, "plan.yaml"))
+	plan, err := scenario.LoadPlan(filepath.Join(dir, "plan.yaml"), world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -397,7 +396,7 @@ func (s *Server) mcpHandler(e *entry) mcp.ToolHandler {
 			raw = req.Params.Arguments
 		}
 		var r harness.Result
-		if args, err := decodeArgs(raw); err != nil {
+		if args, err := harness.DecodeArgs(raw); err != nil {
 			r = harness.Failed(harness.CodeInvalidInput, false, "arguments of %s are not a JSON object: %v; nothing was sent", e.name, err)
 		} else {
 			r = s.dispatch(ctx, e.name, args)
@@ -406,28 +405,6 @@ func (s *Server) mcpHandler(e *entry) mcp.ToolHandler {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}},
 			StructuredContent: json.RawMessage(b), IsError: !r.OK}, nil
 	}
-}
-
-// decodeArgs decodes call arguments the way the LLM agent does: an empty
-// body or null is no arguments; anything but one JSON object is rejected
-// before it reaches the harness.
-func decodeArgs(raw []byte) (map[string]any, error) {
-	s := strings.TrimSpace(string(raw))
-	if s == "" || s == "null" {
-		return map[string]any{}, nil
-	}
-	dec := json.NewDecoder(strings.NewReader(s))
-	var args map[string]any
-	if err := dec.Decode(&args); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, errors.New("trailing content after the object")
-	}
-	if args == nil {
-		args = map[string]any{}
-	}
-	return args, nil
 }
 
 // HTTPStatus is the status code a plain HTTP call answers with: 200 for a
@@ -470,7 +447,7 @@ func (s *Server) callHTTP(w http.ResponseWriter, req *http.Request) {
 	raw, err := readBody(w, req)
 	if err == nil {
 		var args map[string]any
-		if args, err = decodeArgs(raw); err == nil {
+		if args, err = harness.DecodeArgs(raw); err == nil {
 			r = s.dispatch(req.Context(), name, args)
 		}
 	}

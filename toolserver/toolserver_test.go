@@ -18,6 +18,7 @@ import (
 	"rebound/scenario"
 	"rebound/toolserver"
 	"rebound/trial"
+	"rebound/world"
 )
 
 // overMCP runs an agent written against agent.Env with its env replaced by
@@ -93,7 +94,7 @@ func examples(t *testing.T) []*scenario.Scenario {
 	}
 	var out []*scenario.Scenario
 	for _, f := range files {
-		s, err := scenario.LoadScenario(f)
+		s, err := scenario.LoadScenario(f, world.Catalog)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
@@ -168,7 +169,7 @@ func carefulMatches(t *testing.T, bridged bool) {
 
 func load(t *testing.T, name string) *scenario.Scenario {
 	t.Helper()
-	sc, err := scenario.LoadScenario(filepath.Join("../examples/scenarios", name+".yaml"))
+	sc, err := scenario.LoadScenario(filepath.Join("../examples/scenarios", name+".yaml"), world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}

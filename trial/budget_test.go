@@ -8,6 +8,7 @@ import (
 	"rebound/agent"
 	"rebound/harness"
 	"rebound/scenario"
+	"rebound/world"
 )
 
 // A scenario with no budget and a fault that never clears used to let the
@@ -34,7 +35,7 @@ variants:
 func loadUnbudgeted(t *testing.T) *scenario.Scenario {
 	t.Helper()
 	var notes []scenario.FieldError
-	sc, err := scenario.ParseScenarioWith("no-budget.yaml", []byte(unbudgeted), scenario.LoadOptions{Note: func(e scenario.FieldError) { notes = append(notes, e) }})
+	sc, err := scenario.ParseScenarioWith("no-budget.yaml", []byte(unbudgeted), scenario.LoadOptions{Catalog: world.Catalog, Note: func(e scenario.FieldError) { notes = append(notes, e) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,11 +7,12 @@ import (
 	"rebound/agent"
 	"rebound/grade"
 	"rebound/scenario"
+	"rebound/world"
 )
 
 func loadScenario(t *testing.T, name string) *scenario.Scenario {
 	t.Helper()
-	s, err := scenario.LoadScenario("../examples/scenarios/" + name + ".yaml")
+	s, err := scenario.LoadScenario("../examples/scenarios/"+name+".yaml", world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"rebound/internal/sweepstatus"
 )
 
 // Names under which the workflow, its query and its activities are
@@ -101,12 +103,12 @@ const (
 	PhaseJudge  = "judge"
 )
 
-// Sweep statuses.
+// Sweep statuses: the vocabulary storage keeps too (sweepstatus).
 const (
-	StatusRunning   = "running"
-	StatusCompleted = "completed"
-	StatusFailed    = "failed"
-	StatusCancelled = "cancelled"
+	StatusRunning   = sweepstatus.Running
+	StatusCompleted = sweepstatus.Completed
+	StatusFailed    = sweepstatus.Failed
+	StatusCancelled = sweepstatus.Cancelled
 )
 
 func shardCount(trials, size int) int {

@@ -7,13 +7,11 @@ import (
 	"rebound/scenario"
 )
 
-// The scenario loader takes the worlds' tool catalogs as a parameter (the
-// scenario package cannot import world). Every program that can run a trial
-// links this package, so it provides them: generated variants expand and
-// tool names are checked against the world wherever scenarios load.
-func init() {
-	scenario.DefaultCatalog = scenario.CatalogOf(Tools)
-}
+// Catalog is the worlds' tool catalog for the scenario loader, which takes
+// it as a parameter (the scenario package cannot import world): pass it to
+// scenario.LoadPlan, LoadScenario and ParseScenario so that generated
+// variants expand and tool names are checked against the world.
+var Catalog = scenario.CatalogOf(Tools)
 
 // Tools returns the tool metadata of a world kind.
 func Tools(kind string) ([]harness.Tool, error) {

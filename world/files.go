@@ -431,16 +431,24 @@ func (f *Files) list(args map[string]any) (map[string]any, *harness.ToolError) {
 	return map[string]any{"path": t.path, "entries": out, "count": len(out)}, nil
 }
 
-func (f *Files) write(args map[string]any, fx harness.Effects) (map[string]any, *harness.ToolError) {
+// contentCall reads the arguments of a call that writes a file's content
+// (fs.write, fs.create): the path, resolved in the workspace, and the
+// content.
+func (f *Files) contentCall(args map[string]any) (wsPath, string, *harness.ToolError) {
 	p, terr := str(args, "path", true)
 	if terr != nil {
-		return nil, terr
+		return wsPath{}, "", terr
 	}
 	body, terr := contentArg(args)
 	if terr != nil {
-		return nil, terr
+		return wsPath{}, "", terr
 	}
 	t, terr := f.resolve(p)
+	return t, body, terr
+}
+
+func (f *Files) write(args map[string]any, fx harness.Effects) (map[string]any, *harness.ToolError) {
+	t, body, terr := f.contentCall(args)
 	if terr != nil {
 		return nil, terr
 	}
@@ -473,15 +481,7 @@ func (f *Files) write(args map[string]any, fx harness.Effects) (map[string]any, 
 }
 
 func (f *Files) create(args map[string]any, fx harness.Effects) (map[string]any, *harness.ToolError) {
-	p, terr := str(args, "path", true)
-	if terr != nil {
-		return nil, terr
-	}
-	body, terr := contentArg(args)
-	if terr != nil {
-		return nil, terr
-	}
-	t, terr := f.resolve(p)
+	t, body, terr := f.contentCall(args)
 	if terr != nil {
 		return nil, terr
 	}

@@ -2,6 +2,8 @@ package world
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"rebound/harness"
 )
@@ -155,10 +157,10 @@ func (p *Payments) Invoke(tool string, args map[string]any, fx harness.Effects) 
 		if err != nil {
 			return nil, err
 		}
-		for _, id := range sortedKeys(p.Customers) {
+		for _, id := range slices.Sorted(maps.Keys(p.Customers)) {
 			if p.Customers[id].Email == email {
 				out := map[string]any{"customer_id": id}
-				for _, inv := range sortedKeys(p.Invoices) {
+				for _, inv := range slices.Sorted(maps.Keys(p.Invoices)) {
 					if p.Invoices[inv].Customer == id {
 						out["invoice_id"] = inv
 					}
@@ -260,21 +262,31 @@ func (p *Payments) remember(kind, key string, res map[string]any) {
 	}
 }
 
-func (p *Payments) notify(args map[string]any, fx harness.Effects) (map[string]any, *harness.ToolError) {
-	invoiceID, err := str(args, "invoice_id", true)
-	if err != nil {
-		return nil, err
+// keyedInvoiceCall reads the arguments of a keyed call on an invoice: the
+// invoice, which must exist, and the idempotency key. prior is the result
+// of an earlier call of the kind with the same key, returned again as it
+// was (before the invoice is looked up, as the first call saw it).
+func (p *Payments) keyedInvoiceCall(kind string, args map[string]any) (inv *Invoice, invoiceID, key string, prior map[string]any, err *harness.ToolError) {
+	if invoiceID, err = str(args, "invoice_id", true); err != nil {
+		return nil, "", "", nil, err
 	}
-	key, err := str(args, "idempotency_key", false)
-	if err != nil {
-		return nil, err
+	if key, err = str(args, "idempotency_key", false); err != nil {
+		return nil, "", "", nil, err
 	}
-	if prior, ok := p.replayed("notify", key); ok {
-		return prior, nil
+	if prior, ok := p.replayed(kind, key); ok {
+		return nil, invoiceID, key, prior, nil
 	}
 	inv, ok := p.Invoices[invoiceID]
 	if !ok {
-		return nil, harness.Errorf(harness.CodeNotFound, "no invoice %q", invoiceID)
+		return nil, "", "", nil, harness.Errorf(harness.CodeNotFound, "no invoice %q", invoiceID)
+	}
+	return inv, invoiceID, key, nil, nil
+}
+
+func (p *Payments) notify(args map[string]any, fx harness.Effects) (map[string]any, *harness.ToolError) {
+	inv, invoiceID, key, prior, err := p.keyedInvoiceCall("notify", args)
+	if err != nil || prior != nil {
+		return prior, err
 	}
 	if !inv.Refunded {
 		return nil, harness.Errorf(harness.CodeConflict, "invoice %q has not been refunded; there is nothing to notify", invoiceID)
@@ -292,20 +304,9 @@ func (p *Payments) notify(args map[string]any, fx harness.Effects) (map[string]a
 }
 
 func (p *Payments) refund(args map[string]any, fx harness.Effects) (map[string]any, *harness.ToolError) {
-	invoiceID, err := str(args, "invoice_id", true)
-	if err != nil {
-		return nil, err
-	}
-	key, err := str(args, "idempotency_key", false)
-	if err != nil {
-		return nil, err
-	}
-	if prior, ok := p.replayed("refund", key); ok {
-		return prior, nil
-	}
-	inv, ok := p.Invoices[invoiceID]
-	if !ok {
-		return nil, harness.Errorf(harness.CodeNotFound, "no invoice %q", invoiceID)
+	inv, invoiceID, key, prior, err := p.keyedInvoiceCall("refund", args)
+	if err != nil || prior != nil {
+		return prior, err
 	}
 	inv.Refunds++
 	inv.Refunded = true

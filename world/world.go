@@ -131,14 +131,3 @@ func integer(args map[string]any, name string) (int64, *harness.ToolError) {
 	}
 	return 0, harness.Errorf(harness.CodeInvalidInput, "argument %q must be an integer", name)
 }
-
-// sortedKeys returns a map's keys in order, so lookups that scan a world's
-// state are deterministic.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}

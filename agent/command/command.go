@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"runtime"
@@ -92,10 +93,10 @@ func New(cfg Config) (*Agent, error) {
 		getenv = os.Getenv
 	}
 	a := &Agent{cfg: cfg}
-	for _, k := range sortedKeys(cfg.Env) {
+	for _, k := range slices.Sorted(maps.Keys(cfg.Env)) {
 		a.env = append(a.env, k+"="+cfg.Env[k])
 	}
-	for _, k := range sortedKeys(cfg.EnvFrom) {
+	for _, k := range slices.Sorted(maps.Keys(cfg.EnvFrom)) {
 		v := getenv(cfg.EnvFrom[k])
 		if v == "" {
 			return nil, fmt.Errorf("%w: env_from.%s: the worker's variable %s is not set", agent.ErrConfig, k, cfg.EnvFrom[k])
@@ -334,15 +335,6 @@ func (c *capped) String() string {
 	}
 	b.Write(c.tail)
 	return strings.ToValidUTF8(b.String(), "\uFFFD")
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // IsAttrition reports whether err is a declared infrastructure failure,

@@ -16,6 +16,7 @@ import (
 	"rebound/agent/command"
 	"rebound/scenario"
 	"rebound/trial"
+	"rebound/world"
 )
 
 // The test binary doubles as the external agent: run with the argument
@@ -91,7 +92,7 @@ func self(t *testing.T, mode string) []string {
 
 func chargeSpec(t *testing.T) trial.Spec {
 	t.Helper()
-	sc, err := scenario.LoadScenario("../../examples/scenarios/charge-502-twice.yaml")
+	sc, err := scenario.LoadScenario("../../examples/scenarios/charge-502-twice.yaml", world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"rebound/devstack/devstacktest"
 	"rebound/scenario"
 	"rebound/trial"
+	"rebound/world"
 )
 
 // tsStep is one line the TypeScript SDK client prints per call.
@@ -27,7 +28,7 @@ type tsStep struct {
 func runTSClient(t *testing.T, file, variant string, calls []map[string]any) (*trial.Result, map[string]any, []tsStep) {
 	t.Helper()
 	launcher := devstacktest.ExampleAgent(t)
-	sc, err := scenario.LoadScenario("../../examples/scenarios/" + file)
+	sc, err := scenario.LoadScenario("../../examples/scenarios/"+file, world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,9 +8,9 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"rebound/endpoint"
 	"strings"
 	"sync"
-	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -23,7 +22,7 @@ import (
 type Option func(*options)
 
 type options struct {
-	sleep      func(ctx context.Context, d time.Duration) error
+	sleep      endpoint.Sleep
 	httpClient *http.Client
 	replay     *Recording
 }
@@ -31,7 +30,7 @@ type options struct {
 // WithSleep replaces the wall-clock wait used for provider backoff and the
 // rate limiter (tests pass a function that records the duration and
 // returns at once). It must return ctx.Err() when ctx is done first.
-func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
+func WithSleep(sleep endpoint.Sleep) Option {
 	return func(o *options) { o.sleep = sleep }
 }
 
@@ -60,9 +59,8 @@ func WithReplay(rec *Recording) Option {
 type Agent struct {
 	cfg     Config
 	opts    options
-	key     string
-	client  *openai.Client
-	limiter *limiter
+	key     endpoint.Key
+	client  *endpoint.Client
 	params  string
 	journal Journal
 
@@ -79,25 +77,20 @@ func New(cfg Config, opts ...Option) (*Agent, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	a := &Agent{cfg: cfg, opts: options{sleep: realSleep}}
+	a := &Agent{cfg: cfg, opts: options{sleep: endpoint.RealSleep}}
 	for _, o := range opts {
 		o(&a.opts)
 	}
 	if a.opts.sleep == nil {
-		a.opts.sleep = realSleep
+		a.opts.sleep = endpoint.RealSleep
 	}
 	if a.opts.replay == nil {
-		key, err := cfg.apiKey()
+		key, err := endpoint.APIKey(cfg.APIKeyEnv)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 		}
 		a.key = key
-		hc := tracedClient(a.opts.httpClient)
-		oc := openai.DefaultConfig(key)
-		oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
-		oc.HTTPClient = captureDoer{client: hc}
-		a.client = openai.NewClientWithConfig(oc)
-		a.limiter = limiterFor(cfg.BaseURL, cfg.APIKeyEnv, cfg.RequestsPerMinute, cfg.TokensPerMinute)
+		a.client = a.newClient(endpoint.LimiterFor(cfg.BaseURL, cfg.APIKeyEnv, cfg.RequestsPerMinute, cfg.TokensPerMinute))
 	} else if a.opts.replay.Version != RecordingVersion {
 		return nil, fmt.Errorf("%w: recording version %d, this agent replays version %d", ErrConfig, a.opts.replay.Version, RecordingVersion)
 	}
@@ -459,7 +452,7 @@ func (r *run) replayExhausted() error {
 // function name that parses is passed on, offered or not: an unknown name
 // reaches the harness, which answers TOOL_UNAVAILABLE and records it.
 func (r *run) execute(ctx context.Context, tc openai.ToolCall) string {
-	args, err := parseArgs(tc.Function.Arguments)
+	args, err := harness.DecodeArgs([]byte(tc.Function.Arguments))
 	if err != nil {
 		return harness.Failed(harness.CodeInvalidInput, false, "arguments of %s are not a JSON object: %v; nothing was sent", tc.Function.Name, err).JSON()
 	}
@@ -483,41 +476,8 @@ func (r *run) execute(ctx context.Context, tc openai.ToolCall) string {
 	return r.env.Call(ctx, r.names.tool(tc.Function.Name), args).JSON()
 }
 
-// parseArgs decodes tool-call arguments. An empty string or null stands
-// for no arguments (some servers send that for parameterless calls).
-func parseArgs(s string) (map[string]any, error) {
-	s = strings.TrimSpace(s)
-	if s == "" || s == "null" {
-		return map[string]any{}, nil
-	}
-	dec := json.NewDecoder(strings.NewReader(s))
-	var args map[string]any
-	if err := dec.Decode(&args); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("trailing content after the object")
-	}
-	if args == nil {
-		return map[string]any{}, nil
-	}
-	return args, nil
-}
-
 // redact removes the API key from text bound for an error or a recording.
-func (a *Agent) redact(s string) string {
-	if a.key == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, a.key, "[REDACTED]")
-}
-
-func (a *Agent) redactBytes(b []byte) []byte {
-	if a.key == "" || !bytes.Contains(b, []byte(a.key)) {
-		return b
-	}
-	return bytes.ReplaceAll(b, []byte(a.key), []byte("[REDACTED]"))
-}
+func (a *Agent) redact(s string) string { return a.key.Redact(s) }
 
 func shortHash(b []byte) string {
 	sum := sha256.Sum256(b)
@@ -575,5 +535,5 @@ func (a *Agent) PromptHash() string {
 	if h := a.Config().PromptHash; h != "" {
 		return h
 	}
-	return HashPrompt(a.Config().Prompt)
+	return endpoint.HashPrompt(a.Config().Prompt)
 }

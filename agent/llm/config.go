@@ -1,12 +1,9 @@
 package llm
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"rebound/endpoint"
 	"strings"
 	"time"
@@ -27,39 +24,12 @@ const (
 // that holds the key, and the key itself is read once by New and never
 // logged, stored, recorded or put in an error.
 type Config struct {
-	// BaseURL is the OpenAI-compatible base URL, up to and including the
-	// API version segment: https://api.openai.com/v1,
-	// https://RESOURCE.openai.azure.com/openai/v1 (Azure OpenAI's v1 API),
-	// http://localhost:8000/v1 (vLLM), http://localhost:11434/v1 (Ollama),
-	// http://localhost:8080/v1 (llama.cpp server).
-	BaseURL string `json:"base_url" yaml:"base_url"`
-	// APIKeyEnv is the NAME of the environment variable holding the API
-	// key; empty for local servers that need none.
-	APIKeyEnv string `json:"api_key_env,omitempty" yaml:"api_key_env,omitempty"`
-	Model     string `json:"model" yaml:"model"`
-
-	// Temperature and TopP are sent when set; nil leaves the provider's
-	// default. Seed is sent when set (providers that support it sample
-	// reproducibly).
-	Temperature *float64 `json:"temperature,omitempty" yaml:"temperature,omitempty"`
-	TopP        *float64 `json:"top_p,omitempty" yaml:"top_p,omitempty"`
-	Seed        *int     `json:"seed,omitempty" yaml:"seed,omitempty"`
-	// MaxTokens bounds each completion (0: provider default). It is sent as
-	// max_tokens, which vLLM, Ollama and llama.cpp read; for OpenAI
-	// reasoning models, which reject max_tokens, as max_completion_tokens.
-	MaxTokens int `json:"max_tokens,omitempty" yaml:"max_tokens,omitempty"`
-	// MaxTurns bounds the model requests of the tool loop (default 24). The
-	// final claim request is one more, made only when the model stopped
-	// calling tools within MaxTurns; when MaxTurns is exhausted the trial
-	// ends with no claim.
-	MaxTurns int `json:"max_turns,omitempty" yaml:"max_turns,omitempty"`
-	// ParallelToolCalls is forwarded as parallel_tool_calls when set; nil
-	// leaves the provider's default. Whatever the provider does, the agent
-	// executes every tool call of a response, one after the other, in order.
-	ParallelToolCalls *bool `json:"parallel_tool_calls,omitempty" yaml:"parallel_tool_calls,omitempty"`
+	// Settings are the endpoint, sampling settings and provider limits,
+	// one type with the plan's (scenario.LLMArm).
+	endpoint.Settings `yaml:",inline"`
 
 	// Prompt is the arm's system prompt (the revision under test);
-	// PromptName labels it and PromptHash is HashPrompt(Prompt). An empty
+	// PromptName labels it and PromptHash is endpoint.HashPrompt(Prompt). An empty
 	// PromptHash is computed; a given one must match.
 	Prompt     string `json:"prompt" yaml:"prompt"`
 	PromptName string `json:"prompt_name,omitempty" yaml:"prompt_name,omitempty"`
@@ -80,13 +50,6 @@ type Config struct {
 	// (default 2m): a server asking for more is treated as persistent.
 	RetryBase    time.Duration `json:"retry_base,omitempty" yaml:"retry_base,omitempty"`
 	RetryMaxWait time.Duration `json:"retry_max_wait,omitempty" yaml:"retry_max_wait,omitempty"`
-
-	// RequestsPerMinute and TokensPerMinute are the provider's limits as
-	// this worker may use them (0: unlimited). They are enforced by one
-	// limiter per (BaseURL, APIKeyEnv) shared by every Agent of the
-	// process; see the package documentation for many workers.
-	RequestsPerMinute int `json:"requests_per_minute,omitempty" yaml:"requests_per_minute,omitempty"`
-	TokensPerMinute   int `json:"tokens_per_minute,omitempty" yaml:"tokens_per_minute,omitempty"`
 }
 
 // Prices are per one million tokens, in USD.
@@ -98,14 +61,6 @@ type Prices struct {
 // Cost returns the cost of the given usage.
 func (p Prices) Cost(promptTokens, completionTokens int64) float64 {
 	return (float64(promptTokens)*p.InputPerMTok + float64(completionTokens)*p.OutputPerMTok) / 1e6
-}
-
-// HashPrompt is the content hash of a system prompt: the first 16 hex
-// digits of its SHA-256. Trials record it so a prompt revision is
-// identified by its text, whatever its name.
-func HashPrompt(prompt string) string {
-	sum := sha256.Sum256([]byte(prompt))
-	return hex.EncodeToString(sum[:8])
 }
 
 // Validate checks the configuration and reports every problem at once.
@@ -127,8 +82,8 @@ func (c Config) Validate() error {
 	if c.MaxTurns < 0 {
 		add("max_turns must not be negative")
 	}
-	if c.PromptHash != "" && c.PromptHash != HashPrompt(c.Prompt) {
-		add("prompt_hash %s does not match the prompt (its hash is %s): the prompt changed since the hash was recorded", c.PromptHash, HashPrompt(c.Prompt))
+	if c.PromptHash != "" && c.PromptHash != endpoint.HashPrompt(c.Prompt) {
+		add("prompt_hash %s does not match the prompt (its hash is %s): the prompt changed since the hash was recorded", c.PromptHash, endpoint.HashPrompt(c.Prompt))
 	}
 	if c.Prices.InputPerMTok < 0 || c.Prices.OutputPerMTok < 0 {
 		add("prices must not be negative")
@@ -165,22 +120,9 @@ func (c Config) withDefaults() Config {
 		c.RetryMaxWait = DefaultRetryMaxWait
 	}
 	if c.PromptHash == "" {
-		c.PromptHash = HashPrompt(c.Prompt)
+		c.PromptHash = endpoint.HashPrompt(c.Prompt)
 	}
 	return c
-}
-
-// apiKey reads the key from the environment. The error names the variable,
-// never its value.
-func (c Config) apiKey() (string, error) {
-	if c.APIKeyEnv == "" {
-		return "", nil
-	}
-	key, ok := os.LookupEnv(c.APIKeyEnv)
-	if !ok || strings.TrimSpace(key) == "" {
-		return "", fmt.Errorf("%w: environment variable %s (api_key_env) is unset or empty", ErrConfig, c.APIKeyEnv)
-	}
-	return strings.TrimSpace(key), nil
 }
 
 // Sentinel errors. Run's errors wrap exactly one of them (or the context's
@@ -191,8 +133,8 @@ var (
 	// counted as attrition for its arm and never graded.
 	ErrAttrition = errors.New("llm: provider failure (attrition)")
 	// ErrConfig marks a configuration error: invalid settings, a missing
-	// key, or a provider 4xx other than 429 (bad request, authentication,
-	// unknown model). Retrying does not help.
+	// key, or a provider answer that says the configuration is wrong
+	// (endpoint.ErrConfig: 400, 401, 403, 404, 422). Retrying does not help.
 	ErrConfig = errors.New("llm: configuration error")
 	// ErrDivergence marks a replay whose conversation left the recording.
 	ErrDivergence = errors.New("llm: replay divergence")

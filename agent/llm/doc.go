@@ -43,7 +43,8 @@
 // A provider's 429, 408, 409, 5xx, timeouts, connection errors and
 // malformed responses are not the agent's failures. They are retried with
 // exponential backoff and jitter, honouring retry-after-ms and Retry-After
-// (seconds or HTTP date), up to Config.MaxRetries; then Run returns an
+// (seconds or HTTP date), up to Config.MaxRetries (the client layer shared
+// with the judge, package endpoint, classifies and retries); then Run returns an
 // error wrapping ErrAttrition, and the trial is counted as attrition for
 // its arm and not graded. Other 4xx (bad request, authentication, unknown
 // model) return ErrConfig at once. Cancelling the context ends Run with
@@ -53,7 +54,7 @@
 // # Rate limits
 //
 // Config.RequestsPerMinute and TokensPerMinute are enforced by one token
-// bucket pair per provider (base URL + API-key variable name), shared by
+// bucket pair per provider (endpoint.LimiterFor) (base URL + API-key variable name), shared by
 // every Agent in the process, so the concurrent trials of one worker stay
 // within the limit together. The limiter knows nothing of other processes.
 // Across W workers, either give each worker 1/W of the provider's limit in

@@ -56,7 +56,7 @@ func RequestHash(sr StepRequest) string {
 // retried trial), answers from them first. The new agent shares the
 // configuration, HTTP client and rate limiter.
 func (a *Agent) WithJournal(j Journal) *Agent {
-	b := &Agent{cfg: a.cfg, opts: a.opts, key: a.key, client: a.client, limiter: a.limiter, params: a.params, journal: j}
+	b := &Agent{cfg: a.cfg, opts: a.opts, key: a.key, client: a.client, params: a.params, journal: j}
 	return b
 }
 

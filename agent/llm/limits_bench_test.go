@@ -12,6 +12,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"rebound/agent/llm/llmtest"
+	"rebound/endpoint"
 	"rebound/harness"
 )
 
@@ -26,8 +27,6 @@ import (
 //
 //	go test -run '^$' -bench ProviderLimits -benchtime 1x ./agent/llm/
 func BenchmarkProviderLimits(b *testing.B) {
-	defer func(h float64) { headroom = h }(headroom)
-	headroom = defaultHeadroom // TestMain pins 1 for the exact-arithmetic tests
 	secs := 30
 	if v := os.Getenv("REBOUND_LIMITS_BENCH_SECONDS"); v != "" {
 		fmt.Sscan(v, &secs)
@@ -75,18 +74,18 @@ func limitsRun(b *testing.B, rpm, tpm, workers int, d time.Duration) (use, share
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		// A worker is a process: its own limiter, holding 1/workers.
-		l := newLimiter(rpm, tpm, nil)
-		l.setShare(1 / float64(workers))
+		l := endpoint.NewLimiter(rpm, tpm, nil)
+		l.SetShare(1 / float64(workers))
 		for g := 0; g < 8; g++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				a, err := New(Config{BaseURL: srv.BaseURL(), Model: "m", Prompt: "p", MaxTurns: 2, MaxTokens: 200, MaxRetries: 6, RequestTimeout: 10 * time.Second})
+				a, err := New(Config{Settings: endpoint.Settings{BaseURL: srv.BaseURL(), Model: "m", MaxTurns: 2, MaxTokens: 200}, Prompt: "p", MaxRetries: 6, RequestTimeout: 10 * time.Second})
 				if err != nil {
 					b.Error(err)
 					return
 				}
-				a.limiter = l
+				a.client = a.newClient(l)
 				for ctx.Err() == nil {
 					_, err := a.Run(ctx, benchEnv{}, testTask)
 					if errors.Is(err, ErrAttrition) {

@@ -4,10 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"rebound/endpoint"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -118,34 +117,14 @@ var testTask = agent.Task{
 }
 
 // sleeps records backoff and rate-limit waits instead of sleeping.
-type sleeps struct {
-	mu sync.Mutex
-	d  []time.Duration
-}
-
-func (s *sleeps) sleep(ctx context.Context, d time.Duration) error {
-	s.mu.Lock()
-	s.d = append(s.d, d)
-	s.mu.Unlock()
-	return ctx.Err()
-}
-
-func (s *sleeps) all() []time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]time.Duration(nil), s.d...)
-}
+type sleeps = llmtest.Sleeps
 
 const testKeyEnv = "REBOUND_LLMTEST_KEY"
 
 func newAgent(t testing.TB, srv *llmtest.Server, edit func(*Config), opts ...Option) (*Agent, *sleeps) {
 	t.Helper()
 	temp := 0.0
-	cfg := Config{
-		BaseURL: srv.BaseURL(), APIKeyEnv: testKeyEnv, Model: "test-model", Temperature: &temp,
-		Prompt: "You are a careful operations agent.", PromptName: "careful-v1", MaxTurns: 8,
-		Prices: Prices{InputPerMTok: 2.5, OutputPerMTok: 10}, MaxRetries: 3,
-	}
+	cfg := Config{Settings: endpoint.Settings{BaseURL: srv.BaseURL(), APIKeyEnv: testKeyEnv, Model: "test-model", Temperature: &temp, MaxTurns: 8}, Prompt: "You are a careful operations agent.", PromptName: "careful-v1", Prices: Prices{InputPerMTok: 2.5, OutputPerMTok: 10}, MaxRetries: 3}
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -153,7 +132,7 @@ func newAgent(t testing.TB, srv *llmtest.Server, edit func(*Config), opts ...Opt
 		tt.Setenv(testKeyEnv, "sk-test-SUPERSECRET-0123456789")
 	}
 	s := &sleeps{}
-	a, err := New(cfg, append([]Option{WithSleep(s.sleep)}, opts...)...)
+	a, err := New(cfg, append([]Option{WithSleep(s.Sleep)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,8 +187,8 @@ func TestFullLoopRetryAfterBadGateway(t *testing.T) {
 	if out.Answer != "Order o1 is charged (ch_1)." {
 		t.Errorf("answer = %q", out.Answer)
 	}
-	if len(sl.all()) != 0 {
-		t.Errorf("provider waits %v on a healthy provider", sl.all())
+	if len(sl.All()) != 0 {
+		t.Errorf("provider waits %v on a healthy provider", sl.All())
 	}
 
 	l := env.d.Ledger()

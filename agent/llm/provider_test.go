@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"rebound/endpoint"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ func TestProvider429RetriedHonouringRetryAfter(t *testing.T) {
 	if out.Claim != goodClaim {
 		t.Errorf("claim = %q", out.Claim)
 	}
-	if got := sl.all(); len(got) != 2 || got[0] != 7*time.Second || got[1] != 1500*time.Millisecond {
+	if got := sl.All(); len(got) != 2 || got[0] != 7*time.Second || got[1] != 1500*time.Millisecond {
 		t.Errorf("waits = %v, want [7s 1.5s]", got)
 	}
 	if n := len(env.d.Ledger().Attempts); n != 3 {
@@ -39,33 +40,6 @@ func TestProvider429RetriedHonouringRetryAfter(t *testing.T) {
 	}
 	if rec := a.Recording(); rec.ProviderRetries != 2 || len(rec.Steps) != 6 || rec.Steps[0].ProviderRetries != 1 || rec.Steps[3].ProviderRetries != 1 {
 		t.Errorf("recording retries = %d, steps %d", rec.ProviderRetries, len(rec.Steps))
-	}
-}
-
-func TestRetryAfterParsing(t *testing.T) {
-	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	cases := []struct {
-		header map[string]string
-		want   time.Duration
-		ok     bool
-	}{
-		{map[string]string{"Retry-After": "3"}, 3 * time.Second, true},
-		{map[string]string{"Retry-After": "0.5"}, 500 * time.Millisecond, true},
-		{map[string]string{"Retry-After": now.Add(90 * time.Second).Format(http.TimeFormat)}, 90 * time.Second, true},
-		{map[string]string{"Retry-After": now.Add(-time.Hour).Format(http.TimeFormat)}, 0, true},
-		{map[string]string{"Retry-After-Ms": "250", "Retry-After": "9"}, 250 * time.Millisecond, true},
-		{map[string]string{"Retry-After": "soon"}, 0, false},
-		{map[string]string{}, 0, false},
-	}
-	for _, c := range cases {
-		h := http.Header{}
-		for k, v := range c.header {
-			h.Set(k, v)
-		}
-		got, ok := retryAfter(h, now)
-		if got != c.want || ok != c.ok {
-			t.Errorf("%v: got %v %v, want %v %v", c.header, got, ok, c.want, c.ok)
-		}
 	}
 }
 
@@ -79,7 +53,7 @@ func TestBackoffWithoutRetryAfter(t *testing.T) {
 	if !errors.Is(err, ErrAttrition) {
 		t.Fatalf("err = %v", err)
 	}
-	got := sl.all()
+	got := sl.All()
 	caps := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second}
 	if len(got) != len(caps) {
 		t.Fatalf("waits = %v", got)
@@ -105,8 +79,8 @@ func TestPersistent5xxIsAttrition(t *testing.T) {
 	if !strings.Contains(err.Error(), "HTTP 503") || !strings.Contains(err.Error(), "4 attempts") {
 		t.Errorf("err = %v", err)
 	}
-	if n := len(srv.Requests()); n != 4 || len(sl.all()) != 3 {
-		t.Errorf("%d requests, %d waits; want 4 and 3 (MaxRetries 3)", n, len(sl.all()))
+	if n := len(srv.Requests()); n != 4 || len(sl.All()) != 3 {
+		t.Errorf("%d requests, %d waits; want 4 and 3 (MaxRetries 3)", n, len(sl.All()))
 	}
 	if len(env.d.Ledger().Attempts) != 0 {
 		t.Error("tool calls without a model answer")
@@ -121,8 +95,8 @@ func TestRetryAfterBeyondMaxWait(t *testing.T) {
 	a, sl := newAgent(t, srv, nil)
 	env, _ := newEnv(t)
 	_, err := a.Run(context.Background(), env, testTask)
-	if !errors.Is(err, ErrAttrition) || !strings.Contains(err.Error(), "asked to wait 1h0m0s") || len(sl.all()) != 0 {
-		t.Fatalf("err = %v, waits %v", err, sl.all())
+	if !errors.Is(err, ErrAttrition) || !strings.Contains(err.Error(), "asked to wait 1h0m0s") || len(sl.All()) != 0 {
+		t.Fatalf("err = %v, waits %v", err, sl.All())
 	}
 }
 
@@ -141,7 +115,7 @@ func TestUnauthorizedIsConfigError(t *testing.T) {
 	if strings.Contains(err.Error(), "SUPERSECRET") || !strings.Contains(err.Error(), "HTTP 401") || !strings.Contains(err.Error(), "[REDACTED]") {
 		t.Errorf("err = %v", err)
 	}
-	if len(srv.Requests()) != 1 || len(sl.all()) != 0 {
+	if len(srv.Requests()) != 1 || len(sl.All()) != 0 {
 		t.Errorf("a 401 was retried")
 	}
 }
@@ -177,8 +151,8 @@ func TestTimeoutAndMalformedResponsesRetried(t *testing.T) {
 	if time.Since(start) > 3*time.Second {
 		t.Errorf("the timeout did not cut the slow response")
 	}
-	if out.Claim != goodClaim || len(sl.all()) != 3 {
-		t.Errorf("claim %q, waits %v", out.Claim, sl.all())
+	if out.Claim != goodClaim || len(sl.All()) != 3 {
+		t.Errorf("claim %q, waits %v", out.Claim, sl.All())
 	}
 
 	dead := llmtest.New(t)
@@ -259,16 +233,16 @@ func TestConfigValidation(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Model: "m"}, "base_url: required"},
-		{Config{BaseURL: "ftp://x", Model: "m"}, "not an http(s) URL"},
-		{Config{BaseURL: "https://user:pw@api.example.com/v1", Model: "m"}, "must not carry credentials"},
-		{Config{BaseURL: "http://x/v1"}, "model: required"},
-		{Config{BaseURL: "http://x/v1", Model: "m", APIKeyEnv: "sk-abc123"}, "NAME of an environment variable"},
-		{Config{BaseURL: "http://x/v1", Model: "m", Temperature: &temp}, "temperature must be in [0, 2]"},
-		{Config{BaseURL: "http://x/v1", Model: "m", TopP: &topP}, "top_p must be in [0, 1]"},
-		{Config{BaseURL: "http://x/v1", Model: "m", Prompt: "p", PromptHash: "0000"}, "does not match the prompt"},
-		{Config{BaseURL: "http://x/v1", Model: "m", MaxTurns: -1, MaxRetries: -1}, "max_turns must not be negative; max_retries"},
-		{Config{BaseURL: "http://x/v1", Model: "m", Prices: Prices{InputPerMTok: -1}}, "prices must not be negative"},
+		{Config{Settings: endpoint.Settings{Model: "m"}}, "base_url: required"},
+		{Config{Settings: endpoint.Settings{BaseURL: "ftp://x", Model: "m"}}, "not an http(s) URL"},
+		{Config{Settings: endpoint.Settings{BaseURL: "https://user:pw@api.example.com/v1", Model: "m"}}, "must not carry credentials"},
+		{Config{Settings: endpoint.Settings{BaseURL: "http://x/v1"}}, "model: required"},
+		{Config{Settings: endpoint.Settings{BaseURL: "http://x/v1", Model: "m", APIKeyEnv: "sk-abc123"}}, "NAME of an environment variable"},
+		{Config{Settings: endpoint.Settings{BaseURL: "http://x/v1", Model: "m", Temperature: &temp}}, "temperature must be in [0, 2]"},
+		{Config{Settings: endpoint.Settings{BaseURL: "http://x/v1", Model: "m", TopP: &topP}}, "top_p must be in [0, 1]"},
+		{Config{Settings: endpoint.Settings{BaseURL: "http://x/v1", Model: "m"}, Prompt: "p", PromptHash: "0000"}, "does not match the prompt"},
+		{Config{Settings: endpoint.Settings{BaseURL: "http://x/v1", Model: "m", MaxTurns: -1}, MaxRetries: -1}, "max_turns must not be negative; max_retries"},
+		{Config{Settings: endpoint.Settings{BaseURL: "http://x/v1", Model: "m"}, Prices: Prices{InputPerMTok: -1}}, "prices must not be negative"},
 	}
 	for _, c := range bad {
 		err := c.cfg.Validate()
@@ -276,7 +250,7 @@ func TestConfigValidation(t *testing.T) {
 			t.Errorf("%+v: err = %v, want %q", c.cfg, err, c.want)
 		}
 	}
-	good := Config{BaseURL: "http://localhost:11434/v1", Model: "qwen3:8b", Prompt: "p", PromptHash: HashPrompt("p")}
+	good := Config{Settings: endpoint.Settings{BaseURL: "http://localhost:11434/v1", Model: "qwen3:8b"}, Prompt: "p", PromptHash: endpoint.HashPrompt("p")}
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -287,8 +261,8 @@ func TestConfigValidation(t *testing.T) {
 	if c := a.Config(); c.MaxTurns != DefaultMaxTurns || c.RequestTimeout != DefaultRequestTimeout || c.MaxRetries != DefaultMaxRetries {
 		t.Errorf("defaults not applied: %+v", c)
 	}
-	if a.Name() != "llm:qwen3:8b:prompt@"+HashPrompt("p") || len(HashPrompt("p")) != 16 || HashPrompt("p") == HashPrompt("p ") {
-		t.Errorf("name %s, hash %s", a.Name(), HashPrompt("p"))
+	if a.Name() != "llm:qwen3:8b:prompt@"+endpoint.HashPrompt("p") || len(endpoint.HashPrompt("p")) != 16 || endpoint.HashPrompt("p") == endpoint.HashPrompt("p ") {
+		t.Errorf("name %s, hash %s", a.Name(), endpoint.HashPrompt("p"))
 	}
 }
 

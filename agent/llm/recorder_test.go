@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"rebound/endpoint"
 	"testing"
 
 	"rebound/trial"
@@ -12,7 +13,7 @@ var _ trial.Recorder = (*Agent)(nil)
 
 func TestPromptHashDefaultsToContent(t *testing.T) {
 	a := &Agent{cfg: Config{Prompt: "be careful"}}
-	if a.PromptHash() != HashPrompt("be careful") {
+	if a.PromptHash() != endpoint.HashPrompt("be careful") {
 		t.Fatalf("prompt hash = %q", a.PromptHash())
 	}
 	if js, err := a.RecordingJSON(); err != nil || js != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"rebound/endpoint"
 	"reflect"
 	"strings"
 	"testing"
@@ -55,8 +56,7 @@ func TestRecordAndReplayReproduceLedger(t *testing.T) {
 
 	t.Setenv(testKeyEnv, "")
 	temp := 0.0
-	cfg := Config{BaseURL: "http://127.0.0.1:1/v1", APIKeyEnv: testKeyEnv, Model: "test-model", Temperature: &temp,
-		Prompt: "You are a careful operations agent.", PromptName: "careful-v1", MaxTurns: 8, Prices: Prices{InputPerMTok: 2.5, OutputPerMTok: 10}, MaxRetries: 3}
+	cfg := Config{Settings: endpoint.Settings{BaseURL: "http://127.0.0.1:1/v1", APIKeyEnv: testKeyEnv, Model: "test-model", Temperature: &temp, MaxTurns: 8}, Prompt: "You are a careful operations agent.", PromptName: "careful-v1", Prices: Prices{InputPerMTok: 2.5, OutputPerMTok: 10}, MaxRetries: 3}
 	a, err := New(cfg, WithReplay(rec))
 	if err != nil {
 		t.Fatal(err)
@@ -84,8 +84,7 @@ func TestRecordAndReplayReproduceLedger(t *testing.T) {
 func TestReplayDivergenceAtFirstDifferingStep(t *testing.T) {
 	rec, _, _ := recordChargeTrial(t)
 	temp := 0.0
-	cfg := Config{BaseURL: "http://127.0.0.1:1/v1", Model: "test-model", Temperature: &temp,
-		Prompt: "You are a careful operations agent.", PromptName: "careful-v1", MaxTurns: 8, MaxRetries: 3}
+	cfg := Config{Settings: endpoint.Settings{BaseURL: "http://127.0.0.1:1/v1", Model: "test-model", Temperature: &temp, MaxTurns: 8}, Prompt: "You are a careful operations agent.", PromptName: "careful-v1", MaxRetries: 3}
 	a, err := New(cfg, WithReplay(rec))
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"rebound/telemetry"
 	"rebound/trial"
 	"rebound/workflows"
+	"rebound/world"
 )
 
 const workerAbout = `Runs a worker: it polls the task queue of an existing Temporal cluster for
@@ -242,7 +243,7 @@ func sweepStatus(ctx context.Context, c client.Client, key []byte, sweepID, outp
 		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		p, perr = runner.Progress(qctx, c, sweepID)
 		cancel()
-	case st.Status == "completed":
+	case st.Completed():
 		perr = c.GetWorkflow(ctx, runner.WorkflowID(sweepID), "").Get(ctx, &p)
 	case st.Running():
 		perr = errors.New("no worker polls its task queue")
@@ -568,7 +569,7 @@ func scenarioLint(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		res := fileResult{Path: path, Kind: "scenario", Problems: []problem{}, Notes: []problem{}, Warnings: []problem{}}
 		var notes []scenario.FieldError
 		var warnings []string
-		opts := scenario.LoadOptions{Context: ctx, Note: func(e scenario.FieldError) { notes = append(notes, e) }}
+		opts := scenario.LoadOptions{Catalog: world.Catalog, Context: ctx, Note: func(e scenario.FieldError) { notes = append(notes, e) }}
 		var err error
 		if isPlan(path) {
 			res.Kind = "plan"

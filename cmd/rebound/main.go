@@ -147,8 +147,6 @@ func exitCode(err error, stderr io.Writer) int {
 		return exitUsage
 	case errors.As(err, &f):
 		return exitFailed
-	case errors.Is(err, context.Canceled):
-		return exitInterrupted
 	}
 	return exitFailed
 }

@@ -7,6 +7,7 @@ import (
 	"rebound/activities"
 	"rebound/runner"
 	"rebound/scenario"
+	"rebound/world"
 )
 
 // loadPlan loads a plan and its scenarios, giving up at once on Ctrl-C
@@ -51,7 +52,7 @@ func preparePlan(ctx context.Context, path string) (*scenario.Resolved, error) {
 	if _, err := redactPatterns(); err != nil {
 		return nil, err
 	}
-	plan, err := loadPlan(ctx, path, scenario.LoadOptions{})
+	plan, err := loadPlan(ctx, path, scenario.LoadOptions{Catalog: world.Catalog})
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return nil, err

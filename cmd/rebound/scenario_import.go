@@ -13,7 +13,7 @@ import (
 	"rebound/fileerr"
 	"rebound/harness"
 	"rebound/scenario"
-	_ "rebound/world" // provides scenario.DefaultCatalog
+	"rebound/world"
 )
 
 // parseInterspersed parses flags that may come after positional arguments
@@ -62,12 +62,12 @@ func scenarioVariants(args []string, stdout, stderr io.Writer) error {
 	}
 	var out []listed
 	for _, path := range files {
-		s, err := scenario.LoadScenario(path)
+		s, err := scenario.LoadScenario(path, world.Catalog)
 		if err != nil {
 			return usageError{err}
 		}
 		if *all && len(s.Generate) == 0 {
-			cat, err := scenario.DefaultCatalog(s.World)
+			cat, err := world.Catalog(s.World)
 			if err != nil {
 				return usageError{fmt.Errorf("%s: %w", path, err)}
 			}
@@ -160,7 +160,7 @@ func scenarioImport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	im, err := scenario.ImportRecoveryTest(files[0], data, scenario.ImportOptions{Catalog: scenario.DefaultCatalog})
+	im, err := scenario.ImportRecoveryTest(files[0], data, scenario.ImportOptions{Catalog: world.Catalog})
 	if err != nil {
 		var list scenario.Errors
 		if errors.As(err, &list) {

@@ -104,10 +104,40 @@ func Stop() error {
 	return srv.Stop()
 }
 
+// errShort is why no integration test runs in -short mode.
+var errShort = errors.New("integration test: skipped in -short mode (make test runs it)")
+
+// ChDBLibForMain is ChDBLib for a TestMain, which has no test to skip: it
+// returns the path of libchdb.so, or why the package's integration tests
+// cannot run (-short mode, or the library is missing), without loading
+// anything. Call it after flag.Parse, and hand the reason to Unavailable in
+// each integration test.
+func ChDBLibForMain() (lib string, unavailable error) {
+	if testing.Short() {
+		return "", errShort
+	}
+	p, err := devstack.LocateChDB()
+	if err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+// Unavailable applies the package's rule to a reason an integration test
+// cannot run (from ChDBLibForMain): nil returns, -short mode and a missing
+// tool skip (a missing tool fails when Required), anything else fails.
+func Unavailable(t testing.TB, reason error) {
+	t.Helper()
+	if errors.Is(reason, errShort) {
+		t.Skip(reason.Error())
+	}
+	need(t, reason)
+}
+
 func skipShort(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("integration test: skipped in -short mode (make test runs it)")
+		t.Skip(errShort.Error())
 	}
 }
 

@@ -11,23 +11,15 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"rebound/devstack/devstacktest"
 )
 
-const envRequireIntegration = "REBOUND_REQUIRE_INTEGRATION"
-
 // libOrSkip returns the library to test with, skipping (or failing, with
-// REBOUND_REQUIRE_INTEGRATION=1) when there is none.
+// REBOUND_REQUIRE_INTEGRATION=1) when there is none; see devstacktest.
 func libOrSkip(t *testing.T) string {
 	t.Helper()
-	p := LibPath("")
-	if _, err := os.Stat(p); err != nil {
-		msg := fmt.Sprintf("libchdb not found at %s: run `make setup` or set %s to a libchdb.so", p, EnvLib)
-		if os.Getenv(envRequireIntegration) == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return p
+	return devstacktest.ChDBLib(t)
 }
 
 func openOrSkip(t *testing.T) *Conn {

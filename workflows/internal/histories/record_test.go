@@ -29,6 +29,7 @@ import (
 	"rebound/storage"
 	"rebound/workflows"
 	"rebound/workflows/internal/histories"
+	"rebound/world"
 )
 
 // EnvRecord names the set to record into workflows/testdata/histories/
@@ -226,7 +227,7 @@ func (r *recording) plan(t *testing.T, name, arms string, extra map[string]strin
 // scratch directory keeps no file name.
 func (r *recording) load(t *testing.T, path string) *scenario.Resolved {
 	t.Helper()
-	p, err := scenario.LoadPlan(path)
+	p, err := scenario.LoadPlan(path, world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package llm
+package endpoint
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// limiter enforces a provider's requests-per-minute and tokens-per-minute
+// Limiter enforces a provider's requests-per-minute and tokens-per-minute
 // limits for one process. It is a pair of token buckets in reservation
 // style: a request takes its tokens at once (the balance may go negative)
 // and waits until the balance it left behind has refilled, so concurrent
@@ -26,7 +26,7 @@ import (
 // passed; each success then wins back 2% of the configured rate. The rate
 // is also scaled by the process's share of the provider (SetShare: 1/W
 // with W workers).
-type limiter struct {
+type Limiter struct {
 	mu  sync.Mutex
 	now func() time.Time
 	req bucket
@@ -50,14 +50,15 @@ type bucket struct {
 // burstSeconds is the allowance a bucket can save up.
 const burstSeconds = 1
 
-// headroom is the fraction of a limit the limiter aims at: requests leave
+// headroom is the fraction of a limit the Limiter aims at: requests leave
 // at the limit's pace, but reach the provider with a jitter of their own
 // (connection reuse, queueing), and a provider that counts over short
 // windows answers an early arrival 429. Variable so tests can pin exact
 // arithmetic at 1.
-var headroom = defaultHeadroom
+var headroom = Headroom
 
-const defaultHeadroom = 0.97
+// Headroom is the fraction of a configured limit the limiter aims at.
+const Headroom = 0.97
 
 func newBucket(perMin int) bucket {
 	b := bucket{base: float64(perMin)}
@@ -118,18 +119,21 @@ func (b *bucket) give(n float64) {
 	}
 }
 
-func newLimiter(rpm, tpm int, now func() time.Time) *limiter {
+// NewLimiter returns a limiter of its own (not the process-wide one of
+// LimiterFor) for rpm requests and tpm tokens per minute (0: unlimited);
+// now is the clock (nil: time.Now).
+func NewLimiter(rpm, tpm int, now func() time.Time) *Limiter {
 	if now == nil {
 		now = time.Now
 	}
-	l := &limiter{now: now, req: newBucket(rpm), tok: newBucket(tpm), factor: 1, share: 1}
+	l := &Limiter{now: now, req: newBucket(rpm), tok: newBucket(tpm), factor: 1, share: 1}
 	l.apply()
 	return l
 }
 
 // apply sets the rates in force from the configured limits, the share and
 // the adaptive factor.
-func (l *limiter) apply() {
+func (l *Limiter) apply() {
 	for _, b := range []*bucket{&l.req, &l.tok} {
 		if b.base > 0 {
 			b.setRate(b.base * l.share * l.factor * headroom)
@@ -137,9 +141,9 @@ func (l *limiter) apply() {
 	}
 }
 
-// throttle reacts to a 429: every request waits out retryAfter, and the
+// Throttle reacts to a 429: every request waits out retryAfter, and the
 // rate drops (at most once per second, so one burst of 429s counts once).
-func (l *limiter) throttle(retryAfter time.Duration) {
+func (l *Limiter) Throttle(retryAfter time.Duration) {
 	if l == nil {
 		return
 	}
@@ -157,8 +161,8 @@ func (l *limiter) throttle(retryAfter time.Duration) {
 	}
 }
 
-// recover wins back part of the rate after a success.
-func (l *limiter) recover() {
+// Recover wins back part of the rate after a success.
+func (l *Limiter) Recover() {
 	if l == nil {
 		return
 	}
@@ -171,7 +175,7 @@ func (l *limiter) recover() {
 	}
 }
 
-func (l *limiter) refillAll(now time.Time) {
+func (l *Limiter) refillAll(now time.Time) {
 	for _, b := range []*bucket{&l.req, &l.tok} {
 		if b.perMin > 0 {
 			b.refill(now)
@@ -179,8 +183,8 @@ func (l *limiter) refillAll(now time.Time) {
 	}
 }
 
-// setShare scales the limits to this process's share of the provider.
-func (l *limiter) setShare(share float64) {
+// SetShare scales the limits to this process's share of the provider.
+func (l *Limiter) SetShare(share float64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if share <= 0 || share > 1 {
@@ -193,7 +197,7 @@ func (l *limiter) setShare(share float64) {
 	}
 }
 
-// SetShare tells every provider limiter of the process that it holds share
+// SetShare tells every provider Limiter of the process that it holds share
 // (0 < share <= 1) of each provider's limits: with W workers sharing a
 // provider, each sets 1/W (the worker does it from the number of workers
 // polling its task queue).
@@ -202,7 +206,7 @@ func SetShare(share float64) {
 	defer limiters.Unlock()
 	defaultShare = share
 	for _, l := range limiters.m {
-		l.setShare(share)
+		l.SetShare(share)
 	}
 }
 
@@ -215,10 +219,11 @@ func Share() float64 {
 	return defaultShare
 }
 
-// reserve takes one request and tokens estimated tokens, and returns the
+// Reserve takes one request and tokens estimated tokens, and returns the
 // wait before the request may be sent. A caller that then does not send
-// (cancelled while waiting) gives them back with cancel.
-func (l *limiter) reserve(tokens int) time.Duration {
+// (cancelled while waiting) gives them back with Cancel. A nil limiter
+// never waits.
+func (l *Limiter) Reserve(tokens int) time.Duration {
 	if l == nil {
 		return 0
 	}
@@ -235,7 +240,8 @@ func (l *limiter) reserve(tokens int) time.Duration {
 	return d
 }
 
-func (l *limiter) cancel(tokens int) {
+// Cancel gives back what Reserve took for a request that was not sent.
+func (l *Limiter) Cancel(tokens int) {
 	if l == nil {
 		return
 	}
@@ -245,8 +251,8 @@ func (l *limiter) cancel(tokens int) {
 	l.tok.give(float64(tokens))
 }
 
-// settle replaces a request's token estimate with its actual usage.
-func (l *limiter) settle(estimate, actual int) {
+// Settle replaces a request's token estimate with its actual usage.
+func (l *Limiter) Settle(estimate, actual int) {
 	if l == nil || l.tok.perMin <= 0 {
 		return
 	}
@@ -257,7 +263,7 @@ func (l *limiter) settle(estimate, actual int) {
 }
 
 // tighten lowers the limits to the given ones where they are stricter.
-func (l *limiter) tighten(rpm, tpm int) {
+func (l *Limiter) tighten(rpm, tpm int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, x := range []struct {
@@ -271,16 +277,19 @@ func (l *limiter) tighten(rpm, tpm int) {
 	l.apply()
 }
 
-// The process-wide registry: one limiter per provider, keyed by base URL
+// The process-wide registry: one Limiter per provider, keyed by base URL
 // and API-key variable name (two keys of one provider have separate
 // limits; two arms sharing a key share one). When configs of one provider
 // disagree, the strictest limit holds.
 var limiters = struct {
 	sync.Mutex
-	m map[string]*limiter
-}{m: map[string]*limiter{}}
+	m map[string]*Limiter
+}{m: map[string]*Limiter{}}
 
-func limiterFor(baseURL, keyEnv string, rpm, tpm int) *limiter {
+// LimiterFor returns the process-wide limiter of the provider at baseURL
+// used with the key in keyEnv, tightened to rpm and tpm where they are
+// stricter; nil when the provider has none and rpm and tpm are 0.
+func LimiterFor(baseURL, keyEnv string, rpm, tpm int) *Limiter {
 	key := strings.TrimRight(baseURL, "/") + "\x00" + keyEnv
 	limiters.Lock()
 	defer limiters.Unlock()
@@ -289,8 +298,8 @@ func limiterFor(baseURL, keyEnv string, rpm, tpm int) *limiter {
 		if rpm <= 0 && tpm <= 0 {
 			return nil
 		}
-		l = newLimiter(rpm, tpm, nil)
-		l.setShare(defaultShare)
+		l = NewLimiter(rpm, tpm, nil)
+		l.SetShare(defaultShare)
 		limiters.m[key] = l
 		return l
 	}

@@ -1,0 +1,24 @@
+// Package sweepstatus is the one vocabulary of a sweep's status, as the
+// sweep workflow reports it in its progress and as storage keeps it in the
+// sweeps table. It depends on nothing, so the workflow code (Temporal) and
+// the store (ClickHouse) share it without linking each other.
+package sweepstatus
+
+const (
+	Running   = "running"
+	Completed = "completed"
+	Failed    = "failed"
+	Cancelled = "cancelled"
+)
+
+// All lists every status, in the order a sweep can reach them.
+var All = []string{Running, Completed, Failed, Cancelled}
+
+// Valid reports whether s is a sweep status.
+func Valid(s string) bool {
+	switch s {
+	case Running, Completed, Failed, Cancelled:
+		return true
+	}
+	return false
+}
