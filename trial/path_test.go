@@ -228,7 +228,7 @@ variants:
     faults:
       - {class: rate_limited, tool: inventory.lookup, attempts: [1], retry_after_ms: 1700}
 `, calls)
-	sc, err := scenario.ParseScenario("optional-first.yaml", []byte(src))
+	sc, err := scenario.ParseScenario("optional-first.yaml", []byte(src), world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}
