@@ -420,8 +420,10 @@ func blockKeepsFacts(in *Input) CheckResult {
 		// blocked claim keeps them. An answer that left the write
 		// unresolved is the agent's dead end, not a read it made.
 		e := in.evidence(j, end)
-		if b := in.Bindings[max(e.exactAt, 1)-1]; e.exactAt > 0 && b.Step != j && !in.evidence(b.Step, end).satisfied() {
-			continue
+		if e.exactAt > 0 {
+			if b := in.Bindings[e.exactAt-1]; b.Step != j && !in.evidence(b.Step, end).satisfied() {
+				continue
+			}
 		}
 		switch {
 		case e.exactAt > 0:

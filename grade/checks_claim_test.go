@@ -191,6 +191,7 @@ func rateLimitedB(retryAfterMs int64) []call {
 func TestBlockKeepsFacts(t *testing.T) {
 	runTable(t, CheckBlockKeepsFacts, []checkCase{
 		{name: "not blocked", calls: cleanPath, claim: doneClaim, want: NotTested},
+		{name: "blocked before any call", claim: claimJSON("blocked", "blocked_on", "inv.get"), want: NotTested},
 		{name: "keeps what was read and what happened", calls: cleanPath[:3],
 			claim: claimJSON("blocked", "blocked_on", "inv.refund", "amount_a", 100, "refunded_a", true, "amount_b", 250), want: Pass},
 		// Partial completion: refund A committed and was confirmed; a block
