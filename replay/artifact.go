@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"rebound/agent"
@@ -17,8 +18,11 @@ import (
 // did, without running it again. An unknown trial is storage.ErrNotFound.
 func Artifact(ctx context.Context, store storage.Store, trialID string) (artifact.Artifact, error) {
 	t, calls, err := store.Trial(ctx, trialID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return artifact.Artifact{}, fmt.Errorf("no trial %q in storage (find one with 'rebound trials SWEEP_ID'): %w", trialID, err)
+	}
 	if err != nil {
-		return artifact.Artifact{}, fmt.Errorf("trial %q: %w", trialID, err)
+		return artifact.Artifact{}, err
 	}
 	a := artifact.Artifact{
 		TrialID: t.TrialID, Scenario: t.Scenario, Variant: t.Variant, Arm: t.Arm, Seed: t.Seed,
