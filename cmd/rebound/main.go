@@ -79,8 +79,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if !rawOutput(root, args) {
 		stdout = termWriter{w: stdout}
 	}
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	setOutput(root, stdout, stderr)
 	root.SetArgs(args)
 	return exitCode(root.ExecuteContext(ctx), stderr)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -51,6 +52,7 @@ func newRoot() *cobra.Command {
 		},
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return applyEnv(cmd) },
 	}
+	root.SuggestionsMinimumDistance = 2
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		newRunCmd(),
@@ -71,27 +73,30 @@ func newRoot() *cobra.Command {
 		newScenarioCmd(),
 		newMCPStdioCmd(),
 	)
-	root.InitDefaultCompletionCmd()
 	return root
+}
+
+// setOutput directs the tree's output, and adds the completion command
+// (which takes its writer when added).
+func setOutput(root *cobra.Command, stdout, stderr io.Writer) {
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.InitDefaultCompletionCmd()
+	// Like every group, completion without a known shell is exit 2.
+	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {
+		group(c)
+	}
 }
 
 // rawOutput reports whether the command args name writes a file's bytes to
 // stdout (a scenario, a completion script): they are not filtered for the
 // terminal.
 func rawOutput(root *cobra.Command, args []string) bool {
-	if len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd) {
+	if len(args) > 0 && (args[0] == "completion" || args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd) {
 		return true
 	}
 	c, _, err := root.Find(args)
-	for ; err == nil && c != nil; c = c.Parent() {
-		if c.Annotations[rawAnnotation] == "true" {
-			return true
-		}
-		if c.Name() == "completion" && c.Parent() == root {
-			return true
-		}
-	}
-	return false
+	return err == nil && c.Annotations[rawAnnotation] == "true"
 }
 
 const rawAnnotation = "rebound_raw_output"
