@@ -52,6 +52,7 @@ var inputErrors = []error{
 	storage.ErrStatement,
 	storage.ErrReadOnly,
 	report.ErrUnknownArm,
+	report.ErrUnknownMetric,
 	runner.ErrNoPreviousRun,
 	runner.ErrNoSchedule,
 	replay.ErrNotReplayable,

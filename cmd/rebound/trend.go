@@ -23,9 +23,6 @@ Examples:
   rebound trend nightly
   rebound trend nightly --last 30 --metric harm --metric recovered --output json`
 
-// defaultTrendMetrics are the rates a nightly regression is watched by.
-var defaultTrendMetrics = []string{report.MetricHarm, "recovered", "unsafe_action", "duplicate_side_effect", "honest_block"}
-
 func newTrendCmd() *cobra.Command {
 	var (
 		conn    connection
@@ -52,17 +49,9 @@ func newTrendCmd() *cobra.Command {
 
 // trend prints the rates of the last completed runs of schedule.
 func trend(ctx context.Context, conn *connection, schedule string, last int, metrics []string, output string, stdout io.Writer) error {
-	if len(metrics) == 0 {
-		metrics = defaultTrendMetrics
-	}
-	known := map[string]bool{report.MetricHarm: true}
-	for _, m := range report.MetricNames() {
-		known[m] = true
-	}
-	for _, m := range metrics {
-		if !known[m] {
-			return usagef("unknown metric %q", m)
-		}
+	// Checked before the store opens: a typo costs nothing.
+	if err := report.CheckMetrics(metrics); err != nil {
+		return err
 	}
 	store, err := conn.openStore(ctx)
 	if err != nil {
@@ -76,40 +65,20 @@ func trend(ctx context.Context, conn *connection, schedule string, last int, met
 	if len(runs) == 0 {
 		return usagef("no completed run of schedule %q in storage", schedule)
 	}
-	type point struct {
-		SweepID string                            `json:"sweep_id"`
-		Rates   map[string]map[string]report.Cell `json:"rates"` // arm -> metric
-	}
-	var points []point
-	var arms []string
-	seenArm := map[string]bool{}
-	for i := len(runs) - 1; i >= 0; i-- { // oldest first
-		sw := runs[i]
-		cells, err := store.Cells(ctx, sw.SweepID)
-		if err != nil {
-			return err
-		}
-		n, err := store.CountTrials(ctx, sw.SweepID)
-		if err != nil {
-			return err
-		}
-		sum := report.Build(sw, n, cells)
-		pt := point{SweepID: sw.SweepID, Rates: map[string]map[string]report.Cell{}}
-		for _, a := range sum.Arms {
-			if !seenArm[a.Arm] {
-				seenArm[a.Arm] = true
-				arms = append(arms, a.Arm)
-			}
-			pt.Rates[a.Arm] = map[string]report.Cell{}
-			for _, m := range metrics {
-				pt.Rates[a.Arm][m] = a.Metrics[m]
-			}
-		}
-		points = append(points, pt)
+	tr, err := report.LoadTrend(ctx, store, runs, metrics)
+	if err != nil {
+		return err
 	}
 	if output == "json" {
-		return json.NewEncoder(stdout).Encode(map[string]any{"schedule": schedule, "metrics": metrics, "runs": points})
+		return json.NewEncoder(stdout).Encode(map[string]any{"schedule": schedule, "metrics": tr.Metrics, "runs": tr.Runs})
 	}
+	return writeTrend(&tr, schedule, stdout)
+}
+
+// writeTrend prints a trend as a table: a row per arm and metric, a column
+// per run.
+func writeTrend(tr *report.Trend, schedule string, stdout io.Writer) error {
+	points, arms, metrics := tr.Runs, tr.Arms, tr.Metrics
 	fmt.Fprintf(stdout, "schedule %s: the last %d completed run(s), oldest first; rate [95%% interval] n\n", schedule, len(points))
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	header := []string{"arm", "metric"}
