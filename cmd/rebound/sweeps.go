@@ -100,21 +100,11 @@ func listSweeps(ctx context.Context, conn *connection, limit int, onlyRunning bo
 				continue
 			}
 			st, err := runner.DescribeSweep(ctx, c, key, s.SweepID)
-			switch {
-			case err != nil:
+			if err != nil {
 				states[s.SweepID] = "unknown: " + err.Error()
-			case !st.Found:
-				states[s.SweepID] = "orphaned: its workflow is unknown to Temporal"
-			case !st.Running():
-				states[s.SweepID] = "orphaned: its workflow is " + st.Status
-			case st.Pollers == 0:
-				states[s.SweepID] = "stalled: no worker polls task queue " + st.TaskQueue
-			default:
-				states[s.SweepID] = fmt.Sprintf("running: %d worker(s)", st.Pollers)
+				continue
 			}
-			if f := st.Failing(); len(f) > 0 {
-				states[s.SweepID] += fmt.Sprintf("; %d shard(s) failing, last error: %s", len(f), f[0].LastError)
-			}
+			states[s.SweepID] = st.Summary()
 		}
 	}
 	if output == "json" {
