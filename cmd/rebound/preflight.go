@@ -18,12 +18,6 @@ func loadPlan(ctx context.Context, path string, opts scenario.LoadOptions) (*sce
 	return interruptible(ctx, func() (*scenario.Resolved, error) { return scenario.LoadPlanWith(path, opts) })
 }
 
-// loadScenario is loadPlan for one scenario file.
-func loadScenario(ctx context.Context, path string, opts scenario.LoadOptions) (*scenario.Scenario, error) {
-	opts.Context = ctx
-	return interruptible(ctx, func() (*scenario.Scenario, error) { return scenario.LoadScenarioWith(path, opts) })
-}
-
 // interruptible runs load, but returns as soon as ctx is cancelled: the
 // command then exits (130) without waiting for a file to finish loading.
 func interruptible[T any](ctx context.Context, load func() (T, error)) (T, error) {
