@@ -14,7 +14,6 @@ import (
 	"rebound/runner"
 	"rebound/scenario"
 	"rebound/storage"
-	"rebound/workflows"
 )
 
 const sweepAbout = `Starts a sweep on an existing Temporal cluster (workers must be running:
@@ -182,25 +181,7 @@ func sweepStatus(ctx context.Context, c client.Client, key []byte, sweepID, outp
 	if !st.Found {
 		return usagef("sweep %s is unknown to this Temporal (stored sweeps: 'rebound sweeps')", sweepID)
 	}
-	// Progress comes from the workflow: a query while a worker serves it,
-	// the result once it completed. A query with no worker would only time
-	// out.
-	var (
-		p    workflows.Progress
-		perr error
-	)
-	switch {
-	case st.Running() && st.Pollers > 0:
-		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		p, perr = runner.Progress(qctx, c, sweepID)
-		cancel()
-	case st.Status == "completed":
-		perr = c.GetWorkflow(ctx, runner.WorkflowID(sweepID), "").Get(ctx, &p)
-	case st.Running():
-		perr = errors.New("no worker polls its task queue")
-	default:
-		perr = fmt.Errorf("the workflow ended %s", st.Status)
-	}
+	p, perr := runner.CurrentProgress(ctx, c, st)
 	if output == "json" {
 		out := map[string]any{"sweep_id": sweepID, "workflow": st}
 		if perr == nil {
