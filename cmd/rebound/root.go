@@ -53,6 +53,32 @@ func newRoot() *cobra.Command {
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return applyEnv(cmd) },
 	}
 	root.SuggestionsMinimumDistance = 2
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "help about any command",
+		Long:  "Prints the help of a command (rebound help sweep status), or the overview.",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			target, rest, err := c.Root().Find(args)
+			if err != nil || len(rest) > 0 {
+				return usagef("no help topic %q (see 'rebound help')", strings.Join(args, " "))
+			}
+			return target.Help()
+		},
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			target, _, err := c.Root().Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var out []cobra.Completion
+			for _, s := range target.Commands() {
+				if s.IsAvailableCommand() && strings.HasPrefix(s.Name(), toComplete) {
+					out = append(out, cobra.CompletionWithDesc(s.Name(), s.Short))
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+	})
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		newRunCmd(),

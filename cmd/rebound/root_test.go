@@ -73,6 +73,8 @@ func TestGroupsNeedASubcommand(t *testing.T) {
 		{[]string{"schedule", "remove", "x"}, `unknown schedule subcommand "remove"`},
 		{[]string{"frobnicate"}, `unknown command "frobnicate" for "rebound"`},
 		{[]string{"reprot", "x"}, "did you mean report?"},
+		{[]string{"help", "frobnicate"}, `no help topic "frobnicate"`},
+		{[]string{"help", "sweep", "stop"}, `no help topic "sweep stop"`},
 	} {
 		code, out, errOut := runCLI(t, tc.args...)
 		if code != exitUsage || !strings.Contains(errOut, tc.want) || out != "" {
@@ -181,6 +183,10 @@ func TestCompletion(t *testing.T) {
 	code, out, _ := runCLI(t, "__complete", "sw")
 	if code != exitOK || !strings.Contains(out, "sweep\t") || !strings.Contains(out, "sweeps\t") {
 		t.Errorf("__complete sw: exit %d\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "__complete", "help", "sweep", "st")
+	if code != exitOK || !strings.Contains(out, "start\t") || !strings.Contains(out, "status\t") || strings.Contains(out, "cancel") {
+		t.Errorf("__complete help sweep st: exit %d\n%s", code, out)
 	}
 	code, out, _ = runCLI(t, "__complete", "report", "--out")
 	if code != exitOK || !strings.Contains(out, "--output\t") {
