@@ -105,8 +105,8 @@ func newActivities(store storage.Store, redactionKey []byte) (*activities.Activi
 	return &activities.Activities{Store: store, RedactionKey: redactionKey, RedactPatterns: patterns}, nil
 }
 
-// redactionKeyEnv names the deployment's redaction key.
-const redactionKeyEnv = redact.EnvKey
+// redactionKeyEnv names the deployment's redaction key (redact.EnvKey).
+const redactionKeyEnv = "REBOUND_REDACTION_KEY"
 
 // envRedactionKey is $REBOUND_REDACTION_KEY, which workers and clients of a
 // deployment share; without it they refuse to start (exit 2).
