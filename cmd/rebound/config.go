@@ -25,13 +25,20 @@ import (
 	"rebound/telemetry"
 )
 
-// openStore connects to the ClickHouse server, or opens the embedded engine.
-func (c *connection) openStore(ctx context.Context) (storage.Store, error) {
+// storeConfig is the store the storage flags name: a ClickHouse server, or
+// the embedded engine under --data-dir. A new storage flag is set here.
+func (c *connection) storeConfig() storage.Config {
 	cfg := storage.Config{DSN: c.clickhouseDSN, LibPath: c.chdbLib}
 	if c.clickhouseDSN == "" {
 		cfg.DataDir = filepath.Join(c.dataDir, "chdb")
 	}
-	st, err := storage.Open(ctx, cfg)
+	return cfg
+}
+
+// openStore connects to the ClickHouse server, or opens the embedded
+// engine, and migrates its schema.
+func (c *connection) openStore(ctx context.Context) (storage.Store, error) {
+	st, err := storage.Open(ctx, c.storeConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -45,10 +52,8 @@ func (c *connection) openStore(ctx context.Context) (storage.Store, error) {
 // openReadOnlyStore opens the store in the engine's readonly=1 mode (no
 // migration: nothing may be written).
 func (c *connection) openReadOnlyStore(ctx context.Context) (storage.Store, error) {
-	cfg := storage.Config{DSN: c.clickhouseDSN, LibPath: c.chdbLib, ReadOnly: true}
-	if c.clickhouseDSN == "" {
-		cfg.DataDir = filepath.Join(c.dataDir, "chdb")
-	}
+	cfg := c.storeConfig()
+	cfg.ReadOnly = true
 	return storage.Open(ctx, cfg)
 }
 
