@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -13,7 +12,6 @@ import (
 
 	"rebound/runner"
 	"rebound/scenario"
-	"rebound/storage"
 )
 
 const sweepAbout = `Starts a sweep on an existing Temporal cluster (workers must be running:
@@ -234,22 +232,15 @@ func sweepCancel(ctx context.Context, c client.Client, conn *connection, key []b
 	}
 	defer store.Close()
 	if !st.Running() {
-		sw, err := store.Sweep(ctx, sweepID)
-		if err != nil {
-			if errors.Is(err, storage.ErrNotFound) {
-				return usagef("no sweep %q (list them with 'rebound sweeps')", sweepID)
-			}
+		ended, err := runner.CancelOrphan(ctx, store, sweepID)
+		switch {
+		case err != nil:
 			return err
+		case ended != "":
+			fmt.Fprintf(stdout, "sweep %s already ended %s\n", sweepID, ended)
+		default:
+			fmt.Fprintf(stdout, "sweep %s: workflow gone (orphaned); recorded cancelled\n", sweepID)
 		}
-		if sw.Status != storage.SweepRunning {
-			fmt.Fprintf(stdout, "sweep %s already ended %s\n", sweepID, sw.Status)
-			return nil
-		}
-		sw.Status = storage.SweepCancelled
-		if err := store.PutSweep(ctx, sw); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "sweep %s: workflow gone (orphaned); recorded cancelled\n", sweepID)
 		return nil
 	}
 	if st.Pollers == 0 {
