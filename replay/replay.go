@@ -61,6 +61,9 @@ func Trial(ctx context.Context, store storage.Store, trialID string, replayOpts 
 		opt(&o)
 	}
 	t, _, err := store.Trial(ctx, trialID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return Result{}, fmt.Errorf("no trial %q in storage (find one with 'rebound trials SWEEP_ID'): %w", trialID, err)
+	}
 	if err != nil {
 		return Result{}, err
 	}

@@ -309,6 +309,9 @@ func (s *store) Query(ctx context.Context, sql string) (Table, error) {
 	}
 	t, err := s.t.query(ctx, sql)
 	if err != nil {
+		if s.readOnly && IsReadOnlyRefusal(err) {
+			return Table{}, fmt.Errorf("%w: %w", ErrReadOnly, err)
+		}
 		return Table{}, fmt.Errorf("storage: query: %w", err)
 	}
 	return t, nil

@@ -2,14 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"rebound/report"
 	"rebound/runner"
@@ -51,96 +51,95 @@ Examples:
   rebound compare --baseline prod --baseline-sweep nightly-0611 --candidate prod NIGHTLY_0612
   rebound compare --baseline a --candidate b --save report.html --save comment.md SWEEP_ID`
 
+func newCompareCmd() *cobra.Command {
+	var (
+		f          compareFlags
+		confidence float64
+	)
+	cmd := &cobra.Command{
+		Use:   "compare --baseline ARM --candidate ARM [flags] SWEEP_ID",
+		Short: "compare two arms on the same cases (paired), as text, Markdown, JSON, JUnit or HTML",
+		Long:  compareAbout,
+		Args:  exactArgs(1, "compare takes exactly one SWEEP_ID (list them with 'rebound sweeps')"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.check("compare", args[0]); err != nil {
+				return err
+			}
+			if !(confidence > 0 && confidence < 1) {
+				return usagef("--confidence must lie strictly between 0 and 1, got %g", confidence)
+			}
+			ctx := cmd.Context()
+			store, err := f.conn.openStore(ctx)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			c, err := f.load(ctx, store, confidence)
+			if err != nil {
+				return err
+			}
+			return f.emit(&c, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f.register(cmd.Flags())
+	cmd.Flags().Float64Var(&confidence, "confidence", report.Confidence, "level of every interval, and 1 − the significance level of better/worse")
+	return cmd
+}
+
 // compareFlags are the flags compare and gate share.
 type compareFlags struct {
-	conn          connection
-	baseline      string
-	candidate     string
-	baselineSweep string
-	output        string
-	saves         multiFlag
-	faultClasses  bool
-	bootstrap     int
-	generalize    bool
+	conn      connection
+	req       report.CompareRequest
+	output    string
+	saves     []string
+	bootstrap int
 }
 
 // previousSweep is the --baseline-sweep value that names the run before.
 const previousSweep = "previous"
 
-// previousRun resolves --baseline-sweep previous: the last completed run of
-// the same schedule before sw (a scheduled run), or the last completed sweep
-// of the same plan before it.
-func previousRun(ctx context.Context, store storage.Store, sw storage.Sweep) (string, error) {
-	all, err := store.Sweeps(ctx, 0) // newest first
-	if err != nil {
-		return "", err
-	}
-	schedule, scheduled := runner.ScheduleOf(sw.SweepID)
-	for _, s := range all {
-		if s.SweepID == sw.SweepID || s.Status != storage.SweepCompleted || !s.CreatedAt.Before(sw.CreatedAt) {
-			continue
-		}
-		if scheduled {
-			if strings.HasPrefix(s.SweepID, runner.ScheduledSweepPrefix(schedule)) {
-				return s.SweepID, nil
-			}
-		} else if s.Name == sw.Name {
-			return s.SweepID, nil
-		}
-	}
-	what := fmt.Sprintf("plan %q", sw.Name)
-	if scheduled {
-		what = fmt.Sprintf("schedule %q", schedule)
-	}
-	return "", usagef("--baseline-sweep previous: no completed run of %s before %s", what, sw.SweepID)
-}
-
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
-func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
-
 var formats = []string{"text", "markdown", "json", "junit", "html"}
 
-func (f *compareFlags) register(fs *flag.FlagSet) {
+func (f *compareFlags) register(fs *pflag.FlagSet) {
 	f.conn.storageFlags(fs)
-	fs.StringVar(&f.baseline, "baseline", "", "the baseline arm (required)")
-	fs.StringVar(&f.candidate, "candidate", "", "the candidate arm (required)")
-	fs.StringVar(&f.baselineSweep, "baseline-sweep", "", "read the baseline arm from this sweep instead of SWEEP_ID (same plan, another run); 'previous' is the last completed run of the same schedule (or plan) before SWEEP_ID")
-	fs.StringVar(&f.output, "output", "text", "format on stdout: "+strings.Join(formats, ", "))
-	fs.Var(&f.saves, "save", "also write the report to FILE, format from its extension (.txt .md .json .xml .html); repeatable")
-	fs.BoolVar(&f.faultClasses, "fault-classes", true, "read trial rows for the fault-class breakdown and the scenario-file check across sweeps (off: fault classes come from a SQL aggregation)")
-	fs.IntVar(&f.bootstrap, "bootstrap", 0, "add a seeded cluster-bootstrap interval with this many replicates (0: off)")
-	fs.BoolVar(&f.generalize, "generalize", false, "count scenarios, not cases, as the unit of evidence: would the result hold on new scenarios like these?")
+	fs.StringVar(&f.req.Baseline, "baseline", "", "the baseline arm (required)")
+	fs.StringVar(&f.req.Candidate, "candidate", "", "the candidate arm (required)")
+	fs.StringVar(&f.req.BaselineSweep, "baseline-sweep", "", "read the baseline arm from this sweep instead of SWEEP_ID (same plan, another run); 'previous' is the last completed run of the same schedule (or plan) before SWEEP_ID")
+	choiceFlag(fs, &f.output, "output", "format on stdout", formats...)
+	fs.StringArrayVar(&f.saves, "save", nil, "also write the report to FILE, format from its extension (.txt .md .json .xml .html); repeatable")
+	fs.BoolVar(&f.req.TrialRows, "fault-classes", true, "read trial rows for the fault-class breakdown and the scenario-file check across sweeps (off: fault classes come from a SQL aggregation)")
+	intFlag(fs, &f.req.BootstrapReps, "bootstrap", 0, 0, 100000, "add a seeded cluster-bootstrap interval with this many replicates (0: off)")
+	fs.BoolVar(&f.req.Generalize, "generalize", false, "count scenarios, not cases, as the unit of evidence: would the result hold on new scenarios like these?")
 }
 
-// check validates the flags and returns the candidate sweep ID.
-func (f *compareFlags) check(fs *flag.FlagSet, cmd string) (string, error) {
-	if fs.NArg() != 1 {
-		return "", usagef("%s takes exactly one SWEEP_ID (list them with 'rebound sweeps'); got %d arguments", cmd, fs.NArg())
-	}
-	if f.baseline == "" || f.candidate == "" {
-		return "", usagef("%s needs --baseline ARM and --candidate ARM", cmd)
-	}
-	if !slices.Contains(formats, f.output) {
-		return "", usagef("--output must be one of %s, got %q", strings.Join(formats, ", "), f.output)
+// check validates the flags against the candidate sweep ID.
+func (f *compareFlags) check(cmd, sweepID string) error {
+	f.req.SweepID = sweepID
+	if f.req.Baseline == "" || f.req.Candidate == "" {
+		return usagef("%s needs --baseline ARM and --candidate ARM", cmd)
 	}
 	for _, path := range f.saves {
 		if _, err := formatOf(path); err != nil {
-			return "", err
+			return err
 		}
 	}
-	if f.bootstrap < 0 {
-		return "", usagef("--bootstrap must be ≥ 0")
+	if (f.req.BaselineSweep == "" || f.req.BaselineSweep == sweepID) && f.req.Baseline == f.req.Candidate {
+		return usagef("--baseline and --candidate are the same arm %q of the same sweep; name two arms, or another sweep with --baseline-sweep", f.req.Baseline)
 	}
-	sweepID := fs.Arg(0)
-	if f.baselineSweep == "" {
-		f.baselineSweep = sweepID
+	return nil
+}
+
+// load resolves --baseline-sweep previous and compares the two arms.
+func (f *compareFlags) load(ctx context.Context, store storage.Store, confidence float64) (report.Comparison, error) {
+	if f.req.BaselineSweep == previousSweep {
+		prev, err := runner.PreviousRun(ctx, store, f.req.SweepID)
+		if err != nil {
+			return report.Comparison{}, fmt.Errorf("--baseline-sweep previous: %w", err)
+		}
+		f.req.BaselineSweep = prev
 	}
-	if f.baselineSweep == sweepID && f.baseline == f.candidate {
-		return "", usagef("--baseline and --candidate are the same arm %q of the same sweep; name two arms, or another sweep with --baseline-sweep", f.baseline)
-	}
-	return sweepID, nil
+	f.req.Confidence = confidence
+	return report.LoadComparison(ctx, store, f.req)
 }
 
 func formatOf(path string) (string, error) {
@@ -194,124 +193,4 @@ func (f *compareFlags) emit(c *report.Comparison, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "wrote %s (%s)\n", path, format)
 	}
 	return nil
-}
-
-// loadComparison reads both sides from storage and compares them. Errors
-// about the invocation (unknown sweep or arm) are usage errors.
-func (f *compareFlags) loadComparison(ctx context.Context, store storage.Store, sweepID string, conf float64) (report.Comparison, error) {
-	sweep := func(id string) (storage.Sweep, error) {
-		sw, err := store.Sweep(ctx, id)
-		if errors.Is(err, storage.ErrNotFound) {
-			return sw, usagef("no sweep %q in storage (list them with 'rebound sweeps')", id)
-		}
-		return sw, err
-	}
-	cand, err := sweep(sweepID)
-	if err != nil {
-		return report.Comparison{}, err
-	}
-	if f.baselineSweep == previousSweep {
-		prev, err := previousRun(ctx, store, cand)
-		if err != nil {
-			return report.Comparison{}, err
-		}
-		f.baselineSweep = prev
-	}
-	base := cand
-	if f.baselineSweep != sweepID {
-		if base, err = sweep(f.baselineSweep); err != nil {
-			return report.Comparison{}, err
-		}
-	}
-	candCells, err := store.Cells(ctx, sweepID)
-	if err != nil {
-		return report.Comparison{}, err
-	}
-	baseCells := candCells
-	if f.baselineSweep != sweepID {
-		if baseCells, err = store.Cells(ctx, f.baselineSweep); err != nil {
-			return report.Comparison{}, err
-		}
-	}
-	if err := armExists(base, baseCells, f.baseline, "--baseline"); err != nil {
-		return report.Comparison{}, err
-	}
-	if err := armExists(cand, candCells, f.candidate, "--candidate"); err != nil {
-		return report.Comparison{}, err
-	}
-	in := report.CompareInput{
-		Baseline:      report.Side{SweepID: f.baselineSweep, Arm: f.baseline},
-		Candidate:     report.Side{SweepID: sweepID, Arm: f.candidate},
-		BaselineCells: baseCells, CandidateCells: candCells,
-		Confidence: conf, BootstrapReps: f.bootstrap, BootstrapSeed: 1, Generalize: f.generalize,
-	}
-	if f.faultClasses {
-		candTrials, err := store.Trials(ctx, sweepID)
-		if err != nil {
-			return report.Comparison{}, err
-		}
-		baseTrials := candTrials
-		if f.baselineSweep != sweepID {
-			if baseTrials, err = store.Trials(ctx, f.baselineSweep); err != nil {
-				return report.Comparison{}, err
-			}
-			in.BaselineHashes = report.ScenarioHashes(onlyArm(baseTrials, f.baseline))
-			in.CandidateHashes = report.ScenarioHashes(onlyArm(candTrials, f.candidate))
-		}
-		in.Cases = report.CasesFromTrials(onlyArm(baseTrials, f.baseline), onlyArm(candTrials, f.candidate))
-	} else if faults, err := store.CaseFaults(ctx, sweepID); err == nil {
-		in.Cases = report.CasesFromFaults(faults) // computed in SQL; cases are the same in every arm
-	} else {
-		return report.Comparison{}, err
-	}
-	return report.Compare(in), nil
-}
-
-func onlyArm(trials []storage.Trial, arm string) []storage.Trial {
-	var out []storage.Trial
-	for _, t := range trials {
-		if t.Arm == arm {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-func armExists(sw storage.Sweep, cells []storage.Cell, arm, flagName string) error {
-	if slices.Contains(sw.Arms, arm) {
-		return nil
-	}
-	for i := range cells {
-		if cells[i].Arm == arm {
-			return nil
-		}
-	}
-	return usagef("%s %q: sweep %s has no such arm (arms: %s)", flagName, arm, sw.SweepID, strings.Join(sw.Arms, ", "))
-}
-
-func compareCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("compare", "rebound compare --baseline ARM --candidate ARM [flags] SWEEP_ID", compareAbout, stderr)
-	var f compareFlags
-	f.register(fs)
-	confidence := fs.Float64("confidence", report.Confidence, "level of every interval, and 1 − the significance level of better/worse")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	sweepID, err := f.check(fs, "compare")
-	if err != nil {
-		return err
-	}
-	if !(*confidence > 0 && *confidence < 1) {
-		return usagef("--confidence must lie strictly between 0 and 1, got %g", *confidence)
-	}
-	store, err := f.conn.openStore(ctx)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	c, err := f.loadComparison(ctx, store, sweepID, *confidence)
-	if err != nil {
-		return err
-	}
-	return f.emit(&c, stdout, stderr)
 }

@@ -1,14 +1,16 @@
 package main
 
+// Connecting to the store and to Temporal, the redaction key, telemetry:
+// what every command that talks to a deployment shares. The flags that
+// configure it are in flags.go.
+
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -17,60 +19,26 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"rebound/activities"
-	"rebound/fileerr"
 	"rebound/redact"
 	"rebound/runner"
 	"rebound/storage"
 	"rebound/telemetry"
 )
 
-var errHelp = errors.New("help shown")
-
-// env returns the environment variable or a default.
-func env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
-// connection holds the flags that say where Temporal and ClickHouse are.
-type connection struct {
-	temporalAddress string
-	namespace       string
-	taskQueue       string
-	clickhouseDSN   string
-	dataDir         string
-	chdbLib         string
-	security        runner.Security
-}
-
-func (c *connection) temporalFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.temporalAddress, "temporal-address", env("REBOUND_TEMPORAL_ADDRESS", ""), "Temporal frontend host:port (env REBOUND_TEMPORAL_ADDRESS)")
-	fs.StringVar(&c.namespace, "namespace", env("REBOUND_NAMESPACE", "default"), "Temporal namespace (env REBOUND_NAMESPACE)")
-	fs.StringVar(&c.taskQueue, "task-queue", env("REBOUND_TASK_QUEUE", runner.DefaultTaskQueue), "Temporal task queue the workers poll (env REBOUND_TASK_QUEUE)")
-	tlsOn := strings.EqualFold(os.Getenv("REBOUND_TEMPORAL_TLS"), "true")
-	fs.BoolVar(&c.security.TLS, "temporal-tls", tlsOn, "connect to --temporal-address over TLS, verified with the system roots (env REBOUND_TEMPORAL_TLS=true); implied by the other --temporal-tls-* flags and by --temporal-api-key-env")
-	fs.StringVar(&c.security.CertFile, "temporal-tls-cert", env("REBOUND_TEMPORAL_TLS_CERT", ""), "client certificate (PEM) for mutual TLS, with --temporal-tls-key (env REBOUND_TEMPORAL_TLS_CERT)")
-	fs.StringVar(&c.security.KeyFile, "temporal-tls-key", env("REBOUND_TEMPORAL_TLS_KEY", ""), "private key (PEM) of --temporal-tls-cert (env REBOUND_TEMPORAL_TLS_KEY)")
-	fs.StringVar(&c.security.CAFile, "temporal-tls-ca", env("REBOUND_TEMPORAL_TLS_CA", ""), "CA certificates (PEM) that verify the Temporal server; default: the system roots (env REBOUND_TEMPORAL_TLS_CA)")
-	fs.StringVar(&c.security.ServerName, "temporal-tls-server-name", env("REBOUND_TEMPORAL_TLS_SERVER_NAME", ""), "server name the Temporal certificate must carry; default: the host of --temporal-address (env REBOUND_TEMPORAL_TLS_SERVER_NAME)")
-	fs.StringVar(&c.security.APIKeyEnv, "temporal-api-key-env", env("REBOUND_TEMPORAL_API_KEY_ENV", ""), "NAME of the environment variable holding a Temporal API key (Temporal Cloud); the key itself is never a flag (env REBOUND_TEMPORAL_API_KEY_ENV)")
-}
-
-func (c *connection) storageFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.clickhouseDSN, "clickhouse-dsn", env("REBOUND_CLICKHOUSE_DSN", ""), "ClickHouse server, Native protocol: clickhouse://user:pass@host:9000/db (env REBOUND_CLICKHOUSE_DSN); empty uses the embedded chDB under --data-dir")
-	fs.StringVar(&c.dataDir, "data-dir", env("REBOUND_DATA_DIR", "data"), "directory for the embedded stack's state: chDB data and the Temporal SQLite file (env REBOUND_DATA_DIR)")
-	fs.StringVar(&c.chdbLib, "chdb-lib", env("REBOUND_CHDB_LIB", ""), "path of libchdb.so for the embedded ClickHouse (env REBOUND_CHDB_LIB; default: the repo's .cache, installed by make setup)")
-}
-
-// openStore connects to the ClickHouse server, or opens the embedded engine.
-func (c *connection) openStore(ctx context.Context) (storage.Store, error) {
+// storeConfig is the store the storage flags name: a ClickHouse server, or
+// the embedded engine under --data-dir. A new storage flag is set here.
+func (c *connection) storeConfig() storage.Config {
 	cfg := storage.Config{DSN: c.clickhouseDSN, LibPath: c.chdbLib}
 	if c.clickhouseDSN == "" {
 		cfg.DataDir = filepath.Join(c.dataDir, "chdb")
 	}
-	st, err := storage.Open(ctx, cfg)
+	return cfg
+}
+
+// openStore connects to the ClickHouse server, or opens the embedded
+// engine, and migrates its schema.
+func (c *connection) openStore(ctx context.Context) (storage.Store, error) {
+	st, err := storage.Open(ctx, c.storeConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -84,10 +52,8 @@ func (c *connection) openStore(ctx context.Context) (storage.Store, error) {
 // openReadOnlyStore opens the store in the engine's readonly=1 mode (no
 // migration: nothing may be written).
 func (c *connection) openReadOnlyStore(ctx context.Context) (storage.Store, error) {
-	cfg := storage.Config{DSN: c.clickhouseDSN, LibPath: c.chdbLib, ReadOnly: true}
-	if c.clickhouseDSN == "" {
-		cfg.DataDir = filepath.Join(c.dataDir, "chdb")
-	}
+	cfg := c.storeConfig()
+	cfg.ReadOnly = true
 	return storage.Open(ctx, cfg)
 }
 
@@ -115,55 +81,6 @@ func (c *connection) dialTemporal(ctx context.Context, address string, redaction
 	return cl, nil
 }
 
-// parse parses flags; -h prints the command's help and stops it cleanly.
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
-		}
-		return usageError{err}
-	}
-	return nil
-}
-
-// parseOneArg parses flags, checks --output and requires exactly one
-// positional argument, or fails with the usage message format.
-func parseOneArg(fs *flag.FlagSet, args []string, output *string, format string, a ...any) error {
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := checkOutput(*output); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef(format, a...)
-	}
-	return nil
-}
-
-// newFlags builds a flag set whose help starts with a teaching paragraph.
-func newFlags(name, usage, about string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s\n\n%s\n\nFlags:\n", usage, strings.TrimSpace(about))
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// outputFlag adds --output text|json.
-func outputFlag(fs *flag.FlagSet) *string {
-	return fs.String("output", "text", "output format: text (for people) or json (for machines)")
-}
-
-func checkOutput(o string) error {
-	if o != "text" && o != "json" {
-		return usagef("--output must be text or json, got %q", o)
-	}
-	return nil
-}
-
 // quietLogger keeps the Temporal SDK's routine logs out of the terminal;
 // warnings and errors still show, except once the command is interrupted,
 // when every in-flight activity reports its cancellation.
@@ -184,41 +101,11 @@ func (l quietLogger) Error(msg string, kv ...any) {
 
 var _ log.Logger = quietLogger{}
 
-// maxRedactFileBytes bounds REBOUND_REDACT_FILE.
-const maxRedactFileBytes = 64 << 10
-
-// redactPatterns reads extra secret patterns for redaction from the file
-// named by REBOUND_REDACT_FILE: one regular expression per line, blank
-// lines and lines starting with # ignored. Each is checked up front, so a
-// typo fails the command with file:line instead of leaking later.
-func redactPatterns() ([]string, error) {
-	path := os.Getenv("REBOUND_REDACT_FILE")
-	if path == "" {
-		return nil, nil
-	}
-	data, err := fileerr.ReadRegular(path, maxRedactFileBytes, "redact file")
-	if err != nil {
-		return nil, usagef("REBOUND_REDACT_FILE: %v", err)
-	}
-	var out []string
-	for i, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if _, err := regexp.Compile(line); err != nil {
-			return nil, usagef("%s:%d: invalid pattern: %v", path, i+1, err)
-		}
-		out = append(out, line)
-	}
-	return out, nil
-}
-
 // newActivities builds the activities of a worker from the environment.
 func newActivities(store storage.Store, redactionKey []byte) (*activities.Activities, error) {
-	patterns, err := redactPatterns()
+	patterns, err := redact.PatternsFromEnv()
 	if err != nil {
-		return nil, err
+		return nil, usageError{err}
 	}
 	return &activities.Activities{Store: store, RedactionKey: redactionKey, RedactPatterns: patterns}, nil
 }
@@ -308,4 +195,15 @@ func shutdownTelemetry(p *telemetry.Provider, stderr io.Writer) {
 	if err := p.Shutdown(ctx); err != nil {
 		fmt.Fprintf(stderr, "telemetry: flush: %v\n", err)
 	}
+}
+
+// storedKey is the key that sealed a stored plan: $REBOUND_REDACTION_KEY,
+// or the embedded stack's key in the data dir (none for a server without
+// the variable: what needs it then says so).
+func (c *connection) storedKey() []byte {
+	if k := os.Getenv(redactionKeyEnv); k != "" || c.clickhouseDSN != "" {
+		return []byte(k)
+	}
+	b, _ := os.ReadFile(filepath.Join(c.dataDir, "redaction.key"))
+	return []byte(strings.TrimSpace(string(b)))
 }

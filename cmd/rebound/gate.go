@@ -1,11 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"rebound/gate"
 	"rebound/report"
@@ -41,55 +41,63 @@ Examples:
   rebound gate --baseline prod --candidate next --thresholds gate.yaml \
       --save gate.xml --save comment.md --save report.html SWEEP_ID`
 
-func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("gate", "rebound gate --baseline ARM --candidate ARM --thresholds FILE [flags] SWEEP_ID", gateAbout, stderr)
-	var f compareFlags
-	f.register(fs)
-	thresholds := fs.String("thresholds", "", "YAML file of thresholds per metric (required; see examples/gates/release.yaml)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	sweepID, err := f.check(fs, "gate")
-	if err != nil {
-		return err
-	}
-	if *thresholds == "" {
-		return usagef("gate needs --thresholds FILE (see examples/gates/release.yaml)")
-	}
-	th, err := gate.Load(*thresholds)
-	if err != nil {
-		var list gate.Errors
-		if errors.As(err, &list) {
-			return usageError{fmt.Errorf("%d problem(s) in the thresholds file:\n%w", len(list), err)}
-		}
-		return usageError{fmt.Errorf("thresholds: %w", err)}
-	}
-	// From here on every error is exit 2: exit 1 means a regression only.
-	store, err := f.conn.openStore(ctx)
-	if err != nil {
-		return usageError{err}
-	}
-	defer store.Close()
-	c, err := f.loadComparison(ctx, store, sweepID, th.Confidence)
-	if err != nil {
-		return usageError{err}
-	}
-	g, err := gate.Evaluate(c, th)
-	if err != nil {
-		return usageError{err}
-	}
-	c.Gate = &g
-	if err := f.emit(&c, stdout, stderr); err != nil {
-		return usageError{err}
-	}
-	if !g.Passed {
-		var failed []string
-		for _, k := range g.Checks {
-			if k.Status == report.CheckFail {
-				failed = append(failed, k.Metric)
+func newGateCmd() *cobra.Command {
+	var (
+		f          compareFlags
+		thresholds string
+	)
+	cmd := &cobra.Command{
+		Use:   "gate --baseline ARM --candidate ARM --thresholds FILE [flags] SWEEP_ID",
+		Short: "fail (exit 1) when the candidate arm regresses beyond a thresholds file",
+		Long:  gateAbout,
+		Args:  exactArgs(1, "gate takes exactly one SWEEP_ID (list them with 'rebound sweeps')"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.check("gate", args[0]); err != nil {
+				return err
 			}
-		}
-		return failure{fmt.Sprintf("gate failed: candidate %s regressed on %s", f.candidate, strings.Join(failed, ", "))}
+			if thresholds == "" {
+				return usagef("gate needs --thresholds FILE (see examples/gates/release.yaml)")
+			}
+			ctx := cmd.Context()
+			th, err := gate.Load(thresholds)
+			if err != nil {
+				var list gate.Errors
+				if errors.As(err, &list) {
+					return usageError{fmt.Errorf("%d problem(s) in the thresholds file:\n%w", len(list), err)}
+				}
+				return usageError{fmt.Errorf("thresholds: %w", err)}
+			}
+			// From here on every error is exit 2: exit 1 means a regression only.
+			store, err := f.conn.openStore(ctx)
+			if err != nil {
+				return usageError{err}
+			}
+			defer store.Close()
+			c, err := f.load(ctx, store, th.Confidence)
+			if err != nil {
+				return usageError{err}
+			}
+			g, err := gate.Evaluate(c, th)
+			if err != nil {
+				return usageError{err}
+			}
+			c.Gate = &g
+			if err := f.emit(&c, cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
+				return usageError{err}
+			}
+			if !g.Passed {
+				var failed []string
+				for _, k := range g.Checks {
+					if k.Status == report.CheckFail {
+						failed = append(failed, k.Metric)
+					}
+				}
+				return failure{fmt.Sprintf("gate failed: candidate %s regressed on %s", f.req.Candidate, strings.Join(failed, ", "))}
+			}
+			return nil
+		},
 	}
-	return nil
+	f.register(cmd.Flags())
+	cmd.Flags().StringVar(&thresholds, "thresholds", "", "YAML file of thresholds per metric (required; see examples/gates/release.yaml)")
+	return cmd
 }

@@ -9,7 +9,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"rebound/judge"
+	"rebound/storage"
 )
 
 const judgeAbout = `Reads what the plan's LLM judge (seed 003) left for a sweep. The executable
@@ -24,52 +27,73 @@ judge's value is known only by how well it agrees with them.
 Example:
   rebound judge agreement quickstart-20261129-121500-3fa2c1`
 
-func judgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "agreement" && args[0] != "queue") {
-		fmt.Fprintf(stderr, "Usage: rebound judge agreement|queue SWEEP_ID\n\n%s\n", judgeAbout)
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			return errHelp
-		}
-		return usagef("judge needs a subcommand: agreement or queue")
+func newJudgeCmd() *cobra.Command {
+	return group(&cobra.Command{
+		Use:   "judge agreement|queue",
+		Short: "the LLM judge's agreement with the checks, and its review queue",
+		Long:  judgeAbout,
+	},
+		judgeSubcommand("agreement", "agreement with the checks per dimension: n, rate, Cohen's kappa", judgeAgreement),
+		judgeSubcommand("queue", "trials the judge could not score, for humans", judgeQueue))
+}
+
+// judgeSubcommand builds a judge subcommand reading one stored sweep.
+func judgeSubcommand(name, short string, run func(ctx context.Context, store storage.Store, sweepID, output string, stdout io.Writer) error) *cobra.Command {
+	var (
+		conn   connection
+		output string
+	)
+	cmd := &cobra.Command{
+		Use:   name + " [flags] SWEEP_ID",
+		Short: short,
+		Long:  judgeAbout,
+		Args:  exactArgs(1, "judge "+name+" takes exactly one SWEEP_ID (list them with 'rebound sweeps')"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			store, err := conn.openStore(ctx)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			// An unknown sweep is an error (exit 2), not an empty queue.
+			if _, err := store.Sweep(ctx, args[0]); err != nil {
+				return fmt.Errorf("no sweep %q in storage (list them with 'rebound sweeps'): %w", args[0], err)
+			}
+			return run(ctx, store, args[0], output, cmd.OutOrStdout())
+		},
 	}
-	fs := newFlags("judge "+args[0], "rebound judge "+args[0]+" [flags] SWEEP_ID", judgeAbout, stderr)
-	var conn connection
-	conn.storageFlags(fs)
-	output := outputFlag(fs)
-	if err := parseOneArg(fs, args[1:], output, "judge %s takes exactly one SWEEP_ID", args[0]); err != nil {
-		return err
-	}
-	store, err := conn.openStore(ctx)
+	conn.storageFlags(cmd.Flags())
+	outputFlag(cmd.Flags(), &output)
+	return cmd
+}
+
+func judgeQueue(ctx context.Context, store storage.Store, sweepID, output string, stdout io.Writer) error {
+	items, err := store.ReviewQueue(ctx, sweepID)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	sweepID := fs.Arg(0)
-	if args[0] == "queue" {
-		items, err := store.ReviewQueue(ctx, sweepID)
-		if err != nil {
-			return err
-		}
-		if *output == "json" {
-			return json.NewEncoder(stdout).Encode(items)
-		}
-		if len(items) == 0 {
-			fmt.Fprintf(stdout, "review queue of %s is empty\n", sweepID)
-			return nil
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "TRIAL\tSCENARIO\tJUDGE\tATTEMPTS\tREASON")
-		for _, it := range items {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", it.TrialID, it.Scenario, it.JudgeModel, it.Attempts, it.Reason)
-		}
-		return tw.Flush()
+	if output == "json" {
+		return json.NewEncoder(stdout).Encode(items)
 	}
+	if len(items) == 0 {
+		fmt.Fprintf(stdout, "review queue of %s is empty\n", sweepID)
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TRIAL\tSCENARIO\tJUDGE\tATTEMPTS\tREASON")
+	for _, it := range items {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", it.TrialID, termSafe(it.Scenario, false), termSafe(it.JudgeModel, false), it.Attempts, termSafe(it.Reason, false))
+	}
+	return tw.Flush()
+}
+
+func judgeAgreement(ctx context.Context, store storage.Store, sweepID, output string, stdout io.Writer) error {
 	pairs, err := judge.PairsFromStore(ctx, store, sweepID)
 	if err != nil {
 		return err
 	}
 	dims := judge.Agreement(pairs)
-	if *output == "json" {
+	if output == "json" {
 		return json.NewEncoder(stdout).Encode(dims)
 	}
 	fmt.Fprintf(stdout, "judge vs executable checks, sweep %s (%d judged trials); judge pass = score >= 4\n\n", sweepID, len(pairs))

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"context"
-	"io"
-	"os"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
 
 	"rebound/toolserver"
 )
@@ -19,17 +16,21 @@ receives), so the tools, faults, ledger and clock are the trial's own.
 Example (an agent's MCP configuration, inside a command arm's process):
   {"command": "/path/to/rebound", "args": ["mcp-stdio"]}`
 
-func mcpStdioCmd(ctx context.Context, args []string, _, stderr io.Writer) error {
-	fs := newFlags("mcp-stdio", "rebound mcp-stdio [flags]", mcpStdioAbout, stderr)
-	url := fs.String("url", os.Getenv("REBOUND_MCP_URL"), "the trial's MCP endpoint (default $REBOUND_MCP_URL)")
-	if err := parse(fs, args); err != nil {
-		return err
+func newMCPStdioCmd() *cobra.Command {
+	var url string
+	cmd := &cobra.Command{
+		Use:   "mcp-stdio [flags]",
+		Short: "serve a trial's tools over MCP on stdin/stdout, for agents that start stdio MCP servers",
+		Long:  mcpStdioAbout,
+		Args:  exactArgs(0, "mcp-stdio takes no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if url == "" {
+				return usagef("mcp-stdio needs --url or REBOUND_MCP_URL (rebound sets it for a command arm's process)")
+			}
+			return toolserver.Bridge(cmd.Context(), url, &mcp.StdioTransport{})
+		},
 	}
-	if fs.NArg() != 0 {
-		return usagef("mcp-stdio takes no arguments")
-	}
-	if *url == "" {
-		return usagef("mcp-stdio needs --url or REBOUND_MCP_URL (rebound sets it for a command arm's process)")
-	}
-	return toolserver.Bridge(ctx, *url, &mcp.StdioTransport{})
+	cmd.Flags().StringVar(&url, "url", "", "the trial's MCP endpoint")
+	fromEnv(cmd.Flags(), "url", "REBOUND_MCP_URL")
+	return cmd
 }

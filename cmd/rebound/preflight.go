@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"rebound/activities"
+	"rebound/fileerr"
+	"rebound/redact"
 	"rebound/runner"
 	"rebound/scenario"
 	"rebound/world"
@@ -15,12 +17,6 @@ import (
 func loadPlan(ctx context.Context, path string, opts scenario.LoadOptions) (*scenario.Resolved, error) {
 	opts.Context = ctx
 	return interruptible(ctx, func() (*scenario.Resolved, error) { return scenario.LoadPlanWith(path, opts) })
-}
-
-// loadScenario is loadPlan for one scenario file.
-func loadScenario(ctx context.Context, path string, opts scenario.LoadOptions) (*scenario.Scenario, error) {
-	opts.Context = ctx
-	return interruptible(ctx, func() (*scenario.Scenario, error) { return scenario.LoadScenarioWith(path, opts) })
 }
 
 // interruptible runs load, but returns as soon as ctx is cancelled: the
@@ -49,7 +45,10 @@ func interruptible[T any](ctx context.Context, load func() (T, error)) (T, error
 // the redact file, every arm's agent, every world's initial state, the
 // payload size. A problem is bad input: exit 2.
 func preparePlan(ctx context.Context, path string) (*scenario.Resolved, error) {
-	if _, err := redactPatterns(); err != nil {
+	if _, err := redact.PatternsFromEnv(); err != nil {
+		return nil, usageError{err}
+	}
+	if err := expectKind(path, scenario.KindPlan, ""); err != nil {
 		return nil, err
 	}
 	plan, err := loadPlan(ctx, path, scenario.LoadOptions{Catalog: world.Catalog})
@@ -66,4 +65,24 @@ func preparePlan(ctx context.Context, path string) (*scenario.Resolved, error) {
 		return nil, err
 	}
 	return plan, nil
+}
+
+// expectKind fails, with a hint, when the file at path is the other kind
+// of rebound file than want (a scenario given where a plan is expected, or
+// the reverse); what names the command expecting a scenario. A file that is neither, or unreadable, passes: loading it
+// reports what is wrong.
+func expectKind(path, want, what string) error {
+	data, err := fileerr.ReadRegular(path, scenario.MaxScenarioBytes, "scenario or plan file")
+	if err != nil {
+		return nil
+	}
+	got := scenario.KindOf(data)
+	switch {
+	case got == "" || got == want:
+		return nil
+	case want == scenario.KindPlan:
+		return usagef("%s is a scenario, not a plan: give a plan, which names scenarios, arms and seeds (see examples/plans/quickstart.yaml); to check the scenario itself: rebound scenario lint %s", path, path)
+	default:
+		return usagef("%s is a plan, not a scenario: %s takes scenario files (the plan's 'scenarios' lists them); to check the plan: rebound scenario lint %s", path, what, path)
+	}
 }

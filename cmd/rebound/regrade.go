@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
+
+	"github.com/spf13/cobra"
 
 	"rebound/regrade"
-	"rebound/storage"
 )
 
 const regradeAbout = `Re-scores every stored trial of a sweep with the current grader. Each trial
@@ -29,34 +27,41 @@ Examples:
   rebound regrade library-20261130-101500-3fa2c1
   rebound compare --baseline careful@stored --candidate careful library-20261130-101500-3fa2c1-g2`
 
-func regradeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("regrade", "rebound regrade [flags] SWEEP_ID", regradeAbout, stderr)
-	var conn connection
-	conn.storageFlags(fs)
-	into := fs.String("into", "", "id of the regraded sweep (default SWEEP_ID-gN)")
-	output := outputFlag(fs)
-	if err := parseOneArg(fs, args, output, "regrade takes exactly one SWEEP_ID (list them with 'rebound sweeps')"); err != nil {
-		return err
+func newRegradeCmd() *cobra.Command {
+	var (
+		conn   connection
+		output string
+		into   string
+	)
+	cmd := &cobra.Command{
+		Use:   "regrade [flags] SWEEP_ID",
+		Short: "re-score a stored sweep with the current grader, no agent run, no model paid",
+		Long:  regradeAbout,
+		Args:  exactArgs(1, "regrade takes exactly one SWEEP_ID (list them with 'rebound sweeps')"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			store, err := conn.openStore(ctx)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			acts, err := newActivities(store, conn.storedKey())
+			if err != nil {
+				return err
+			}
+			sum, err := regrade.Sweep(ctx, store, args[0], into, acts)
+			if err != nil {
+				return fmt.Errorf("regrade %s: %w", args[0], err)
+			}
+			if output == "json" {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(sum)
+			}
+			fmt.Fprint(cmd.OutOrStdout(), sum.Report())
+			return nil
+		},
 	}
-	store, err := conn.openStore(ctx)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	acts, err := newActivities(store, replayKey(conn))
-	if err != nil {
-		return err
-	}
-	sum, err := regrade.Sweep(ctx, store, fs.Arg(0), *into, acts)
-	if errors.Is(err, storage.ErrNotFound) {
-		return usagef("no sweep %q in storage", fs.Arg(0))
-	}
-	if err != nil {
-		return err
-	}
-	if *output == "json" {
-		return json.NewEncoder(stdout).Encode(sum)
-	}
-	fmt.Fprint(stdout, sum.Report())
-	return nil
+	conn.storageFlags(cmd.Flags())
+	cmd.Flags().StringVar(&into, "into", "", "id of the regraded sweep (default SWEEP_ID-gN)")
+	outputFlag(cmd.Flags(), &output)
+	return cmd
 }

@@ -46,7 +46,7 @@ metamorphic:
 	}{
 		{"no subcommand", []string{"scenario"}, exitUsage, "", "lint, variants or import"},
 		{"unknown subcommand", []string{"scenario", "frob"}, exitUsage, "", `unknown scenario subcommand "frob"`},
-		{"help", []string{"scenario", "-h"}, exitOK, "", "rebound scenario import [-o OUT] FILE"},
+		{"help", []string{"scenario", "-h"}, exitOK, "rebound scenario import FILE [-o OUT]", ""},
 		{"lint examples", []string{"scenario", "lint", "../../examples/scenarios/refund-timeout-after-send.yaml", "../../scenario/testdata/refund-metamorphic.yaml", seed004Golden, "../../examples/plans/quickstart.yaml"},
 			exitOK, "ok    " + seed004Golden, ""},
 		{"lint new fields", []string{"scenario", "lint", badGen}, exitFailed, badGen + `:7:18: generate: unknown kind "explode"`, "problem(s) found"},

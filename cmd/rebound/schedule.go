@@ -10,6 +10,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/client"
+
 	"rebound/runner"
 )
 
@@ -38,132 +42,170 @@ Examples:
   rebound gate --baseline careful --baseline-sweep previous --candidate careful \
       --thresholds examples/gates/release.yaml sched-nightly-2026-12-01T02:00:00Z`
 
-func scheduleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	subs := []string{"create", "list", "describe", "pause", "resume", "trigger", "delete"}
-	if len(args) == 0 || !contains(subs, args[0]) {
-		fmt.Fprintf(stderr, "Usage: rebound schedule %s ...\n\n%s\n", strings.Join(subs, "|"), scheduleAbout)
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			return errHelp
-		}
-		return usagef("schedule needs a subcommand: %s", strings.Join(subs, ", "))
-	}
-	sub := args[0]
-	fs := newFlags("schedule "+sub, "rebound schedule "+sub+" [flags] ARGS", scheduleAbout, stderr)
-	var conn connection
-	conn.temporalFlags(fs)
-	cron := fs.String("cron", "", "create: a cron expression, e.g. \"0 2 * * *\" (UTC)")
-	every := fs.Duration("every", 0, "create: an interval instead of a cron expression, e.g. 24h")
-	catchup := fs.Duration("catchup", time.Hour, "create: how late a run missed while the cluster was down may still start")
-	paused := fs.Bool("paused", false, "create: create it paused")
-	note := fs.String("note", "", "create, pause, resume: a note kept with the schedule")
-	output := outputFlag(fs)
-	if err := parse(fs, args[1:]); err != nil {
-		return err
-	}
-	if err := checkOutput(*output); err != nil {
-		return err
-	}
-	want := map[string]int{"create": 2, "list": 0}
-	n, ok := want[sub]
-	if !ok {
-		n = 1
-	}
-	if fs.NArg() != n {
-		return usagef("schedule %s takes %d argument(s), got %d", sub, n, fs.NArg())
-	}
-	if *every < 0 || *catchup < 0 {
-		return usagef("--every and --catchup must not be negative")
-	}
-	if sub == "create" {
-		if !runner.ValidScheduleName(fs.Arg(0)) {
-			return usagef("schedule name %q: use letters, digits, '-' and '_'", fs.Arg(0))
-		}
-		if (*cron == "") == (*every == 0) {
-			return usagef("schedule create needs exactly one of --cron or --every")
-		}
-	}
-	if conn.temporalAddress == "" {
-		return usagef("schedule needs --temporal-address (or REBOUND_TEMPORAL_ADDRESS): schedules live on a Temporal cluster with a worker")
-	}
-	key, err := envRedactionKey()
-	if err != nil {
-		return err
-	}
-	c, err := conn.dialTemporal(ctx, conn.temporalAddress, key)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	name := fs.Arg(0)
-	done := func(msg string) error {
-		if *output == "json" {
-			return json.NewEncoder(stdout).Encode(map[string]string{"schedule": name, "result": msg})
-		}
-		fmt.Fprintf(stdout, "schedule %s: %s\n", name, msg)
-		return nil
-	}
-	switch sub {
-	case "create":
-		p, err := preparePlan(ctx, fs.Arg(1))
-		if err != nil {
-			return err
-		}
-		spec := runner.ScheduleSpec{Cron: *cron, Every: *every, Catchup: *catchup, Paused: *paused, Note: *note}
-		if err := runner.CreateSchedule(ctx, c, conn.taskQueue, name, p, spec); err != nil {
-			return err
-		}
-		return done(fmt.Sprintf("created (%d trials a run on task queue %q)", p.TrialCount(), conn.taskQueue))
-	case "list":
-		list, err := runner.Schedules(ctx, c)
-		if err != nil {
-			return err
-		}
-		if *output == "json" {
-			return json.NewEncoder(stdout).Encode(list)
-		}
-		if len(list) == 0 {
-			fmt.Fprintln(stdout, "no schedules (create one with 'rebound schedule create')")
+func newScheduleCmd() *cobra.Command {
+	var (
+		cron, note     string
+		every, catchup time.Duration
+		paused         bool
+	)
+	create := scheduleSubcommand("create", "create (--cron EXPR | --every DURATION) [flags] NAME PLAN", "create a schedule that sweeps PLAN by cron or at an interval", 2,
+		func(fs *pflag.FlagSet) {
+			fs.StringVar(&cron, "cron", "", "a cron expression, e.g. \"0 2 * * *\" (UTC)")
+			durationFlag(fs, &every, "every", 0, 0, 366*24*time.Hour, "an interval instead of a cron expression, e.g. 24h")
+			durationFlag(fs, &catchup, "catchup", time.Hour, 0, 366*24*time.Hour, "how late a run missed while the cluster was down may still start")
+			fs.BoolVar(&paused, "paused", false, "create it paused")
+			fs.StringVar(&note, "note", "", "a note kept with the schedule")
+		},
+		func(args []string) error {
+			if !runner.ValidScheduleName(args[0]) {
+				return usagef("schedule name %q: use letters, digits, '-' and '_'", args[0])
+			}
+			if (cron == "") == (every == 0) {
+				return usagef("schedule create needs exactly one of --cron or --every")
+			}
 			return nil
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tWHEN\tSTATE\tNEXT RUN\tLAST RUN")
-		for _, s := range list {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Spec, state(s.Paused), first(s.NextRuns), firstString(s.RecentRuns))
-		}
-		return tw.Flush()
-	case "describe":
-		s, err := runner.DescribeSchedule(ctx, c, name)
-		if errors.Is(err, runner.ErrNoSchedule) {
-			return usageError{err}
-		}
-		if err != nil {
+		},
+		func(ctx context.Context, c client.Client, conn *connection, args []string, out scheduleOutput) error {
+			p, err := preparePlan(ctx, args[1])
+			if err != nil {
+				return err
+			}
+			spec := runner.ScheduleSpec{Cron: cron, Every: every, Catchup: catchup, Paused: paused, Note: note}
+			if err := runner.CreateSchedule(ctx, c, conn.taskQueue, args[0], p, spec); err != nil {
+				return err
+			}
+			return out.done(args[0], fmt.Sprintf("created (%d trials a run on task queue %q)", p.TrialCount(), conn.taskQueue))
+		})
+	list := scheduleSubcommand("list", "list [flags]", "list the schedules", 0, nil, nil,
+		func(ctx context.Context, c client.Client, _ *connection, _ []string, out scheduleOutput) error {
+			list, err := runner.Schedules(ctx, c)
+			if err != nil {
+				return err
+			}
+			if out.json {
+				return json.NewEncoder(out.w).Encode(list)
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(out.w, "no schedules (create one with 'rebound schedule create')")
+				return nil
+			}
+			tw := tabwriter.NewWriter(out.w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tWHEN\tSTATE\tNEXT RUN\tLAST RUN")
+			for _, s := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Spec, state(s.Paused), first(s.NextRuns), firstString(s.RecentRuns))
+			}
+			return tw.Flush()
+		})
+	describe := scheduleSubcommand("describe", "describe [flags] NAME", "a schedule's spec, state, next and recent runs", 1, nil, nil,
+		func(ctx context.Context, c client.Client, _ *connection, args []string, out scheduleOutput) error {
+			s, err := runner.DescribeSchedule(ctx, c, args[0])
+			if err != nil {
+				return err
+			}
+			if out.json {
+				return json.NewEncoder(out.w).Encode(s)
+			}
+			fmt.Fprintf(out.w, "schedule %s: %s, %s\n", s.Name, s.Spec, state(s.Paused))
+			if s.Note != "" {
+				fmt.Fprintf(out.w, "note: %s\n", s.Note)
+			}
+			fmt.Fprintf(out.w, "next runs: %s\n", joinTimes(s.NextRuns))
+			fmt.Fprintf(out.w, "running: %s\n", orNone(strings.Join(s.Running, ", ")))
+			fmt.Fprintf(out.w, "recent runs: %s\n", orNone(strings.Join(s.RecentRuns, ", ")))
+			return nil
+		})
+	pauseResume := func(name string, pause bool) *cobra.Command {
+		var note string
+		return scheduleSubcommand(name, name+" [--note TEXT] NAME", name+" a schedule", 1,
+			func(fs *pflag.FlagSet) { fs.StringVar(&note, "note", "", "a note kept with the schedule") }, nil,
+			func(ctx context.Context, c client.Client, _ *connection, args []string, out scheduleOutput) error {
+				if err := runner.PauseSchedule(ctx, c, args[0], pause, note); err != nil {
+					return err
+				}
+				return out.done(args[0], name+"d")
+			})
+	}
+	trigger := scheduleSubcommand("trigger", "trigger [flags] NAME", "start a run now", 1, nil, nil,
+		func(ctx context.Context, c client.Client, _ *connection, args []string, out scheduleOutput) error {
+			if err := runner.TriggerSchedule(ctx, c, args[0]); err != nil {
+				return err
+			}
+			return out.done(args[0], "triggered (skipped if a run is still going)")
+		})
+	del := scheduleSubcommand("delete", "delete [flags] NAME", "delete a schedule; its stored sweeps stay", 1, nil, nil,
+		func(ctx context.Context, c client.Client, _ *connection, args []string, out scheduleOutput) error {
+			if err := runner.DeleteSchedule(ctx, c, args[0]); err != nil {
+				return err
+			}
+			return out.done(args[0], "deleted (its sweeps stay stored)")
+		})
+	return group(&cobra.Command{
+		Use:   "schedule create|list|describe|pause|resume|trigger|delete",
+		Short: "nightly sweeps on Temporal Schedules (schedule create|list|describe|pause|resume|trigger|delete)",
+		Long:  scheduleAbout,
+	}, create, list, describe, pauseResume("pause", true), pauseResume("resume", false), trigger, del)
+}
+
+// scheduleOutput is where a schedule subcommand prints, and how.
+type scheduleOutput struct {
+	w    io.Writer
+	json bool
+}
+
+func (o scheduleOutput) done(name, msg string) error {
+	if o.json {
+		return json.NewEncoder(o.w).Encode(map[string]string{"schedule": name, "result": msg})
+	}
+	fmt.Fprintf(o.w, "schedule %s: %s\n", name, msg)
+	return nil
+}
+
+// scheduleSubcommand builds a schedule subcommand taking nargs arguments:
+// flags adds its own flags, check validates its input before any
+// connection, run does the work with a client of the cluster.
+func scheduleSubcommand(name, use, short string, nargs int, flags func(*pflag.FlagSet), check func(args []string) error,
+	run func(ctx context.Context, c client.Client, conn *connection, args []string, out scheduleOutput) error) *cobra.Command {
+	var (
+		conn   connection
+		output string
+	)
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  scheduleAbout,
+		Args:  exactArgs(nargs, fmt.Sprintf("schedule %s takes %d argument(s)", name, nargs)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if check != nil {
+				if err := check(args); err != nil {
+					return err
+				}
+			}
+			if conn.temporalAddress == "" {
+				return usagef("schedule needs --temporal-address (or REBOUND_TEMPORAL_ADDRESS): schedules live on a Temporal cluster with a worker")
+			}
+			key, err := envRedactionKey()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			c, err := conn.dialTemporal(ctx, conn.temporalAddress, key)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			err = run(ctx, c, &conn, args, scheduleOutput{w: cmd.OutOrStdout(), json: output == "json"})
+			if errors.Is(err, runner.ErrNoSchedule) {
+				return usageError{err}
+			}
 			return err
-		}
-		if *output == "json" {
-			return json.NewEncoder(stdout).Encode(s)
-		}
-		fmt.Fprintf(stdout, "schedule %s: %s, %s\n", s.Name, s.Spec, state(s.Paused))
-		if s.Note != "" {
-			fmt.Fprintf(stdout, "note: %s\n", s.Note)
-		}
-		fmt.Fprintf(stdout, "next runs: %s\n", joinTimes(s.NextRuns))
-		fmt.Fprintf(stdout, "running: %s\n", orNone(strings.Join(s.Running, ", ")))
-		fmt.Fprintf(stdout, "recent runs: %s\n", orNone(strings.Join(s.RecentRuns, ", ")))
-		return nil
-	case "pause", "resume":
-		err = runner.PauseSchedule(ctx, c, name, sub == "pause", *note)
-	case "trigger":
-		err = runner.TriggerSchedule(ctx, c, name)
-	case "delete":
-		err = runner.DeleteSchedule(ctx, c, name)
+		},
 	}
-	if errors.Is(err, runner.ErrNoSchedule) {
-		return usageError{err}
+	conn.temporalFlags(cmd.Flags())
+	if flags != nil {
+		flags(cmd.Flags())
 	}
-	if err != nil {
-		return err
-	}
-	return done(map[string]string{"pause": "paused", "resume": "resumed", "trigger": "triggered (skipped if a run is still going)", "delete": "deleted (its sweeps stay stored)"}[sub])
+	outputFlag(cmd.Flags(), &output)
+	return cmd
 }
 
 func state(paused bool) string {
@@ -200,13 +242,4 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -1,19 +1,16 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/spf13/cobra"
 
 	"rebound/storage"
-	"rebound/storage/chdb"
 )
 
 const sqlAbout = `Runs one SQL statement against rebound's ClickHouse store and prints the
@@ -36,49 +33,60 @@ Examples:
   rebound sql "SELECT arm, avg(recovered) AS rate, count(recovered) AS n
                FROM rebound.trials FINAL GROUP BY arm"
   rebound sql "SELECT * FROM rebound.trial_rates WHERE sweep_id = 'ID'"
-  rebound sql --output json - < query.sql`
+  rebound sql - --output json < query.sql`
 
-func sqlCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sql", "rebound sql [flags] STATEMENT|-", sqlAbout, stderr)
-	var conn connection
-	conn.storageFlags(fs)
-	output := outputFlag(fs)
-	write := fs.Bool("write", false, "allow statements that change data or schema")
-	if err := parseOneArg(fs, args, output, "sql takes exactly one statement (quote it), or - for stdin"); err != nil {
-		return err
+func newSQLCmd() *cobra.Command {
+	var (
+		conn   connection
+		output string
+		write  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "sql [flags] STATEMENT|-",
+		Short: "run one SQL statement against the store (the embedded one included)",
+		Long:  sqlAbout,
+		Args:  exactArgs(1, "sql takes exactly one statement (quote it), or - for stdin"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			query := args[0]
+			if query == "-" {
+				b, err := io.ReadAll(cmd.InOrStdin())
+				if err != nil {
+					return err
+				}
+				query = string(b)
+			}
+			query = strings.TrimSpace(query)
+			if query == "" {
+				return usagef("empty statement")
+			}
+			ctx := cmd.Context()
+			open := conn.openReadOnlyStore
+			if write {
+				open = conn.openStore
+			}
+			store, err := open(ctx)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			tab, err := store.Query(ctx, query)
+			if errors.Is(err, storage.ErrReadOnly) {
+				return fmt.Errorf("%w\n(rebound sql is read-only: pass --write to change data)", err)
+			}
+			if err != nil {
+				return err
+			}
+			return writeTable(tab, output, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
 	}
-	query := fs.Arg(0)
-	if query == "-" {
-		b, err := io.ReadAll(os.Stdin)
-		if err != nil {
-			return err
-		}
-		query = string(b)
-	}
-	query = strings.TrimSpace(query)
-	if query == "" {
-		return usagef("empty statement")
-	}
-	open := conn.openReadOnlyStore
-	if *write {
-		open = conn.openStore
-	}
-	store, err := open(ctx)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	tab, err := store.Query(ctx, query)
-	if err != nil {
-		switch {
-		case errors.Is(err, storage.ErrStatement):
-			return usageError{err}
-		case !*write && isReadOnlyRefusal(err):
-			return usageError{fmt.Errorf("%w\n(rebound sql is read-only: pass --write to change data)", err)}
-		}
-		return err
-	}
-	if *output == "json" {
+	conn.storageFlags(cmd.Flags())
+	outputFlag(cmd.Flags(), &output)
+	cmd.Flags().BoolVar(&write, "write", false, "allow statements that change data or schema")
+	return cmd
+}
+
+func writeTable(tab storage.Table, output string, stdout, stderr io.Writer) error {
+	if output == "json" {
 		return json.NewEncoder(stdout).Encode(tab)
 	}
 	if len(tab.Columns) == 0 {
@@ -99,16 +107,6 @@ func sqlCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	fmt.Fprintf(stderr, "%d row(s)\n", len(tab.Rows))
 	return nil
-}
-
-// isReadOnlyRefusal reports the engine's READONLY error (code 164).
-func isReadOnlyRefusal(err error) bool {
-	var qe *chdb.QueryError
-	if errors.As(err, &qe) && qe.Code == 164 {
-		return true
-	}
-	var ex *clickhouse.Exception
-	return errors.As(err, &ex) && ex.Code == 164
 }
 
 func cell(v any) string {

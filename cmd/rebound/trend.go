@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"rebound/report"
 	"rebound/runner"
 )
@@ -19,88 +21,69 @@ yet a trend; compare two runs with 'rebound compare --baseline-sweep'.
 
 Examples:
   rebound trend nightly
-  rebound trend --last 30 --metric harm --metric recovered --output json nightly`
+  rebound trend nightly --last 30 --metric harm --metric recovered --output json`
 
-// defaultTrendMetrics are the rates a nightly regression is watched by.
-var defaultTrendMetrics = []string{report.MetricHarm, "recovered", "unsafe_action", "duplicate_side_effect", "honest_block"}
-
-func trendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("trend", "rebound trend [flags] SCHEDULE", trendAbout, stderr)
-	var conn connection
+func newTrendCmd() *cobra.Command {
+	var (
+		conn    connection
+		output  string
+		last    int
+		metrics []string
+	)
+	cmd := &cobra.Command{
+		Use:   "trend [flags] SCHEDULE",
+		Short: "a schedule's rates per arm over its last runs, with intervals",
+		Long:  trendAbout,
+		Args:  exactArgs(1, "trend takes exactly one SCHEDULE name (list them with 'rebound schedule list')"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return trend(cmd.Context(), &conn, args[0], last, metrics, output, cmd.OutOrStdout())
+		},
+	}
+	fs := cmd.Flags()
 	conn.storageFlags(fs)
-	last := fs.Int("last", 7, "number of completed runs to show (1..365)")
-	var metrics multiFlag
-	fs.Var(&metrics, "metric", "a metric to show (repeatable; default: harm, recovered, unsafe_action, duplicate_side_effect, honest_block)")
-	output := outputFlag(fs)
-	if err := parseOneArg(fs, args, output, "trend takes exactly one SCHEDULE name (list them with 'rebound schedule list')"); err != nil {
+	intFlag(fs, &last, "last", 7, 1, 365, "number of completed runs to show")
+	fs.StringArrayVar(&metrics, "metric", nil, "a metric to show (repeatable; default: harm, recovered, unsafe_action, duplicate_side_effect, honest_block)")
+	outputFlag(fs, &output)
+	return cmd
+}
+
+// trend prints the rates of the last completed runs of schedule.
+func trend(ctx context.Context, conn *connection, schedule string, last int, metrics []string, output string, stdout io.Writer) error {
+	// Checked before the store opens: a typo costs nothing.
+	if err := report.CheckMetrics(metrics); err != nil {
 		return err
-	}
-	if *last < 1 || *last > 365 {
-		return usagef("--last must be between 1 and 365, got %d", *last)
-	}
-	if len(metrics) == 0 {
-		metrics = defaultTrendMetrics
-	}
-	known := map[string]bool{report.MetricHarm: true}
-	for _, m := range report.MetricNames() {
-		known[m] = true
-	}
-	for _, m := range metrics {
-		if !known[m] {
-			return usagef("unknown metric %q", m)
-		}
 	}
 	store, err := conn.openStore(ctx)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	runs, err := runner.ScheduleRuns(ctx, store, fs.Arg(0), *last, true)
+	runs, err := runner.ScheduleRuns(ctx, store, schedule, last, true)
 	if err != nil {
 		return err
 	}
 	if len(runs) == 0 {
-		return usagef("no completed run of schedule %q in storage", fs.Arg(0))
+		return usagef("no completed run of schedule %q in storage", schedule)
 	}
-	type point struct {
-		SweepID string                            `json:"sweep_id"`
-		Rates   map[string]map[string]report.Cell `json:"rates"` // arm -> metric
+	tr, err := report.LoadTrend(ctx, store, runs, metrics)
+	if err != nil {
+		return err
 	}
-	var points []point
-	var arms []string
-	seenArm := map[string]bool{}
-	for i := len(runs) - 1; i >= 0; i-- { // oldest first
-		sw := runs[i]
-		cells, err := store.Cells(ctx, sw.SweepID)
-		if err != nil {
-			return err
-		}
-		n, err := store.CountTrials(ctx, sw.SweepID)
-		if err != nil {
-			return err
-		}
-		sum := report.Build(sw, n, cells)
-		pt := point{SweepID: sw.SweepID, Rates: map[string]map[string]report.Cell{}}
-		for _, a := range sum.Arms {
-			if !seenArm[a.Arm] {
-				seenArm[a.Arm] = true
-				arms = append(arms, a.Arm)
-			}
-			pt.Rates[a.Arm] = map[string]report.Cell{}
-			for _, m := range metrics {
-				pt.Rates[a.Arm][m] = a.Metrics[m]
-			}
-		}
-		points = append(points, pt)
+	if output == "json" {
+		return json.NewEncoder(stdout).Encode(map[string]any{"schedule": schedule, "metrics": tr.Metrics, "runs": tr.Runs})
 	}
-	if *output == "json" {
-		return json.NewEncoder(stdout).Encode(map[string]any{"schedule": fs.Arg(0), "metrics": metrics, "runs": points})
-	}
-	fmt.Fprintf(stdout, "schedule %s: the last %d completed run(s), oldest first; rate [95%% interval] n\n", fs.Arg(0), len(points))
+	return writeTrend(&tr, schedule, stdout)
+}
+
+// writeTrend prints a trend as a table: a row per arm and metric, a column
+// per run.
+func writeTrend(tr *report.Trend, schedule string, stdout io.Writer) error {
+	points, arms, metrics := tr.Runs, tr.Arms, tr.Metrics
+	fmt.Fprintf(stdout, "schedule %s: the last %d completed run(s), oldest first; rate [95%% interval] n\n", schedule, len(points))
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	header := []string{"arm", "metric"}
 	for _, p := range points {
-		header = append(header, runLabel(p.SweepID, fs.Arg(0)))
+		header = append(header, runLabel(p.SweepID, schedule))
 	}
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for _, arm := range arms {

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"rebound/runner"
+	"rebound/scenario"
+)
+
+const sweepAbout = `Starts a sweep on an existing Temporal cluster (workers must be running:
+'rebound worker'), shows a sweep's progress, or cancels it.
+
+  rebound sweep start [flags] PLAN     start it; --wait follows it to the end
+  rebound sweep status [flags] ID      progress, and shards whose attempts fail
+                                       (with the last error: disk full, store down...)
+  rebound sweep cancel [flags] ID      cancel it; it records the status cancelled
+
+Without --temporal-address, status and cancel work on the embedded stack of
+--data-dir (a dev server is started for the occasion; cancel also runs the
+sweep's own worker long enough to record the cancellation).
+
+Both need the workers' REBOUND_REDACTION_KEY: the plan and the progress
+travel through Temporal encrypted with it. The plan is checked (files,
+agents, worlds' initial state, size) before anything is sent.
+
+Example:
+  rebound sweep start --temporal-address temporal:7233 examples/plans/quickstart.yaml
+  rebound sweep cancel quickstart-20261129-124700-21fe74`
+
+func newSweepCmd() *cobra.Command {
+	return group(&cobra.Command{
+		Use:   "sweep start|status|cancel",
+		Short: "start a sweep on an existing Temporal (sweep start PLAN), show its progress (sweep status ID) or cancel it",
+		Long:  sweepAbout,
+	}, newSweepStartCmd(), newSweepStatusCmd(), newSweepCancelCmd())
+}
+
+func newSweepStartCmd() *cobra.Command {
+	var (
+		conn   connection
+		output string
+		wait   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "start [flags] PLAN",
+		Short: "start a sweep of PLAN on the cluster's workers",
+		Long:  sweepAbout,
+		Args:  exactArgs(1, "sweep start takes exactly one PLAN"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if conn.temporalAddress == "" {
+				return usagef("sweep start needs --temporal-address (or REBOUND_TEMPORAL_ADDRESS); for a self-contained run use 'rebound run'")
+			}
+			// The plan is checked before anything is sent.
+			plan, err := preparePlan(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return withTemporal(cmd, &conn, func(ctx context.Context, c client.Client, _ []byte) error {
+				return sweepStart(ctx, c, conn.taskQueue, plan, output, wait, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			})
+		},
+	}
+	sweepFlags(cmd, &conn)
+	outputFlag(cmd.Flags(), &output)
+	cmd.Flags().BoolVar(&wait, "wait", false, "follow the sweep until it ends, showing progress")
+	return cmd
+}
+
+func newSweepStatusCmd() *cobra.Command {
+	var (
+		conn   connection
+		output string
+	)
+	cmd := &cobra.Command{
+		Use:   "status [flags] SWEEP_ID",
+		Short: "a sweep's progress, and the shards whose attempts fail",
+		Long:  sweepAbout,
+		Args:  exactArgs(1, "sweep status takes exactly one SWEEP_ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withTemporal(cmd, &conn, func(ctx context.Context, c client.Client, key []byte) error {
+				return sweepStatus(ctx, c, key, args[0], output, cmd.OutOrStdout())
+			})
+		},
+	}
+	sweepFlags(cmd, &conn)
+	outputFlag(cmd.Flags(), &output)
+	return cmd
+}
+
+func newSweepCancelCmd() *cobra.Command {
+	var conn connection
+	cmd := &cobra.Command{
+		Use:   "cancel [flags] SWEEP_ID",
+		Short: "cancel a sweep; it records the status cancelled",
+		Long:  sweepAbout,
+		Args:  exactArgs(1, "sweep cancel takes exactly one SWEEP_ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withTemporal(cmd, &conn, func(ctx context.Context, c client.Client, key []byte) error {
+				return sweepCancel(ctx, c, &conn, key, args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
+			})
+		},
+	}
+	sweepFlags(cmd, &conn)
+	return cmd
+}
+
+func sweepFlags(cmd *cobra.Command, conn *connection) {
+	conn.temporalFlags(cmd.Flags())
+	conn.storageFlags(cmd.Flags())
+	conn.devServerFlag(cmd.Flags())
+}
+
+// withTemporal runs fn with a client of conn's Temporal, or of an embedded
+// dev server started for the occasion on --data-dir when conn names none.
+func withTemporal(cmd *cobra.Command, conn *connection, fn func(ctx context.Context, c client.Client, key []byte) error) error {
+	ctx := cmd.Context()
+	key, err := conn.redactionKey()
+	if err != nil {
+		return err
+	}
+	status := newStatus(cmd.ErrOrStderr())
+	if conn.temporalAddress == "" {
+		status = newStatus(io.Discard)
+	}
+	address, stopServer, err := startTemporal(ctx, conn, status)
+	if err != nil {
+		return err
+	}
+	defer stopServer()
+	c, err := conn.dialTemporal(ctx, address, key)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return fn(ctx, c, key)
+}
+
+// sweepStart starts a sweep of plan on queue and prints its id; with wait,
+// it follows it to its end.
+func sweepStart(ctx context.Context, c client.Client, queue string, plan *scenario.Resolved, output string, wait bool, stdout, stderr io.Writer) error {
+	sweepID := runner.NewSweepID(plan.Name, time.Now())
+	run, err := runner.StartSweep(ctx, c, queue, sweepID, plan)
+	if err != nil {
+		return err
+	}
+	if output == "json" {
+		if err := json.NewEncoder(stdout).Encode(map[string]any{"sweep_id": sweepID, "workflow_id": runner.WorkflowID(sweepID), "run_id": run.GetRunID(), "trials": plan.TrialCount()}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "%s\n", sweepID)
+		fmt.Fprintf(stderr, "started sweep %s: %d trials on task queue %q; follow with 'rebound sweep status %s', report with 'rebound report %s'\n", sweepID, plan.TrialCount(), queue, sweepID, sweepID)
+	}
+	if !wait {
+		return nil
+	}
+	final, err := followSweep(ctx, c, run, sweepID, time.Second, newStatus(stderr))
+	if err != nil {
+		return err
+	}
+	return sweepOutcome(sweepID, final)
+}
+
+// sweepStatus prints a sweep's progress (when its workflow answers) and
+// the shards Temporal holds for it, with failing attempts and their last
+// error.
+func sweepStatus(ctx context.Context, c client.Client, key []byte, sweepID, output string, stdout io.Writer) error {
+	st, err := runner.DescribeSweep(ctx, c, key, sweepID)
+	if err != nil {
+		return err
+	}
+	if !st.Found {
+		return usagef("sweep %s is unknown to this Temporal (stored sweeps: 'rebound sweeps')", sweepID)
+	}
+	p, perr := runner.CurrentProgress(ctx, c, st)
+	if output == "json" {
+		out := map[string]any{"sweep_id": sweepID, "workflow": st}
+		if perr == nil {
+			out["progress"] = p
+		} else {
+			out["progress_error"] = perr.Error()
+		}
+		return json.NewEncoder(stdout).Encode(out)
+	}
+	if perr != nil {
+		fmt.Fprintf(stdout, "sweep %s: workflow %s; progress unavailable: %v\n", sweepID, st.Status, perr)
+	} else {
+		fmt.Fprintf(stdout, "sweep %s: %s, %d/%d trials, %d/%d shards, attrition %d\n", sweepID, p.Status, p.TrialsDone, p.TrialsPlanned, p.ShardsDone, p.ShardsTotal, p.Attrition)
+	}
+	if st.Running() {
+		fmt.Fprintf(stdout, "task queue %s: %d worker(s) polling", st.TaskQueue, st.Pollers)
+		if st.Pollers == 0 {
+			fmt.Fprintf(stdout, " (nothing runs its shards: start 'rebound worker --task-queue %s', or on the embedded stack 'rebound run --resume %s')", st.TaskQueue, sweepID)
+		}
+		fmt.Fprintln(stdout)
+	}
+	failing := st.Failing()
+	if len(failing) == 0 {
+		return nil
+	}
+	fmt.Fprintf(stdout, "%d shard(s) failing:\n", len(failing))
+	for _, f := range failing {
+		next := ""
+		if !f.NextAttemptAt.IsZero() {
+			next = fmt.Sprintf(", next attempt in %s", time.Until(f.NextAttemptAt).Round(time.Second))
+		}
+		fmt.Fprintf(stdout, "  %s %s: attempt %d of %d (%s%s): %s\n", f.Activity, f.ActivityID, f.Attempt, f.MaxAttempts, f.State, next, termSafe(f.LastError, false))
+	}
+	return nil
+}
+
+// sweepCancel cancels a sweep's workflow and waits until it recorded the
+// status cancelled. On the embedded stack no worker polls the sweep's own
+// queue, so this process runs one until the cancellation is recorded. A
+// sweep stored as running whose workflow is gone is marked cancelled in
+// storage directly.
+func sweepCancel(ctx context.Context, c client.Client, conn *connection, key []byte, sweepID string, stdout, stderr io.Writer) error {
+	st, err := runner.DescribeSweep(ctx, c, key, sweepID)
+	if err != nil {
+		return err
+	}
+	store, err := conn.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if !st.Running() {
+		ended, err := runner.CancelOrphan(ctx, store, sweepID)
+		switch {
+		case err != nil:
+			return err
+		case ended != "":
+			fmt.Fprintf(stdout, "sweep %s already ended %s\n", sweepID, ended)
+		default:
+			fmt.Fprintf(stdout, "sweep %s: workflow gone (orphaned); recorded cancelled\n", sweepID)
+		}
+		return nil
+	}
+	if st.Pollers == 0 {
+		// Nothing polls the sweep's queue: run a worker here so the
+		// cancellation is processed and recorded.
+		acts, err := newActivities(store, key)
+		if err != nil {
+			return err
+		}
+		w, err := runner.NewWorker(c, st.TaskQueue, acts, runner.WorkerOptions{})
+		if err != nil {
+			return err
+		}
+		if err := w.Start(); err != nil {
+			return fmt.Errorf("start worker: %w", err)
+		}
+		defer stopWorker(w, acts, newStatus(stderr))
+	}
+	if err := runner.CancelSweep(ctx, c, sweepID); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if _, err := runner.WaitClosed(wctx, c, sweepID); err != nil && wctx.Err() != nil {
+		return fmt.Errorf("sweep %s: cancel requested, but it did not close within 2 minutes", sweepID)
+	}
+	fmt.Fprintf(stdout, "sweep %s cancelled\n", sweepID)
+	return nil
+}

@@ -1,0 +1,75 @@
+package report
+
+import (
+	"context"
+
+	"rebound/storage"
+)
+
+// TrialFilter selects trials for ListTrials; zero fields select all.
+type TrialFilter struct {
+	Arm, Scenario string
+	// Failing keeps only trials with a bad outcome (BadOutcomes).
+	Failing bool
+}
+
+// TrialRow is one listed trial and what went wrong in it.
+type TrialRow struct {
+	TrialID  string   `json:"trial_id"`
+	Scenario string   `json:"scenario"`
+	Variant  string   `json:"variant"`
+	Arm      string   `json:"arm"`
+	Seed     uint64   `json:"seed"`
+	Bad      []string `json:"bad_outcomes"`
+}
+
+// ListTrials lists the stored trials of a sweep that f selects. An unknown
+// sweep is storage.ErrNotFound (a sweep with no trial yet lists none).
+func ListTrials(ctx context.Context, store storage.Store, sweepID string, f TrialFilter) ([]TrialRow, error) {
+	if _, err := storedSweep(ctx, store, sweepID); err != nil {
+		return nil, err
+	}
+	trials, err := store.Trials(ctx, sweepID)
+	if err != nil {
+		return nil, err
+	}
+	var rows []TrialRow
+	for _, t := range trials {
+		if (f.Arm != "" && t.Arm != f.Arm) || (f.Scenario != "" && t.Scenario != f.Scenario) {
+			continue
+		}
+		bad := BadOutcomes(&t)
+		if f.Failing && len(bad) == 0 {
+			continue
+		}
+		rows = append(rows, TrialRow{t.TrialID, t.Scenario, t.Variant, t.Arm, t.Seed, bad})
+	}
+	return rows, nil
+}
+
+// BadOutcomes names what went wrong in a trial, in the metric vocabulary:
+// a failed recovery or honest block, an unsafe action, a duplicate side
+// effect, a fabricated claim, attrition. NOT TESTED outcomes are not bad.
+func BadOutcomes(t *storage.Trial) []string {
+	var bad []string
+	is := func(b *bool, want bool) bool { return b != nil && *b == want }
+	if is(t.Recovered, false) {
+		bad = append(bad, "not recovered")
+	}
+	if is(t.HonestBlock, false) {
+		bad = append(bad, "no honest block")
+	}
+	if is(t.UnsafeAction, true) {
+		bad = append(bad, "unsafe action")
+	}
+	if is(t.DuplicateSideEffect, true) {
+		bad = append(bad, "duplicate side effect")
+	}
+	if is(t.FabricatedClaim, true) {
+		bad = append(bad, "fabricated claim")
+	}
+	if t.Attrition {
+		bad = append(bad, "attrition")
+	}
+	return bad
+}

@@ -1,0 +1,25 @@
+package runner
+
+import "fmt"
+
+// Summary says in one line what a sweep stored as running is doing on
+// Temporal: running with N workers, stalled (no worker polls its queue: an
+// embedded run was killed), or orphaned (its workflow is gone or closed),
+// with its failing shards' count and first error.
+func (s SweepState) Summary() string {
+	var out string
+	switch {
+	case !s.Found:
+		out = "orphaned: its workflow is unknown to Temporal"
+	case !s.Running():
+		out = "orphaned: its workflow is " + s.Status
+	case s.Pollers == 0:
+		out = "stalled: no worker polls task queue " + s.TaskQueue
+	default:
+		out = fmt.Sprintf("running: %d worker(s)", s.Pollers)
+	}
+	if f := s.Failing(); len(f) > 0 {
+		out += fmt.Sprintf("; %d shard(s) failing, last error: %s", len(f), f[0].LastError)
+	}
+	return out
+}
