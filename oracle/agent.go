@@ -112,6 +112,9 @@ type Agent struct {
 	// made it for and in which role: the oracle's own binding, compared
 	// with the grader's (grade.Binding).
 	Served []Served
+	// Reordered is set when a write_before_evidence mutant moved a write
+	// ahead of reads that were already answered (nothing to log).
+	Reordered bool
 }
 
 // Served is the plan step one call served, as the agent knows it.
@@ -229,7 +232,7 @@ type taint struct {
 
 // Run implements agent.Agent.
 func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.Outcome, error) {
-	a.Log, a.Served = nil, nil
+	a.Log, a.Served, a.Reordered = nil, nil, false
 	r := &run{
 		a: a, ctx: ctx, env: env, task: task, tools: map[string]harness.Tool{},
 		rng:   rand.New(rand.NewPCG(a.Seed, uint64(len(a.Kind))*7919+uint64(a.Target))),
@@ -564,6 +567,12 @@ func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool,
 				r.log(WriteOnStale, r.calls+1, "sent %s (step %s, needs_current) with only the stale evidence of call %d", st.Tool, st.ID, r.staleAccepted)
 			} else if r.jumpedUnanswered() {
 				r.log(WriteBeforeEvidence, r.calls+1, "sent %s (step %s) before the read steps the plan puts before it", st.Tool, st.ID)
+			} else {
+				// The reads it jumped were answered already (a
+				// reconciliation asked the same): no misbehaviour, but
+				// the mutant never runs those reads as steps, so a block
+				// before them may leave out facts it holds.
+				r.a.Reordered = true
 			}
 			r.earlyWrite = ""
 		}
