@@ -14,7 +14,13 @@ import (
 //	2  step-level evidence (every call bound to the plan step it serves),
 //	   realized per-trial recoverability, needs_current, truth functions,
 //	   model spend out of the cost budget
-const Version = 2
+//	3  realized recoverability witnessed by two reference policies, a
+//	   rate limit holds the whole tool when judging room for a block, a
+//	   block keeps the facts a confirming reconciliation verified for a
+//	   later read, a step with a fallback still to come is not given up,
+//	   a definitive refusal of the identical call counts when only reads
+//	   lie between
+const Version = 3
 
 // Status is the result of one check or column.
 type Status string
