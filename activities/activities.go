@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	armpkg "rebound/agent/arm"
 	"sync"
 	"time"
 
@@ -104,7 +105,7 @@ func (a *Activities) RegisterSweep(ctx context.Context, in workflows.RegisterSwe
 	if err := CheckPlan(&plan); err != nil {
 		return temporal.NewNonRetryableApplicationError(red.String(err.Error()), workflows.ErrInvalidPlan, nil)
 	}
-	sealer, err := redact.NewSealer(a.RedactionKey, planSealPurpose)
+	sealer, err := redact.NewSealer(a.RedactionKey, scenario.PlanSealPurpose)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
 	}
@@ -521,7 +522,7 @@ func (a *Activities) resolve(arm scenario.Arm) (agent.Agent, error) {
 	if a.Agents != nil {
 		return a.Agents(arm)
 	}
-	return ResolveArm(arm)
+	return armpkg.Resolve(arm)
 }
 
 // Redactor returns the redactor of a sweep's rows: the same one for every
@@ -532,11 +533,9 @@ func (a *Activities) Redactor(plan *scenario.Resolved) (*redact.Redactor, error)
 
 // OpenPlan opens a stored plan_json with this deployment's redaction key.
 func (a *Activities) OpenPlan(stored string) (*scenario.Resolved, error) {
-	return OpenPlan(stored, a.RedactionKey)
+	return scenario.OpenStoredPlan(stored, a.RedactionKey)
 }
 
-// planSealPurpose derives the key that seals the stored plan.
-const planSealPurpose = "plan"
 
 // redactor builds the redactor of a sweep: the default and configured
 // patterns, the values of the API keys the plan's arms and judge read from
@@ -578,28 +577,6 @@ func KnownSecrets(plan *scenario.Resolved) []string {
 	return out
 }
 
-// OpenPlan decodes a stored plan_json, opening its sealed original with
-// the redaction key (a plan stored before sealing is read as it is).
-func OpenPlan(stored string, redactionKey []byte) (*scenario.Resolved, error) {
-	var sealer *redact.Sealer
-	if redact.CheckKey(redactionKey) == nil {
-		s, err := redact.NewSealer(redactionKey, planSealPurpose)
-		if err != nil {
-			return nil, err
-		}
-		sealer = s
-	}
-	doc, err := redact.OpenDocument(sealer, stored)
-	if err != nil {
-		return nil, err
-	}
-	p := &scenario.Resolved{}
-	if err := json.Unmarshal([]byte(doc), p); err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
 // plan returns the sweep's resolved plan, read from storage once per worker.
 func (a *Activities) plan(ctx context.Context, sweepID string) (*scenario.Resolved, error) {
 	a.mu.Lock()
@@ -615,7 +592,7 @@ func (a *Activities) plan(ctx context.Context, sweepID string) (*scenario.Resolv
 		}
 		return nil, err
 	}
-	p, err = OpenPlan(sw.PlanJSON, a.RedactionKey)
+	p, err = scenario.OpenStoredPlan(sw.PlanJSON, a.RedactionKey)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError("stored plan of sweep "+sweepID+": "+err.Error(), workflows.ErrInvalidPlan, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	armpkg "rebound/agent/arm"
 
 	"rebound/scenario"
 	"rebound/world"
@@ -24,7 +25,7 @@ const MaxPlanPayload = 1 << 20
 func CheckPlan(plan *scenario.Resolved) error {
 	var errs []error
 	for _, arm := range plan.Arms {
-		if _, err := ResolveArm(arm); err != nil {
+		if _, err := armpkg.Resolve(arm); err != nil {
 			errs = append(errs, fmt.Errorf("%s: arm %s: agent %q: %w", plan.File, arm.Name, arm.Agent, err))
 		}
 	}

@@ -12,9 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	armpkg "rebound/agent/arm"
 	"sort"
 
-	"rebound/activities"
 	"rebound/agent/llm"
 	"rebound/grade"
 	"rebound/redact"
@@ -78,7 +78,7 @@ func Trial(ctx context.Context, store storage.Store, trialID string, replayOpts 
 	if err != nil {
 		return res, err
 	}
-	plan, err := activities.OpenPlan(sw.PlanJSON, o.redactionKey)
+	plan, err := scenario.OpenStoredPlan(sw.PlanJSON, o.redactionKey)
 	if err != nil {
 		return res, fmt.Errorf("sweep %s: stored plan is unreadable: %w", t.SweepID, err)
 	}
@@ -114,7 +114,7 @@ func Trial(ctx context.Context, store storage.Store, trialID string, replayOpts 
 		// model answers were never recorded by rebound.
 		return res, fmt.Errorf("%w: trial %s of a command arm ran an external process; rebound keeps no recording of its model", ErrNotReplayable, trialID)
 	}
-	ag, err := activities.ResolveArm(arm, opts...)
+	ag, err := armpkg.Resolve(arm, opts...)
 	if err != nil {
 		return res, err
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	armpkg "rebound/agent/arm"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -299,7 +300,7 @@ judge: {base_url: %q, model: judge-model}
 
 	store, c := openStack(t, ctx, srv, lib, "runner_llm")
 	noSleep := llm.WithSleep(func(ctx context.Context, d time.Duration) error { return ctx.Err() })
-	acts := &activities.Activities{Store: store, RedactionKey: testRedactionKey, Agents: func(arm scenario.Arm) (agent.Agent, error) { return activities.ResolveArm(arm, noSleep) },
+	acts := &activities.Activities{Store: store, RedactionKey: testRedactionKey, Agents: func(arm scenario.Arm) (agent.Agent, error) { return armpkg.Resolve(arm, noSleep) },
 		JudgeOptions: []judge.Option{judge.WithSleep(func(ctx context.Context, d time.Duration) error { return ctx.Err() })}}
 	queue := "runner-llm-" + t.Name()
 	w, err := NewWorker(c, queue, acts, WorkerOptions{})

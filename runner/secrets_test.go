@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	armpkg "rebound/agent/arm"
 	"strings"
 	"testing"
 	"time"
@@ -120,7 +121,7 @@ judge: {base_url: %q, api_key_env: %s, model: judge-model}
 	store, c := openStack(t, ctx, srv, lib, database)
 	noSleep := func(ctx context.Context, d time.Duration) error { return ctx.Err() }
 	acts := &activities.Activities{Store: store, RedactionKey: testRedactionKey,
-		Agents:       func(arm scenario.Arm) (agent.Agent, error) { return activities.ResolveArm(arm, llm.WithSleep(noSleep)) },
+		Agents:       func(arm scenario.Arm) (agent.Agent, error) { return armpkg.Resolve(arm, llm.WithSleep(noSleep)) },
 		JudgeOptions: []judge.Option{judge.WithSleep(noSleep)}}
 	queue := "runner-planted-" + t.Name()
 	w, err := NewWorker(c, queue, acts, WorkerOptions{})

@@ -3,10 +3,10 @@ package runner
 import (
 	"context"
 	"fmt"
+	armpkg "rebound/agent/arm"
 	"runtime"
 	"time"
 
-	"rebound/activities"
 	"rebound/scenario"
 	"rebound/trial"
 )
@@ -70,7 +70,7 @@ func SizeShards(ctx context.Context, plan *scenario.Resolved) (Sizing, error) {
 		if err != nil {
 			return sz, err
 		}
-		ag, err := activities.ResolveArm(key.Arm)
+		ag, err := armpkg.Resolve(key.Arm)
 		if err != nil {
 			return sz, err
 		}

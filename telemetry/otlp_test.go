@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	armpkg "rebound/agent/arm"
 	"sort"
 	"strings"
 	"sync"
@@ -254,7 +255,7 @@ arms:
 	}
 	defer c.Close()
 	noSleep := llm.WithSleep(func(ctx context.Context, d time.Duration) error { return ctx.Err() })
-	acts := &activities.Activities{Store: store, RedactionKey: key, Agents: func(arm scenario.Arm) (agent.Agent, error) { return activities.ResolveArm(arm, noSleep) }}
+	acts := &activities.Activities{Store: store, RedactionKey: key, Agents: func(arm scenario.Arm) (agent.Agent, error) { return armpkg.Resolve(arm, noSleep) }}
 	queue := "otlp-" + t.Name()
 	w, err := runner.NewWorker(c, queue, acts, runner.WorkerOptions{})
 	if err != nil {

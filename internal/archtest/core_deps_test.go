@@ -40,6 +40,18 @@ func TestCoreLinksNeitherTemporalNorClickHouse(t *testing.T) {
 	}
 }
 
+// offlinePackages read stored results (or re-run one trial) without a
+// Temporal cluster: the reports, the gate, the judge, replay and regrade.
+var offlinePackages = []string{"./report/...", "./gate/...", "./judge/...", "./replay/...", "./regrade/...", "./artifact/..."}
+
+func TestOfflineCommandsDoNotLinkTemporal(t *testing.T) {
+	for _, bad := range forbiddenDeps(t, offlinePackages...) {
+		if strings.HasPrefix(bad, "go.temporal.io/") {
+			t.Errorf("an offline results package links %s; orchestration stays in activities/, workflows/ and runner/", bad)
+		}
+	}
+}
+
 // TestDetectorSeesForbiddenDeps keeps the test above honest: the same
 // check run on the storage package, which is built on the ClickHouse
 // driver, must report it.

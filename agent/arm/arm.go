@@ -1,4 +1,8 @@
-package activities
+// Package arm turns a plan's arm into a runnable agent: the edge where a
+// name in a plan becomes a scripted policy, a command-line agent or an LLM
+// client. Workers, the offline replay and the shard-size probe all resolve
+// arms here, so none of them needs the Temporal activities to do it.
+package arm
 
 import (
 	"fmt"
@@ -10,12 +14,12 @@ import (
 	"rebound/scenario"
 )
 
-// ResolveArm builds a fresh agent for one trial of an arm: the command
+// Resolve builds a fresh agent for one trial of an arm: the command
 // agent, a scripted reference agent, or the LLM agent configured by the
 // arm. Each call returns a new agent, since an agent records its run.
 // CheckPlan resolves every arm once before a sweep starts, so a bad arm
 // fails before any trial runs.
-func ResolveArm(arm scenario.Arm, opts ...llm.Option) (agent.Agent, error) {
+func Resolve(arm scenario.Arm, opts ...llm.Option) (agent.Agent, error) {
 	if arm.Agent == scenario.AgentCommand {
 		return command.New(command.FromArm(arm))
 	}
