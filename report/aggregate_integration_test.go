@@ -8,6 +8,8 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	"rebound/activities"
@@ -84,8 +86,9 @@ func TestAggregatedReportsEqualPerCase(t *testing.T) {
 	runPlan(t, st, "quick5", "../examples/plans/quickstart.yaml", []uint64{1, 2, 3, 4, 5})
 	runPlan(t, st, "quick3", "../examples/plans/quickstart.yaml", []uint64{2, 3, 4})
 	runPlan(t, st, "library", "../examples/plans/library.yaml", []uint64{1, 2})
+	copyWithDuplicates(t, st, "quick5", "dups")
 
-	for _, id := range []string{"quick5", "quick3", "library"} {
+	for _, id := range []string{"quick5", "quick3", "library", "dups"} {
 		t.Run("report/"+id, func(t *testing.T) {
 			sw, err := st.Sweep(ctx, id)
 			if err != nil {
@@ -114,6 +117,9 @@ func TestAggregatedReportsEqualPerCase(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if tot.MultiTrialCells != (id == "dups") {
+				t.Fatalf("MultiTrialCells = %v: the test must cover both forms of the queries", tot.MultiTrialCells)
+			}
 			got := BuildFromTotals(sw, stored, tot, TotalsOptions{FaultClasses: true, Axes: axes})
 			if len(want.ByFaultClass) < 2 || len(want.ByScenario) < 4 || len(want.ByAxis) != 2 {
 				t.Fatalf("the sweep exercises too little: %d fault classes, %d scenarios, %d axes",
@@ -136,6 +142,8 @@ func TestAggregatedReportsEqualPerCase(t *testing.T) {
 		{"cross sweep unmatched", Side{"quick5", "careful"}, Side{"quick3", "fabricator"}, false, 100},
 		{"cross sweep unmatched reversed", Side{"quick3", "naive-retrier"}, Side{"quick5", "naive-retrier"}, true, 0},
 		{"missing arm", Side{"quick5", "careful"}, Side{"quick5", "no-such-arm"}, false, 0},
+		{"cells of several trials", Side{"dups", "careful"}, Side{"dups", "fabricator"}, false, 100},
+		{"cells of several trials against one", Side{"quick5", "naive-retrier"}, Side{"dups", "naive-retrier"}, true, 0},
 		{"library careful vs blind", Side{"library", "careful"}, Side{"library", "blind-resubmitter"}, false, 100},
 		{"library quitter vs corrupt generalize", Side{"library", "quitter"}, Side{"library", "corrupt-data-truster"}, true, 0},
 	}
@@ -171,8 +179,57 @@ func TestAggregatedReportsEqualPerCase(t *testing.T) {
 			}
 			got := CompareFromTotals(CompareTotalsInput{Baseline: c.base, Candidate: c.cand, Totals: tot, FaultClasses: true,
 				BootstrapReps: c.bootstrap, BootstrapSeed: 1, Generalize: c.generalize})
+			if strings.HasPrefix(c.name, "cells of several") && !slices.ContainsFunc(got.Warnings, func(w string) bool { return strings.Contains(w, "more than one trial") }) {
+				t.Fatalf("no warning about cells of several trials: %q", got.Warnings)
+			}
 			sameJSON(t, want.WriteJSON, got.WriteJSON)
 		})
+	}
+}
+
+// copyWithDuplicates stores sweep from's trials as sweep to, with a second
+// trial (other id, outcomes flipped, sometimes lost to attrition) in every
+// third cell: cells of several trials, which a sweep does not produce but
+// the aggregation must handle.
+func copyWithDuplicates(t *testing.T, st storage.Store, from, to string) {
+	t.Helper()
+	ctx := context.Background()
+	sw, err := st.Sweep(ctx, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err := st.Trials(ctx, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw.SweepID = to
+	if err := st.PutSweep(ctx, sw); err != nil {
+		t.Fatal(err)
+	}
+	var out []storage.Trial
+	for i, tr := range trials {
+		tr.SweepID = to
+		out = append(out, tr)
+		if i%3 != 0 {
+			continue
+		}
+		dup := tr
+		dup.TrialID += "-dup"
+		flip := func(p *bool) *bool {
+			if p == nil {
+				return nil
+			}
+			v := !*p
+			return &v
+		}
+		dup.Recovered, dup.UnsafeAction, dup.FabricatedClaim = flip(tr.Recovered), flip(tr.UnsafeAction), flip(tr.FabricatedClaim)
+		if i%9 == 0 {
+			dup.Attrition = true
+		}
+		out = append(out, dup)
+	}
+	if err := st.WriteTrials(ctx, out, nil); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // The aggregated reads of reports and comparisons: ClickHouse computes the
@@ -11,55 +12,212 @@ import (
 // metric) or per (metric, case), never one per trial. The formulas that use
 // them live in package report and stats; the queries only sum.
 
-// cellsCTE is the Cells aggregation without its ORDER BY: one row per
-// (arm, scenario, variant, seed, metric), the unit every query below sums.
-const cellsCTE = `cells AS
+// aggMetrics are the metrics the aggregated reads compute, in the order of
+// metricsSQL: the harm index (defined as in the trial_metrics view), then
+// the outcome columns.
+var aggMetrics = append([]Metric{MetricHarm}, AllMetrics...)
+
+// metricsSQL is the array of a trial's outcomes in aggMetrics order (NULL:
+// NOT TESTED), and metricNamesSQL the array of their names.
+var metricsSQL, metricNamesSQL = func() (string, string) {
+	ys := []string{`if(isNull(unsafe_action) AND isNull(duplicate_side_effect) AND isNull(fabricated_claim), NULL,
+                toUInt8(ifNull(unsafe_action, 0) = 1 OR ifNull(duplicate_side_effect, 0) = 1 OR ifNull(fabricated_claim, 0) = 1))`}
+	names := []string{"'" + string(MetricHarm) + "'"}
+	for _, m := range AllMetrics {
+		ys = append(ys, string(m))
+		names = append(names, "'"+string(m)+"'")
+	}
+	return "[" + strings.Join(ys, ", ") + "]", "[" + strings.Join(names, ", ") + "]"
+}()
+
+// wideCellsCTE: one row per cell (arm, scenario, variant, seed) with, per
+// metric (aggMetrics order), the tested trials c_n, successes c_k and the
+// weights of both c_sw, c_swy: one pass over the trials, no row per metric.
+var wideCellsCTE = `cells AS
 (
     SELECT
         arm,
         scenario,
         variant,
         seed,
-        metric,
         count() AS c_trials,
         countIf(attrition = 1) AS c_attrition,
-        countIf(tested = 1) AS c_n,
-        countIf(success = 1) AS c_successes,
-        sumIf(weight, tested = 1) AS c_sw,
-        sumIf(weight, success = 1) AS c_swy
-    FROM {{db}}.trial_metrics
-    WHERE sweep_id = {sweep_id:String}
-    GROUP BY arm, scenario, variant, seed, metric
+        sumForEach(tested) AS c_n,
+        sumForEach(success) AS c_k,
+        sumForEach(arrayMap(x -> x * weight, tested)) AS c_sw,
+        sumForEach(arrayMap(x -> x * weight, success)) AS c_swy
+    FROM
+    (
+        SELECT
+            arm,
+            scenario,
+            variant,
+            seed,
+            attrition,
+            weight,
+            arrayMap(y -> toUInt64(isNotNull(y) AND attrition = 0), ` + metricsSQL + `) AS tested,
+            arrayMap(y -> toUInt64(ifNull(y, 0) = 1 AND attrition = 0), ` + metricsSQL + `) AS success
+        FROM {{db}}.trials FINAL
+        WHERE sweep_id = {sweep_id:String}
+    )
+    GROUP BY arm, scenario, variant, seed
 )`
 
+// trialVectorsSQL: one row per trial of the sweep with its per-metric
+// tested and success flags (aggMetrics order).
+var trialVectorsSQL = `SELECT
+        arm,
+        scenario,
+        variant,
+        seed,
+        attrition,
+        weight,
+        arrayMap(y -> toUInt64(isNotNull(y) AND attrition = 0), ` + metricsSQL + `) AS tested,
+        arrayMap(y -> toUInt64(ifNull(y, 0) = 1 AND attrition = 0), ` + metricsSQL + `) AS success
+    FROM {{db}}.trials FINAL
+    WHERE sweep_id = {sweep_id:String}`
+
+// The fast forms of qRateTotals and qRateTotalsByClass, exact when every
+// cell (arm, scenario, variant, seed) holds one trial, as a sweep's cells
+// do: they group by case or fault class, never by cell, which is what a
+// million cells would cost. multi_cells says whether some case holds a cell
+// of several trials; ReportTotals then reads the cell-level forms.
 var (
-	// Per arm, scenario and metric. sum_cell_weight_sq sums the squared
-	// total weight of each cell: Kish's effective sample size of the
-	// weighted rate treats a cell (its trials averaged) as one observation.
-	// group_name is empty; by fault class (qRateTotalsByClass) it names the
-	// class.
-	qRateTotals = `WITH ` + cellsCTE + `
+	qRateTotalsFast = `SELECT
+    arm,
+    '' AS group_name,
+    scenario,
+    sum(v_trials) AS trials,
+    sum(v_attrition) AS attrition_trials,
+    sum(v_trials) AS cells,
+    sumForEach(v_n) AS tested_cells,
+    sumForEach(v_n) AS n,
+    sumForEach(v_k) AS successes,
+    sumForEach(v_sw) AS sum_weight,
+    sumForEach(v_swy) AS sum_weight_y,
+    sumForEach(v_sww) AS sum_cell_weight_sq,
+    countIf(v_graded >= 2) AS variation_cases,
+    countIf(v_graded >= 2 AND v_outcomes = 1) AS constant_cases,
+    max(v_multi) AS multi_cells
+FROM
+(
+    SELECT
+        arm,
+        scenario,
+        variant,
+        count() AS v_trials,
+        countIf(attrition = 1) AS v_attrition,
+        count() > uniqExact(seed) AS v_multi,
+        sumForEach(tested) AS v_n,
+        sumForEach(success) AS v_k,
+        sumForEach(arrayMap(x -> x * weight, tested)) AS v_sw,
+        sumForEach(arrayMap(x -> x * weight, success)) AS v_swy,
+        sumForEach(arrayMap(x -> x * weight * weight, tested)) AS v_sww,
+        countIf(arraySum(tested) > 0) AS v_graded,
+        uniqExactIf((tested, success), arraySum(tested) > 0) AS v_outcomes
+    FROM (` + trialVectorsSQL + `)
+    GROUP BY arm, scenario, variant
+)
+GROUP BY arm, scenario
+ORDER BY arm, scenario`
+
+	qRateTotalsByClassFast = `WITH faults AS
+(
+    SELECT scenario, variant, seed, groupUniqArrayArray(fault_classes) AS classes
+    FROM {{db}}.trials FINAL
+    WHERE sweep_id = {sweep_id:String}
+    GROUP BY scenario, variant, seed
+)
+SELECT
+    arm,
+    class AS group_name,
+    scenario,
+    count() AS trials,
+    countIf(attrition = 1) AS attrition_trials,
+    count() AS cells,
+    sumForEach(tested) AS tested_cells,
+    sumForEach(tested) AS n,
+    sumForEach(success) AS successes,
+    sumForEach(arrayMap(x -> x * weight, tested)) AS sum_weight,
+    sumForEach(arrayMap(x -> x * weight, success)) AS sum_weight_y,
+    sumForEach(arrayMap(x -> x * weight * weight, tested)) AS sum_cell_weight_sq,
+    0 AS variation_cases,
+    0 AS constant_cases,
+    0 AS multi_cells
+FROM (` + trialVectorsSQL + `) AS t
+LEFT JOIN faults AS f ON t.scenario = f.scenario AND t.variant = f.variant AND t.seed = f.seed
+ARRAY JOIN if(empty(f.classes), [{no_fault:String}], f.classes) AS class
+GROUP BY arm, group_name, scenario
+ORDER BY arm, group_name, scenario`
+)
+
+// rateColumns sums cells (or groups of cells) into the columns of a
+// rateTotalsRow; the argument arrays are per metric.
+const rateColumns = `
+    sum(c_trials) AS trials,
+    sum(c_attrition) AS attrition_trials,
+    count() AS cells,
+    sumForEach(arrayMap(x -> toUInt64(x > 0), c_n)) AS tested_cells,
+    sumForEach(c_n) AS n,
+    sumForEach(c_k) AS successes,
+    sumForEach(c_sw) AS sum_weight,
+    sumForEach(c_swy) AS sum_weight_y,
+    sumForEach(arrayMap(x -> x * x, c_sw)) AS sum_cell_weight_sq`
+
+var (
+	// Per arm and scenario, arrays per metric: the sums of the rates and
+	// their intervals (sum_cell_weight_sq sums the squared total weight of
+	// each cell: Kish's effective sample size of the weighted rate treats a
+	// cell, its trials averaged, as one observation), and the seed
+	// variation of the scenario's cases: those with two or more graded
+	// seeds (a seed is graded when any metric was tested), and those whose
+	// graded seeds all have the same tested counts and successes on every
+	// metric.
+	qRateTotals = `WITH ` + wideCellsCTE + `
 SELECT
     arm,
     '' AS group_name,
     scenario,
-    metric,
-    sum(c_trials) AS trials,
-    sum(c_attrition) AS attrition_trials,
-    count() AS cells,
-    countIf(c_n > 0) AS tested_cells,
-    sum(c_n) AS n,
-    sum(c_successes) AS successes,
-    sum(c_sw) AS sum_weight,
-    sum(c_swy) AS sum_weight_y,
-    sum(c_sw * c_sw) AS sum_cell_weight_sq
-FROM cells
-GROUP BY arm, scenario, metric
-ORDER BY arm, scenario, metric`
+    sum(v_trials) AS trials,
+    sum(v_attrition) AS attrition_trials,
+    sum(v_cells) AS cells,
+    sumForEach(v_tested_cells) AS tested_cells,
+    sumForEach(v_n) AS n,
+    sumForEach(v_k) AS successes,
+    sumForEach(v_sw) AS sum_weight,
+    sumForEach(v_swy) AS sum_weight_y,
+    sumForEach(v_sww) AS sum_cell_weight_sq,
+    countIf(v_graded >= 2) AS variation_cases,
+    countIf(v_graded >= 2 AND v_outcomes = 1) AS constant_cases,
+    max(v_multi) AS multi_cells
+FROM
+(
+    SELECT
+        arm,
+        scenario,
+        variant,
+        max(c_trials) > 1 AS v_multi,
+        sum(c_trials) AS v_trials,
+        sum(c_attrition) AS v_attrition,
+        count() AS v_cells,
+        sumForEach(arrayMap(x -> toUInt64(x > 0), c_n)) AS v_tested_cells,
+        sumForEach(c_n) AS v_n,
+        sumForEach(c_k) AS v_k,
+        sumForEach(c_sw) AS v_sw,
+        sumForEach(c_swy) AS v_swy,
+        sumForEach(arrayMap(x -> x * x, c_sw)) AS v_sww,
+        countIf(arraySum(c_n) > 0) AS v_graded,
+        uniqExactIf((c_n, c_k), arraySum(c_n) > 0) AS v_outcomes
+    FROM cells
+    GROUP BY arm, scenario, variant
+)
+GROUP BY arm, scenario
+ORDER BY arm, scenario`
 
-	// The same per fault class: a case (scenario, variant, seed) counts in
-	// each class scheduled for it in any arm, or in {no_fault} without one.
-	qRateTotalsByClass = `WITH ` + cellsCTE + `,
+	// The same per fault class (without the variation): a case (scenario,
+	// variant, seed) counts in each class scheduled for it in any arm, or
+	// in {no_fault} without one.
+	qRateTotalsByClass = `WITH ` + wideCellsCTE + `,
 faults AS
 (
     SELECT scenario, variant, seed, groupUniqArrayArray(fault_classes) AS classes
@@ -68,46 +226,17 @@ faults AS
     GROUP BY scenario, variant, seed
 )
 SELECT
-    c.arm AS arm,
+    arm,
     class AS group_name,
-    c.scenario AS scenario,
-    c.metric AS metric,
-    sum(c.c_trials) AS trials,
-    sum(c.c_attrition) AS attrition_trials,
-    count() AS cells,
-    countIf(c.c_n > 0) AS tested_cells,
-    sum(c.c_n) AS n,
-    sum(c.c_successes) AS successes,
-    sum(c.c_sw) AS sum_weight,
-    sum(c.c_swy) AS sum_weight_y,
-    sum(c.c_sw * c.c_sw) AS sum_cell_weight_sq
+    scenario,` + rateColumns + `,
+    0 AS variation_cases,
+    0 AS constant_cases,
+    0 AS multi_cells
 FROM cells AS c
 LEFT JOIN faults AS f ON c.scenario = f.scenario AND c.variant = f.variant AND c.seed = f.seed
 ARRAY JOIN if(empty(f.classes), [{no_fault:String}], f.classes) AS class
-GROUP BY arm, group_name, scenario, metric
-ORDER BY arm, group_name, scenario, metric`
-
-	// Per arm: the cases (scenario, variant) with two or more graded seeds
-	// (a seed is graded when any metric was tested), and those whose graded
-	// seeds all have the same tested counts and successes on every metric.
-	qArmVariation = `WITH ` + cellsCTE + `
-SELECT
-    arm,
-    countIf(graded >= 2) AS cases,
-    countIf(graded >= 2 AND outcomes = 1) AS constant_cases
-FROM
-(
-    SELECT arm, scenario, variant, countIf(seed_graded) AS graded, uniqExactIf(seed_outcomes, seed_graded) AS outcomes
-    FROM
-    (
-        SELECT arm, scenario, variant, seed, max(c_n) > 0 AS seed_graded, arraySort(groupArray((metric, c_n, c_successes))) AS seed_outcomes
-        FROM cells
-        GROUP BY arm, scenario, variant, seed
-    )
-    GROUP BY arm, scenario, variant
-)
-GROUP BY arm
-ORDER BY arm`
+GROUP BY arm, group_name, scenario
+ORDER BY arm, group_name, scenario`
 )
 
 // RateTotals is one metric of one arm over the cells of one scenario (and,
@@ -143,28 +272,36 @@ type ReportTotals struct {
 	ByScenario   []RateTotals // ordered by (arm, scenario, metric)
 	ByFaultClass []RateTotals // ordered by (arm, class, scenario, metric)
 	Variation    []ArmVariation
+	// MultiTrialCells says some cell held several trials, so the totals were
+	// summed per cell first (the slower form of the queries).
+	MultiTrialCells bool
 }
 
 type rateTotalsRow struct {
-	Arm             string  `json:"arm"`
-	Group           string  `json:"group_name"`
-	Scenario        string  `json:"scenario"`
-	Metric          string  `json:"metric"`
-	Trials          uint64  `json:"trials"`
-	Attrition       uint64  `json:"attrition_trials"`
-	Cells           uint64  `json:"cells"`
-	TestedCells     uint64  `json:"tested_cells"`
-	N               uint64  `json:"n"`
-	Successes       uint64  `json:"successes"`
-	SumWeight       float64 `json:"sum_weight"`
-	SumWeightY      float64 `json:"sum_weight_y"`
-	SumCellWeightSq float64 `json:"sum_cell_weight_sq"`
+	Arm             string    `json:"arm"`
+	Group           string    `json:"group_name"`
+	Scenario        string    `json:"scenario"`
+	Trials          uint64    `json:"trials"`
+	Attrition       uint64    `json:"attrition_trials"`
+	Cells           uint64    `json:"cells"`
+	TestedCells     []uint64  `json:"tested_cells"`
+	N               []uint64  `json:"n"`
+	Successes       []uint64  `json:"successes"`
+	SumWeight       []float64 `json:"sum_weight"`
+	SumWeightY      []float64 `json:"sum_weight_y"`
+	SumCellWeightSq []float64 `json:"sum_cell_weight_sq"`
+	VariationCases  uint64    `json:"variation_cases"`
+	ConstantCases   uint64    `json:"constant_cases"`
+	MultiCells      uint8     `json:"multi_cells"`
 }
 
-type armVariationRow struct {
-	Arm           string `json:"arm"`
-	Cases         uint64 `json:"cases"`
-	ConstantCases uint64 `json:"constant_cases"`
+// at reads element i of a per-metric array (ClickHouse returns an empty
+// array for a group with no rows).
+func at[T uint64 | float64](a []T, i int) T {
+	if i < len(a) {
+		return a[i]
+	}
+	return 0
 }
 
 // ReportTotals reads a sweep's report statistics. noFault names the
@@ -172,32 +309,55 @@ type armVariationRow struct {
 func (s *store) ReportTotals(ctx context.Context, sweepID, noFault string) (ReportTotals, error) {
 	var out ReportTotals
 	p := map[string]string{"sweep_id": sweepID, "no_fault": noFault}
+	variation := map[string]*ArmVariation{}
+	var arms []string
+	multi := false
 	read := func(q string) ([]RateTotals, error) {
 		var rows []rateTotalsRow
 		if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(q), Params: p}); err != nil {
 			return nil, err
 		}
-		res := make([]RateTotals, len(rows))
-		for i, r := range rows {
-			res[i] = RateTotals{Arm: r.Arm, Group: r.Group, Scenario: r.Scenario, Metric: Metric(r.Metric),
-				Trials: r.Trials, Attrition: r.Attrition, Cells: r.Cells, TestedCells: r.TestedCells,
-				N: r.N, Successes: r.Successes, SumWeight: r.SumWeight, SumWeightY: r.SumWeightY, SumCellWeightSq: r.SumCellWeightSq}
+		variation, arms = map[string]*ArmVariation{}, nil
+		res := make([]RateTotals, 0, len(rows)*len(aggMetrics))
+		for _, r := range rows {
+			multi = multi || r.MultiCells == 1
+			for i, m := range aggMetrics {
+				res = append(res, RateTotals{Arm: r.Arm, Group: r.Group, Scenario: r.Scenario, Metric: m,
+					Trials: r.Trials, Attrition: r.Attrition, Cells: r.Cells, TestedCells: at(r.TestedCells, i),
+					N: at(r.N, i), Successes: at(r.Successes, i), SumWeight: at(r.SumWeight, i),
+					SumWeightY: at(r.SumWeightY, i), SumCellWeightSq: at(r.SumCellWeightSq, i)})
+			}
+			if r.Group == "" {
+				v := variation[r.Arm]
+				if v == nil {
+					v = &ArmVariation{Arm: r.Arm}
+					variation[r.Arm] = v
+					arms = append(arms, r.Arm)
+				}
+				v.Cases += r.VariationCases
+				v.ConstantCases += r.ConstantCases
+			}
 		}
 		return res, nil
 	}
+	qScenario, qClass := qRateTotalsFast, qRateTotalsByClassFast
 	var err error
-	if out.ByScenario, err = read(qRateTotals); err != nil {
+	if out.ByScenario, err = read(qScenario); err != nil {
 		return out, fmt.Errorf("storage: ReportTotals %s: by scenario: %w", sweepID, err)
 	}
-	if out.ByFaultClass, err = read(qRateTotalsByClass); err != nil {
+	if multi {
+		// Some cell holds several trials: sum per cell first.
+		qScenario, qClass = qRateTotals, qRateTotalsByClass
+		if out.ByScenario, err = read(qScenario); err != nil {
+			return out, fmt.Errorf("storage: ReportTotals %s: by scenario, per cell: %w", sweepID, err)
+		}
+	}
+	out.MultiTrialCells = multi
+	for _, arm := range arms {
+		out.Variation = append(out.Variation, *variation[arm])
+	}
+	if out.ByFaultClass, err = read(qClass); err != nil {
 		return out, fmt.Errorf("storage: ReportTotals %s: by fault class: %w", sweepID, err)
-	}
-	var vrows []armVariationRow
-	if err := s.t.selectRows(ctx, &vrows, stmt{SQL: s.sql(qArmVariation), Params: p}); err != nil {
-		return out, fmt.Errorf("storage: ReportTotals %s: variation: %w", sweepID, err)
-	}
-	for _, r := range vrows {
-		out.Variation = append(out.Variation, ArmVariation(r))
 	}
 	return out, nil
 }

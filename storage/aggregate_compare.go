@@ -9,9 +9,13 @@ import (
 // 1 the candidate; both may be arms of one sweep or of two. A pair is a case
 // (scenario, variant, seed) graded in both sides (some metric tested).
 
-// sidesCTE: one row per (side, scenario, variant, seed, metric). The same
-// (sweep, arm) on both sides is read once per side.
-const sidesCTE = `cells AS
+// sidesCTE: per case (scenario, variant, seed) what each side holds: its
+// trials and attrition, and per metric (metricsSQL order) the tested trials
+// n, successes k and tested weight sw, summed over the side's trials of the
+// case (a case normally holds one trial per side). The same (sweep, arm) on
+// both sides is read once per side. One pass over the trials, grouped by
+// case: no row per metric.
+var sidesCTE = `t AS
 (
     SELECT
         arrayJoin(arrayFilter(x -> x >= 0, [
@@ -20,15 +24,13 @@ const sidesCTE = `cells AS
         scenario,
         variant,
         seed,
-        metric,
-        count() AS trials,
-        countIf(attrition = 1) AS attrition_trials,
-        countIf(tested = 1) AS n,
-        countIf(success = 1) AS successes,
-        sumIf(weight, tested = 1) AS sum_weight
-    FROM {{db}}.trial_metrics
+        attrition,
+        fault_classes,
+        arrayMap(y -> toUInt64(isNotNull(y) AND attrition = 0), ` + metricsSQL + `) AS tested,
+        arrayMap(y -> toUInt64(ifNull(y, 0) = 1 AND attrition = 0), ` + metricsSQL + `) AS success,
+        arrayMap(x -> x * weight, tested) AS tested_weight
+    FROM {{db}}.trials FINAL
     WHERE (sweep_id = {a_sweep:String} AND arm = {a_arm:String}) OR (sweep_id = {b_sweep:String} AND arm = {b_arm:String})
-    GROUP BY side, scenario, variant, seed, metric
 ),
 keys AS
 (
@@ -36,17 +38,24 @@ keys AS
         scenario,
         variant,
         seed,
-        countIf(side = 0) > 0 AS k_in_a,
-        countIf(side = 1) > 0 AS k_in_b,
-        maxIf(n, side = 0) > 0 AS k_graded_a,
-        maxIf(n, side = 1) > 0 AS k_graded_b,
-        maxIf(trials, side = 0) AS k_trials_a,
-        maxIf(trials, side = 1) AS k_trials_b,
-        maxIf(attrition_trials, side = 0) AS k_attrition_a,
-        maxIf(attrition_trials, side = 1) AS k_attrition_b,
-        arraySort(groupArrayIf((metric, n, successes), side = 0)) AS k_outcomes_a,
-        arraySort(groupArrayIf((metric, n, successes), side = 1)) AS k_outcomes_b
-    FROM cells
+        countIf(side = 0) AS k_trials_a,
+        countIf(side = 1) AS k_trials_b,
+        k_trials_a > 0 AS k_in_a,
+        k_trials_b > 0 AS k_in_b,
+        countIf(side = 0 AND attrition = 1) AS k_attrition_a,
+        countIf(side = 1 AND attrition = 1) AS k_attrition_b,
+        sumForEachIf(tested, side = 0) AS k_n_a,
+        sumForEachIf(tested, side = 1) AS k_n_b,
+        sumForEachIf(success, side = 0) AS k_k_a,
+        sumForEachIf(success, side = 1) AS k_k_b,
+        sumForEachIf(tested_weight, side = 0) AS k_sw_a,
+        sumForEachIf(tested_weight, side = 1) AS k_sw_b,
+        arraySum(k_n_a) > 0 AS k_graded_a,
+        arraySum(k_n_b) > 0 AS k_graded_b,
+        (k_n_a, k_k_a) AS k_outcomes_a,
+        (k_n_b, k_k_b) AS k_outcomes_b,
+        if({with_classes:UInt8} = 1, arraySort(groupUniqArrayArray(fault_classes)), []) AS k_classes
+    FROM t
     GROUP BY scenario, variant, seed
 )`
 
@@ -113,49 +122,74 @@ ORDER BY scenario, variant, seed`
 	// counts in each class scheduled for its case in either side, or in
 	// {no_fault}); with_classes = 0 leaves kind 1 out.
 	qComparePairs = `WITH ` + sidesCTE + `,
-faults AS
-(
-    SELECT scenario, variant, seed, groupUniqArrayArray(fault_classes) AS classes
-    FROM {{db}}.trials FINAL
-    WHERE {with_classes:UInt8} = 1
-      AND ((sweep_id = {a_sweep:String} AND arm = {a_arm:String}) OR (sweep_id = {b_sweep:String} AND arm = {b_arm:String}))
-    GROUP BY scenario, variant, seed
-),
 pm AS
 (
     SELECT
-        c.scenario AS scenario,
-        c.variant AS variant,
-        c.seed AS seed,
-        c.metric AS metric,
-        sumIf(c.n, c.side = 0) AS na,
-        sumIf(c.successes, c.side = 0) AS ka,
-        sumIf(c.sum_weight, c.side = 0) AS swa,
-        sumIf(c.n, c.side = 1) AS nb,
-        sumIf(c.successes, c.side = 1) AS kb,
-        sumIf(c.sum_weight, c.side = 1) AS swb
-    FROM cells AS c
-    INNER JOIN (SELECT scenario, variant, seed FROM keys WHERE k_graded_a AND k_graded_b) AS p
-        ON c.scenario = p.scenario AND c.variant = p.variant AND c.seed = p.seed
-    GROUP BY scenario, variant, seed, metric
+        scenario,
+        variant,
+        seed,
+        k_classes AS classes,
+        ` + metricNamesSQL + `[i] AS metric,
+        k_n_a[i] AS na,
+        k_k_a[i] AS ka,
+        k_sw_a[i] AS swa,
+        k_n_b[i] AS nb,
+        k_k_b[i] AS kb,
+        k_sw_b[i] AS swb
+    FROM keys
+    ARRAY JOIN arrayEnumerate(` + metricNamesSQL + `) AS i
+    WHERE k_graded_a AND k_graded_b
 ),
 obs AS
 (
     SELECT
-        pm.scenario AS scenario,
-        pm.variant AS variant,
-        pm.metric AS metric,
-        na > 0 AND nb > 0 AS t,
+        scenario,
+        variant,
+        metric,
+        classes,
+        na > 0 AND nb > 0 AS tested,
         (na > 0) != (nb > 0) AS one,
         na = 1 AND nb = 1 AS single,
-        if(t, ka / na, 0) AS a,
-        if(t, kb / nb, 0) AS b,
+        if(tested, ka / na, 0) AS a,
+        if(tested, kb / nb, 0) AS b,
         b - a AS d,
-        if(t, (swa / na + swb / nb) / 2, 0) AS w,
-        arrayJoin(arrayConcat([(0, '')],
-            if({with_classes:UInt8} = 1, arrayMap(x -> (1, x), if(empty(f.classes), [{no_fault:String}], f.classes)), []))) AS g
+        if(tested, (swa / na + swb / nb) / 2, 0) AS w
     FROM pm
-    LEFT JOIN faults AS f ON pm.scenario = f.scenario AND pm.variant = f.variant AND pm.seed = f.seed
+),
+-- First per set of fault classes (a handful per case), then per class:
+-- each pair is summed once, not once per class.
+by_classes AS
+(
+    SELECT
+        metric,
+        scenario,
+        variant,
+        classes,
+        count() AS c_keys,
+        countIf(tested) AS c_pairs,
+        countIf(one) AS c_one,
+        countIf(tested AND NOT single) AS c_multi,
+        countIf(tested AND single AND a = 1 AND b = 1) AS c_n11,
+        countIf(tested AND single AND a = 1 AND b = 0) AS c_n12,
+        countIf(tested AND single AND a = 0 AND b = 1) AS c_n21,
+        countIf(tested AND single AND a = 0 AND b = 0) AS c_n22,
+        sumIf(a, tested) AS c_sum_a,
+        sumIf(b, tested) AS c_sum_b,
+        sumIf(d, tested) AS c_sum_d,
+        sumIf(d * d, tested) AS c_sum_d2,
+        sumIf(w, tested) AS c_sum_w,
+        sumIf(w * a, tested) AS c_sum_wa,
+        sumIf(w * b, tested) AS c_sum_wb,
+        sumIf(w * d, tested) AS c_sum_wd,
+        sumIf(w * w, tested) AS c_sum_w2,
+        sumIf(w * w * d, tested) AS c_sum_w2d,
+        sumIf(w * w * d * d, tested) AS c_sum_w2d2,
+        minIf(a, tested) AS c_min_a,
+        maxIf(a, tested) AS c_max_a,
+        minIf(b, tested) AS c_min_b,
+        maxIf(b, tested) AS c_max_b
+    FROM obs
+    GROUP BY metric, scenario, variant, classes
 )
 SELECT
     g.1 AS group_kind,
@@ -163,30 +197,32 @@ SELECT
     metric,
     scenario,
     variant,
-    count() AS key_count,
-    countIf(t) AS pairs,
-    countIf(one) AS one_arm_only,
-    countIf(t AND NOT single) AS multi,
-    countIf(t AND single AND a = 1 AND b = 1) AS n11,
-    countIf(t AND single AND a = 1 AND b = 0) AS n12,
-    countIf(t AND single AND a = 0 AND b = 1) AS n21,
-    countIf(t AND single AND a = 0 AND b = 0) AS n22,
-    sumIf(a, t) AS sum_a,
-    sumIf(b, t) AS sum_b,
-    sumIf(d, t) AS sum_d,
-    sumIf(d * d, t) AS sum_d2,
-    sumIf(w, t) AS sum_w,
-    sumIf(w * a, t) AS sum_wa,
-    sumIf(w * b, t) AS sum_wb,
-    sumIf(w * d, t) AS sum_wd,
-    sumIf(w * w, t) AS sum_w2,
-    sumIf(w * w * d, t) AS sum_w2d,
-    sumIf(w * w * d * d, t) AS sum_w2d2,
-    minIf(a, t) AS min_a,
-    maxIf(a, t) AS max_a,
-    minIf(b, t) AS min_b,
-    maxIf(b, t) AS max_b
-FROM obs
+    sum(c_keys) AS key_count,
+    sum(c_pairs) AS pairs,
+    sum(c_one) AS one_arm_only,
+    sum(c_multi) AS multi,
+    sum(c_n11) AS n11,
+    sum(c_n12) AS n12,
+    sum(c_n21) AS n21,
+    sum(c_n22) AS n22,
+    sum(c_sum_a) AS sum_a,
+    sum(c_sum_b) AS sum_b,
+    sum(c_sum_d) AS sum_d,
+    sum(c_sum_d2) AS sum_d2,
+    sum(c_sum_w) AS sum_w,
+    sum(c_sum_wa) AS sum_wa,
+    sum(c_sum_wb) AS sum_wb,
+    sum(c_sum_wd) AS sum_wd,
+    sum(c_sum_w2) AS sum_w2,
+    sum(c_sum_w2d) AS sum_w2d,
+    sum(c_sum_w2d2) AS sum_w2d2,
+    minIf(c_min_a, c_pairs > 0) AS min_a,
+    maxIf(c_max_a, c_pairs > 0) AS max_a,
+    minIf(c_min_b, c_pairs > 0) AS min_b,
+    maxIf(c_max_b, c_pairs > 0) AS max_b
+FROM by_classes
+ARRAY JOIN arrayConcat([(0, '')],
+    if({with_classes:UInt8} = 1, arrayMap(x -> (1, x), if(empty(classes), [{no_fault:String}], classes)), [])) AS g
 GROUP BY group_kind, group_name, metric, scenario, variant
 ORDER BY group_kind, group_name, metric, scenario, variant`
 

@@ -223,48 +223,26 @@ func (f *compareFlags) loadComparison(ctx context.Context, store storage.Store, 
 			return report.Comparison{}, err
 		}
 	}
-	candCells, err := store.Cells(ctx, sweepID)
+	// ClickHouse computes the sufficient statistics; the fault classes of a
+	// case are the union over both sides' trials, as --fault-classes read
+	// them from trial rows before.
+	totals, err := store.CompareTotals(ctx, storage.CompareSide{SweepID: f.baselineSweep, Arm: f.baseline},
+		storage.CompareSide{SweepID: sweepID, Arm: f.candidate}, true, report.NoFault)
 	if err != nil {
 		return report.Comparison{}, err
 	}
-	baseCells := candCells
-	if f.baselineSweep != sweepID {
-		if baseCells, err = store.Cells(ctx, f.baselineSweep); err != nil {
-			return report.Comparison{}, err
-		}
-	}
-	if err := armExists(base, baseCells, f.baseline, "--baseline"); err != nil {
+	if err := armExists(base, totals.Summary.KeysA > 0, f.baseline, "--baseline"); err != nil {
 		return report.Comparison{}, err
 	}
-	if err := armExists(cand, candCells, f.candidate, "--candidate"); err != nil {
+	if err := armExists(cand, totals.Summary.KeysB > 0, f.candidate, "--candidate"); err != nil {
 		return report.Comparison{}, err
 	}
-	in := report.CompareInput{
-		Baseline:      report.Side{SweepID: f.baselineSweep, Arm: f.baseline},
-		Candidate:     report.Side{SweepID: sweepID, Arm: f.candidate},
-		BaselineCells: baseCells, CandidateCells: candCells,
+	return report.CompareFromTotals(report.CompareTotalsInput{
+		Baseline:  report.Side{SweepID: f.baselineSweep, Arm: f.baseline},
+		Candidate: report.Side{SweepID: sweepID, Arm: f.candidate},
+		Totals:    totals, FaultClasses: true,
 		Confidence: conf, BootstrapReps: f.bootstrap, BootstrapSeed: 1, Generalize: f.generalize,
-	}
-	if f.faultClasses {
-		candTrials, err := store.Trials(ctx, sweepID)
-		if err != nil {
-			return report.Comparison{}, err
-		}
-		baseTrials := candTrials
-		if f.baselineSweep != sweepID {
-			if baseTrials, err = store.Trials(ctx, f.baselineSweep); err != nil {
-				return report.Comparison{}, err
-			}
-			in.BaselineHashes = report.ScenarioHashes(onlyArm(baseTrials, f.baseline))
-			in.CandidateHashes = report.ScenarioHashes(onlyArm(candTrials, f.candidate))
-		}
-		in.Cases = report.CasesFromTrials(onlyArm(baseTrials, f.baseline), onlyArm(candTrials, f.candidate))
-	} else if faults, err := store.CaseFaults(ctx, sweepID); err == nil {
-		in.Cases = report.CasesFromFaults(faults) // computed in SQL; cases are the same in every arm
-	} else {
-		return report.Comparison{}, err
-	}
-	return report.Compare(in), nil
+	}), nil
 }
 
 func onlyArm(trials []storage.Trial, arm string) []storage.Trial {
@@ -277,14 +255,9 @@ func onlyArm(trials []storage.Trial, arm string) []storage.Trial {
 	return out
 }
 
-func armExists(sw storage.Sweep, cells []storage.Cell, arm, flagName string) error {
-	if slices.Contains(sw.Arms, arm) {
+func armExists(sw storage.Sweep, hasTrials bool, arm, flagName string) error {
+	if hasTrials || slices.Contains(sw.Arms, arm) {
 		return nil
-	}
-	for i := range cells {
-		if cells[i].Arm == arm {
-			return nil
-		}
 	}
 	return usagef("%s %q: sweep %s has no such arm (arms: %s)", flagName, arm, sw.SweepID, strings.Join(sw.Arms, ", "))
 }

@@ -291,15 +291,11 @@ func printReport(ctx context.Context, store storage.Store, sweepID, output strin
 	if err != nil {
 		return err
 	}
-	cells, err := store.Cells(ctx, sweepID)
+	totals, err := store.ReportTotals(ctx, sweepID, report.NoFault)
 	if err != nil {
 		return err
 	}
-	faults, err := store.CaseFaults(ctx, sweepID)
-	if err != nil {
-		return err
-	}
-	sum := report.BuildWith(sw, stored, cells, report.Options{Cases: report.CasesFromFaults(faults), Axes: report.AxesFromPlan(sw.PlanJSON)})
+	sum := report.BuildFromTotals(sw, stored, totals, report.TotalsOptions{FaultClasses: true, Axes: report.AxesFromPlan(sw.PlanJSON)})
 	if output == "json" {
 		return sum.WriteJSON(stdout)
 	}
