@@ -127,11 +127,14 @@ func CompareFromTotals(in CompareTotalsInput) Comparison {
 			for _, r := range base[lo:hi] {
 				g.Cases += int(r.Keys)
 			}
+			lo = hi
+			if g.Cases == 0 {
+				continue // no pair: the scenario's cases are all unmatched
+			}
 			for j := range metricNames() {
 				g.Metrics = append(g.Metrics, tp.diff(scenarioRows(overall[j], sc), j, true))
 			}
 			out.ByScenario = append(out.ByScenario, g)
-			lo = hi
 		}
 	}
 	if in.FaultClasses {

@@ -281,12 +281,21 @@ func sameJSON(t *testing.T, want, got func(w io.Writer) error) {
 	}
 }
 
+// brief prints a JSON value for a message, cut to a readable length.
+func brief(v any) string {
+	s := fmt.Sprint(v)
+	if len(s) > 120 {
+		s = s[:120] + "..."
+	}
+	return s
+}
+
 func compareJSON(path string, want, got any, diffs *[]string) {
 	switch w := want.(type) {
 	case map[string]any:
 		g, ok := got.(map[string]any)
 		if !ok {
-			*diffs = append(*diffs, fmt.Sprintf("%s: want an object, got %v", path, got))
+			*diffs = append(*diffs, fmt.Sprintf("%s: want an object, got %s", path, brief(got)))
 			return
 		}
 		for k, wv := range w {
@@ -305,7 +314,7 @@ func compareJSON(path string, want, got any, diffs *[]string) {
 	case []any:
 		g, ok := got.([]any)
 		if !ok || len(g) != len(w) {
-			*diffs = append(*diffs, fmt.Sprintf("%s: want %d elements, got %v", path, len(w), got))
+			*diffs = append(*diffs, fmt.Sprintf("%s: want %d elements, got %s", path, len(w), brief(got)))
 			return
 		}
 		for i := range w {
@@ -314,7 +323,7 @@ func compareJSON(path string, want, got any, diffs *[]string) {
 	case json.Number:
 		g, ok := got.(json.Number)
 		if !ok {
-			*diffs = append(*diffs, fmt.Sprintf("%s: want %s, got %v", path, w, got))
+			*diffs = append(*diffs, fmt.Sprintf("%s: want %s, got %s", path, w, brief(got)))
 			return
 		}
 		wf, err1 := w.Float64()
@@ -324,7 +333,7 @@ func compareJSON(path string, want, got any, diffs *[]string) {
 		}
 	default:
 		if want != got {
-			*diffs = append(*diffs, fmt.Sprintf("%s: want %v, got %v", path, want, got))
+			*diffs = append(*diffs, fmt.Sprintf("%s: want %s, got %s", path, brief(want), brief(got)))
 		}
 	}
 }

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // The paired comparison's reads. Side 0 is the baseline (sweep, arm), side
@@ -12,9 +13,11 @@ import (
 // sidesCTE: per case (scenario, variant, seed) what each side holds: its
 // trials and attrition, and per metric (metricsSQL order) the tested trials
 // n, successes k and tested weight sw, summed over the side's trials of the
-// case (a case normally holds one trial per side). The same (sweep, arm) on
-// both sides is read once per side. One pass over the trials, grouped by
-// case: no row per metric.
+// case (a case normally holds one trial per side), and k_mask, the union of
+// the fault classes scheduled for the case in either side as a bit mask
+// over {classes} (the sorted classes of both sides, at most 64). The same
+// (sweep, arm) on both sides is read once per side. One pass over the
+// trials, grouped by case: no row per metric.
 var sidesCTE = `t AS
 (
     SELECT
@@ -25,7 +28,7 @@ var sidesCTE = `t AS
         variant,
         seed,
         attrition,
-        fault_classes,
+        arraySum(arrayMap(c -> bitShiftLeft(toUInt64(1), indexOf({classes:Array(String)}, c) - 1), fault_classes)) AS class_mask,
         arrayMap(y -> toUInt64(isNotNull(y) AND attrition = 0), ` + metricsSQL + `) AS tested,
         arrayMap(y -> toUInt64(ifNull(y, 0) = 1 AND attrition = 0), ` + metricsSQL + `) AS success,
         arrayMap(x -> x * weight, tested) AS tested_weight
@@ -52,52 +55,16 @@ keys AS
         sumForEachIf(tested_weight, side = 1) AS k_sw_b,
         arraySum(k_n_a) > 0 AS k_graded_a,
         arraySum(k_n_b) > 0 AS k_graded_b,
-        (k_n_a, k_k_a) AS k_outcomes_a,
-        (k_n_b, k_k_b) AS k_outcomes_b,
-        if({with_classes:UInt8} = 1, arraySort(groupUniqArrayArray(fault_classes)), []) AS k_classes
+        -- A side's outcomes on the case, as text: min = max over the seeds
+        -- of a case says they never varied (text compares cheaply).
+        toString((k_n_a, k_k_a)) AS k_outcomes_a,
+        toString((k_n_b, k_k_b)) AS k_outcomes_b,
+        groupBitOr(class_mask) AS k_mask
     FROM t
     GROUP BY scenario, variant, seed
 )`
 
 var (
-	// Per side: trials and attrition; over the pairs: their number, the
-	// pairs holding several trials in a side, the distinct cases and
-	// scenarios, and per side the cases with two or more paired seeds and
-	// those whose seeds all gave the same outcomes on every metric.
-	qCompareSummary = `WITH ` + sidesCTE + `
-SELECT
-    sum(s_trials_a) AS trials_a,
-    sum(s_trials_b) AS trials_b,
-    sum(s_attrition_a) AS attrition_a,
-    sum(s_attrition_b) AS attrition_b,
-    sum(s_pairs) AS pairs,
-    sum(s_multi) AS multi,
-    countIf(s_pairs > 0) AS cases,
-    uniqExactIf(scenario, s_pairs > 0) AS scenarios,
-    countIf(s_pairs >= 2) AS repeated_cases,
-    countIf(s_pairs >= 2 AND s_distinct_a = 1) AS constant_a,
-    countIf(s_pairs >= 2 AND s_distinct_b = 1) AS constant_b,
-    sum(s_keys_a) AS keys_a,
-    sum(s_keys_b) AS keys_b
-FROM
-(
-    SELECT
-        scenario,
-        variant,
-        sum(k_trials_a) AS s_trials_a,
-        sum(k_trials_b) AS s_trials_b,
-        sum(k_attrition_a) AS s_attrition_a,
-        sum(k_attrition_b) AS s_attrition_b,
-        countIf(k_graded_a AND k_graded_b) AS s_pairs,
-        countIf(k_graded_a AND k_graded_b AND (k_trials_a > 1 OR k_trials_b > 1)) AS s_multi,
-        uniqExactIf(k_outcomes_a, k_graded_a AND k_graded_b) AS s_distinct_a,
-        uniqExactIf(k_outcomes_b, k_graded_a AND k_graded_b) AS s_distinct_b,
-        countIf(k_in_a) AS s_keys_a,
-        countIf(k_in_b) AS s_keys_b
-    FROM keys
-    GROUP BY scenario, variant
-)`
-
 	// The cases that could not be paired, with what each side holds.
 	qCompareUnmatched = `WITH ` + sidesCTE + `
 SELECT
@@ -114,117 +81,144 @@ FROM keys
 WHERE NOT (k_graded_a AND k_graded_b)
 ORDER BY scenario, variant, seed`
 
-	// Per group, metric and case (scenario, variant), over its pairs: the
-	// sufficient statistics of the paired estimators. For a pair tested in
-	// both sides a = successes/n of the baseline, b the candidate's, d = b −
-	// a and w the mean weight of the pair's trials averaged over the two
-	// sides. Group kind 0 is every pair; kind 1 one fault class (a pair
-	// counts in each class scheduled for its case in either side, or in
-	// {no_fault}); with_classes = 0 leaves kind 1 out.
+	// Per group, metric (index into aggMetrics) and case (scenario,
+	// variant): over the pairs (cases graded in both sides) the sufficient
+	// statistics of the paired estimators, and over every case the counts of
+	// the summary. For a pair tested in both sides a = successes/n of the
+	// baseline, b the candidate's, d = b − a and w the mean weight of the
+	// pair's trials averaged over the two sides. Group kind 0 is every case;
+	// kind 1 one fault class (a pair counts in each class scheduled for its
+	// case in either side, or in {no_fault}); with_classes = 0 leaves kind 1
+	// out. Cases are first summed per (case, set of classes, paired), with
+	// the metrics as arrays, and only then spread over metrics and classes.
 	qComparePairs = `WITH ` + sidesCTE + `,
-pm AS
+per_key AS
 (
     SELECT
         scenario,
         variant,
-        seed,
-        k_classes AS classes,
-        ` + metricNamesSQL + `[i] AS metric,
-        k_n_a[i] AS na,
-        k_k_a[i] AS ka,
-        k_sw_a[i] AS swa,
-        k_n_b[i] AS nb,
-        k_k_b[i] AS kb,
-        k_sw_b[i] AS swb
+        k_mask,
+        k_graded_a AND k_graded_b AS paired,
+        k_trials_a,
+        k_trials_b,
+        k_attrition_a,
+        k_attrition_b,
+        k_in_a,
+        k_in_b,
+        k_outcomes_a,
+        k_outcomes_b,
+        arrayResize(k_n_a, {metrics:UInt32}) AS na,
+        arrayResize(k_k_a, {metrics:UInt32}) AS ka,
+        arrayResize(k_sw_a, {metrics:UInt32}) AS swa,
+        arrayResize(k_n_b, {metrics:UInt32}) AS nb,
+        arrayResize(k_k_b, {metrics:UInt32}) AS kb,
+        arrayResize(k_sw_b, {metrics:UInt32}) AS swb,
+        arrayMap((x, y) -> toUInt8(paired AND x > 0 AND y > 0), na, nb) AS tested,
+        arrayMap((x, y) -> toUInt8(paired AND (x > 0) != (y > 0)), na, nb) AS one,
+        arrayMap((t, x, y) -> toUInt8(t AND x = 1 AND y = 1), tested, na, nb) AS single,
+        arrayMap((t, k, n) -> if(t, k / n, 0), tested, ka, na) AS a,
+        arrayMap((t, k, n) -> if(t, k / n, 0), tested, kb, nb) AS b,
+        arrayMap((x, y) -> y - x, a, b) AS d,
+        arrayMap((t, s1, n1, s2, n2) -> if(t, (s1 / n1 + s2 / n2) / 2, 0), tested, swa, na, swb, nb) AS w
     FROM keys
-    ARRAY JOIN arrayEnumerate(` + metricNamesSQL + `) AS i
-    WHERE k_graded_a AND k_graded_b
 ),
-obs AS
+by_case AS
 (
     SELECT
         scenario,
         variant,
-        metric,
-        classes,
-        na > 0 AND nb > 0 AS tested,
-        (na > 0) != (nb > 0) AS one,
-        na = 1 AND nb = 1 AS single,
-        if(tested, ka / na, 0) AS a,
-        if(tested, kb / nb, 0) AS b,
-        b - a AS d,
-        if(tested, (swa / na + swb / nb) / 2, 0) AS w
-    FROM pm
-),
--- First per set of fault classes (a handful per case), then per class:
--- each pair is summed once, not once per class.
-by_classes AS
-(
-    SELECT
-        metric,
-        scenario,
-        variant,
-        classes,
+        k_mask AS mask,
         count() AS c_keys,
-        countIf(tested) AS c_pairs,
-        countIf(one) AS c_one,
-        countIf(tested AND NOT single) AS c_multi,
-        countIf(tested AND single AND a = 1 AND b = 1) AS c_n11,
-        countIf(tested AND single AND a = 1 AND b = 0) AS c_n12,
-        countIf(tested AND single AND a = 0 AND b = 1) AS c_n21,
-        countIf(tested AND single AND a = 0 AND b = 0) AS c_n22,
-        sumIf(a, tested) AS c_sum_a,
-        sumIf(b, tested) AS c_sum_b,
-        sumIf(d, tested) AS c_sum_d,
-        sumIf(d * d, tested) AS c_sum_d2,
-        sumIf(w, tested) AS c_sum_w,
-        sumIf(w * a, tested) AS c_sum_wa,
-        sumIf(w * b, tested) AS c_sum_wb,
-        sumIf(w * d, tested) AS c_sum_wd,
-        sumIf(w * w, tested) AS c_sum_w2,
-        sumIf(w * w * d, tested) AS c_sum_w2d,
-        sumIf(w * w * d * d, tested) AS c_sum_w2d2,
-        minIf(a, tested) AS c_min_a,
-        maxIf(a, tested) AS c_max_a,
-        minIf(b, tested) AS c_min_b,
-        maxIf(b, tested) AS c_max_b
-    FROM obs
-    GROUP BY metric, scenario, variant, classes
+        countIf(paired) AS c_pair_keys,
+        sum(k_trials_a) AS c_trials_a,
+        sum(k_trials_b) AS c_trials_b,
+        sum(k_attrition_a) AS c_attrition_a,
+        sum(k_attrition_b) AS c_attrition_b,
+        countIf(k_in_a) AS c_keys_a,
+        countIf(k_in_b) AS c_keys_b,
+        countIf(paired AND (k_trials_a > 1 OR k_trials_b > 1)) AS c_multi_keys,
+        minIf(k_outcomes_a, paired) AS c_min_out_a,
+        maxIf(k_outcomes_a, paired) AS c_max_out_a,
+        minIf(k_outcomes_b, paired) AS c_min_out_b,
+        maxIf(k_outcomes_b, paired) AS c_max_out_b,
+        sumForEach(arrayMap(x -> toUInt64(x), tested)) AS c_pairs,
+        sumForEach(arrayMap(x -> toUInt64(x), one)) AS c_one,
+        sumForEach(arrayMap((t, s) -> toUInt64(t AND NOT s), tested, single)) AS c_multi,
+        sumForEach(arrayMap((s, x, y) -> toUInt64(s AND x = 1 AND y = 1), single, a, b)) AS c_n11,
+        sumForEach(arrayMap((s, x, y) -> toUInt64(s AND x = 1 AND y = 0), single, a, b)) AS c_n12,
+        sumForEach(arrayMap((s, x, y) -> toUInt64(s AND x = 0 AND y = 1), single, a, b)) AS c_n21,
+        sumForEach(arrayMap((s, x, y) -> toUInt64(s AND x = 0 AND y = 0), single, a, b)) AS c_n22,
+        sumForEach(a) AS c_sum_a,
+        sumForEach(b) AS c_sum_b,
+        sumForEach(d) AS c_sum_d,
+        sumForEach(arrayMap(x -> x * x, d)) AS c_sum_d2,
+        sumForEach(w) AS c_sum_w,
+        sumForEach(arrayMap((x, y) -> x * y, w, a)) AS c_sum_wa,
+        sumForEach(arrayMap((x, y) -> x * y, w, b)) AS c_sum_wb,
+        sumForEach(arrayMap((x, y) -> x * y, w, d)) AS c_sum_wd,
+        sumForEach(arrayMap(x -> x * x, w)) AS c_sum_w2,
+        sumForEach(arrayMap((x, y) -> x * x * y, w, d)) AS c_sum_w2d,
+        sumForEach(arrayMap((x, y) -> x * x * y * y, w, d)) AS c_sum_w2d2,
+        -- Outside [0, 1], so that an untested pair never sets the range.
+        minForEach(arrayMap((t, x) -> if(t, x, 2), tested, a)) AS c_min_a,
+        maxForEach(arrayMap((t, x) -> if(t, x, -1), tested, a)) AS c_max_a,
+        minForEach(arrayMap((t, x) -> if(t, x, 2), tested, b)) AS c_min_b,
+        maxForEach(arrayMap((t, x) -> if(t, x, -1), tested, b)) AS c_max_b
+    FROM per_key
+    GROUP BY scenario, variant, mask
 )
 SELECT
     g.1 AS group_kind,
     g.2 AS group_name,
-    metric,
+    i - 1 AS metric_index,
     scenario,
     variant,
-    sum(c_keys) AS key_count,
-    sum(c_pairs) AS pairs,
-    sum(c_one) AS one_arm_only,
-    sum(c_multi) AS multi,
-    sum(c_n11) AS n11,
-    sum(c_n12) AS n12,
-    sum(c_n21) AS n21,
-    sum(c_n22) AS n22,
-    sum(c_sum_a) AS sum_a,
-    sum(c_sum_b) AS sum_b,
-    sum(c_sum_d) AS sum_d,
-    sum(c_sum_d2) AS sum_d2,
-    sum(c_sum_w) AS sum_w,
-    sum(c_sum_wa) AS sum_wa,
-    sum(c_sum_wb) AS sum_wb,
-    sum(c_sum_wd) AS sum_wd,
-    sum(c_sum_w2) AS sum_w2,
-    sum(c_sum_w2d) AS sum_w2d,
-    sum(c_sum_w2d2) AS sum_w2d2,
-    minIf(c_min_a, c_pairs > 0) AS min_a,
-    maxIf(c_max_a, c_pairs > 0) AS max_a,
-    minIf(c_min_b, c_pairs > 0) AS min_b,
-    maxIf(c_max_b, c_pairs > 0) AS max_b
-FROM by_classes
+    sum(c_pair_keys) AS key_count,
+    sum(c_pairs[i]) AS pairs,
+    sum(c_one[i]) AS one_arm_only,
+    sum(c_multi[i]) AS multi,
+    sum(c_n11[i]) AS n11,
+    sum(c_n12[i]) AS n12,
+    sum(c_n21[i]) AS n21,
+    sum(c_n22[i]) AS n22,
+    sum(c_sum_a[i]) AS sum_a,
+    sum(c_sum_b[i]) AS sum_b,
+    sum(c_sum_d[i]) AS sum_d,
+    sum(c_sum_d2[i]) AS sum_d2,
+    sum(c_sum_w[i]) AS sum_w,
+    sum(c_sum_wa[i]) AS sum_wa,
+    sum(c_sum_wb[i]) AS sum_wb,
+    sum(c_sum_wd[i]) AS sum_wd,
+    sum(c_sum_w2[i]) AS sum_w2,
+    sum(c_sum_w2d[i]) AS sum_w2d,
+    sum(c_sum_w2d2[i]) AS sum_w2d2,
+    min(c_min_a[i]) AS min_a,
+    max(c_max_a[i]) AS max_a,
+    min(c_min_b[i]) AS min_b,
+    max(c_max_b[i]) AS max_b,
+    sum(c_trials_a) AS trials_a,
+    sum(c_trials_b) AS trials_b,
+    sum(c_attrition_a) AS attrition_a,
+    sum(c_attrition_b) AS attrition_b,
+    sum(c_keys_a) AS keys_a,
+    sum(c_keys_b) AS keys_b,
+    sum(c_multi_keys) AS multi_keys,
+    minIf(c_min_out_a, c_pair_keys > 0) = maxIf(c_max_out_a, c_pair_keys > 0) AS constant_a,
+    minIf(c_min_out_b, c_pair_keys > 0) = maxIf(c_max_out_b, c_pair_keys > 0) AS constant_b
+FROM by_case
 ARRAY JOIN arrayConcat([(0, '')],
-    if({with_classes:UInt8} = 1, arrayMap(x -> (1, x), if(empty(classes), [{no_fault:String}], classes)), [])) AS g
-GROUP BY group_kind, group_name, metric, scenario, variant
-ORDER BY group_kind, group_name, metric, scenario, variant`
+    if({with_classes:UInt8} = 1 AND c_pair_keys > 0,
+        arrayMap(x -> (1, x), if(mask = 0, [{no_fault:String}],
+            arrayFilter((c, j) -> bitTest(mask, j - 1), {classes:Array(String)}, arrayEnumerate({classes:Array(String)})))),
+        [])) AS g
+ARRAY JOIN range(1, {metrics:UInt32} + 1) AS i
+GROUP BY group_kind, group_name, metric_index, scenario, variant
+ORDER BY group_kind, group_name, metric_index, scenario, variant`
+
+	// The fault classes of both sides, sorted: the bits of k_mask.
+	qCompareClasses = `SELECT arraySort(groupUniqArrayArray(fault_classes)) AS classes
+FROM {{db}}.trials FINAL
+WHERE (sweep_id = {a_sweep:String} AND arm = {a_arm:String}) OR (sweep_id = {b_sweep:String} AND arm = {b_arm:String})`
 
 	// Per scenario, whether the side ran it from one file (its hash) or
 	// several ('mixed').
@@ -295,22 +289,6 @@ type CompareTotals struct {
 	HashesA, HashesB map[string]string
 }
 
-type compareSummaryRow struct {
-	TrialsA       uint64 `json:"trials_a"`
-	TrialsB       uint64 `json:"trials_b"`
-	AttritionA    uint64 `json:"attrition_a"`
-	AttritionB    uint64 `json:"attrition_b"`
-	Pairs         uint64 `json:"pairs"`
-	Multi         uint64 `json:"multi"`
-	Cases         uint64 `json:"cases"`
-	Scenarios     uint64 `json:"scenarios"`
-	RepeatedCases uint64 `json:"repeated_cases"`
-	ConstantA     uint64 `json:"constant_a"`
-	ConstantB     uint64 `json:"constant_b"`
-	KeysA         uint64 `json:"keys_a"`
-	KeysB         uint64 `json:"keys_b"`
-}
-
 type unmatchedRow struct {
 	Scenario   string `json:"scenario"`
 	Variant    string `json:"variant"`
@@ -326,7 +304,7 @@ type unmatchedRow struct {
 type pairTotalsRow struct {
 	Kind       uint8   `json:"group_kind"`
 	Name       string  `json:"group_name"`
-	Metric     string  `json:"metric"`
+	Metric     int     `json:"metric_index"`
 	Scenario   string  `json:"scenario"`
 	Variant    string  `json:"variant"`
 	Keys       uint64  `json:"key_count"`
@@ -352,6 +330,15 @@ type pairTotalsRow struct {
 	MaxA       float64 `json:"max_a"`
 	MinB       float64 `json:"min_b"`
 	MaxB       float64 `json:"max_b"`
+	TrialsA    uint64  `json:"trials_a"`
+	TrialsB    uint64  `json:"trials_b"`
+	AttritionA uint64  `json:"attrition_a"`
+	AttritionB uint64  `json:"attrition_b"`
+	KeysA      uint64  `json:"keys_a"`
+	KeysB      uint64  `json:"keys_b"`
+	MultiKeys  uint64  `json:"multi_keys"`
+	ConstantA  uint8   `json:"constant_a"`
+	ConstantB  uint8   `json:"constant_b"`
 }
 
 type scenarioHashRow struct {
@@ -373,13 +360,23 @@ func (s *store) CompareTotals(ctx context.Context, a, b CompareSide, withClasses
 	wrap := func(what string, err error) error {
 		return fmt.Errorf("storage: CompareTotals %s/%s vs %s/%s: %s: %w", a.SweepID, a.Arm, b.SweepID, b.Arm, what, err)
 	}
-	var sum []compareSummaryRow
-	if err := s.t.selectRows(ctx, &sum, stmt{SQL: s.sql(qCompareSummary), Params: p}); err != nil {
-		return out, wrap("summary", err)
+	classes := []string{}
+	if withClasses {
+		var rows []struct {
+			Classes []string `json:"classes"`
+		}
+		if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qCompareClasses), Params: p}); err != nil {
+			return out, wrap("fault classes", err)
+		}
+		if len(rows) == 1 {
+			classes = rows[0].Classes
+		}
+		if len(classes) > 64 {
+			return out, wrap("fault classes", fmt.Errorf("%d distinct fault classes; the breakdown handles at most 64", len(classes)))
+		}
 	}
-	if len(sum) == 1 {
-		out.Summary = CompareSummary(sum[0])
-	}
+	p["classes"] = arrayParam(classes)
+	p["metrics"] = fmt.Sprint(len(aggMetrics))
 	var um []unmatchedRow
 	if err := s.t.selectRows(ctx, &um, stmt{SQL: s.sql(qCompareUnmatched), Params: p}); err != nil {
 		return out, wrap("unmatched", err)
@@ -395,8 +392,36 @@ func (s *store) CompareTotals(ctx context.Context, a, b CompareSide, withClasses
 		return out, wrap("pairs", err)
 	}
 	out.Pairs = make([]PairTotals, len(pr))
+	sm := &out.Summary
+	lastScenario := ""
 	for i, r := range pr {
-		out.Pairs[i] = PairTotals{Kind: r.Kind, Name: r.Name, Metric: Metric(r.Metric), Scenario: r.Scenario, Variant: r.Variant,
+		if r.Metric < 0 || r.Metric >= len(aggMetrics) {
+			return out, wrap("pairs", fmt.Errorf("row %d: metric index %d out of range", i+1, r.Metric))
+		}
+		if r.Kind == 0 && r.Metric == 0 {
+			// The counts over cases, once per case.
+			sm.TrialsA += r.TrialsA
+			sm.TrialsB += r.TrialsB
+			sm.AttritionA += r.AttritionA
+			sm.AttritionB += r.AttritionB
+			sm.KeysA += r.KeysA
+			sm.KeysB += r.KeysB
+			sm.Pairs += r.Keys
+			sm.Multi += r.MultiKeys
+			if r.Keys > 0 {
+				sm.Cases++
+				if r.Scenario != lastScenario {
+					sm.Scenarios++ // rows are sorted by scenario
+					lastScenario = r.Scenario
+				}
+			}
+			if r.Keys >= 2 {
+				sm.RepeatedCases++
+				sm.ConstantA += uint64(r.ConstantA)
+				sm.ConstantB += uint64(r.ConstantB)
+			}
+		}
+		out.Pairs[i] = PairTotals{Kind: r.Kind, Name: r.Name, Metric: aggMetrics[r.Metric], Scenario: r.Scenario, Variant: r.Variant,
 			Keys: r.Keys, Pairs: r.Pairs, OneArmOnly: r.OneArmOnly, Multi: r.Multi, N11: r.N11, N12: r.N12, N21: r.N21, N22: r.N22,
 			SumA: r.SumA, SumB: r.SumB, SumD: r.SumD, SumD2: r.SumD2, SumW: r.SumW, SumWA: r.SumWA, SumWB: r.SumWB, SumWD: r.SumWD,
 			SumW2: r.SumW2, SumW2D: r.SumW2D, SumW2D2: r.SumW2D2, MinA: r.MinA, MaxA: r.MaxA, MinB: r.MinB, MaxB: r.MaxB}
@@ -423,4 +448,21 @@ func (s *store) scenarioHashes(ctx context.Context, side CompareSide) (map[strin
 		out[r.Scenario] = r.Hash
 	}
 	return out, nil
+}
+
+// arrayParam renders strings as the text of an Array(String) query
+// parameter.
+func arrayParam(v []string) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, s := range v {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('\'')
+		b.WriteString(strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s))
+		b.WriteByte('\'')
+	}
+	b.WriteByte(']')
+	return b.String()
 }

@@ -68,6 +68,7 @@ func BenchmarkReadMillion(b *testing.B) {
 				b.Log(r)
 				if bb[0] == "" {
 					b.ReportMetric(r.Wall.Seconds(), c.name+"-s")
+					b.ReportMetric(r.CPU.Seconds(), c.name+"-cpu-s")
 					b.ReportMetric(float64(r.MaxRSS)/(1<<20), c.name+"-maxrss-MB")
 				}
 			}
