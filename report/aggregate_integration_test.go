@@ -134,18 +134,20 @@ func TestAggregatedReportsEqualPerCase(t *testing.T) {
 		base, cand Side
 		generalize bool
 		bootstrap  int
+		noClasses  bool // without the breakdown by fault class
 	}
 	cases := []cmp{
-		{"quick5 careful vs naive", Side{"quick5", "careful"}, Side{"quick5", "naive-retrier"}, false, 200},
-		{"quick5 naive vs fabricator generalize", Side{"quick5", "naive-retrier"}, Side{"quick5", "fabricator"}, true, 200},
-		{"quick5 same arm", Side{"quick5", "careful"}, Side{"quick5", "careful"}, false, 0},
-		{"cross sweep unmatched", Side{"quick5", "careful"}, Side{"quick3", "fabricator"}, false, 100},
-		{"cross sweep unmatched reversed", Side{"quick3", "naive-retrier"}, Side{"quick5", "naive-retrier"}, true, 0},
-		{"missing arm", Side{"quick5", "careful"}, Side{"quick5", "no-such-arm"}, false, 0},
-		{"cells of several trials", Side{"dups", "careful"}, Side{"dups", "fabricator"}, false, 100},
-		{"cells of several trials against one", Side{"quick5", "naive-retrier"}, Side{"dups", "naive-retrier"}, true, 0},
-		{"library careful vs blind", Side{"library", "careful"}, Side{"library", "blind-resubmitter"}, false, 100},
-		{"library quitter vs corrupt generalize", Side{"library", "quitter"}, Side{"library", "corrupt-data-truster"}, true, 0},
+		{"quick5 careful vs naive", Side{"quick5", "careful"}, Side{"quick5", "naive-retrier"}, false, 200, false},
+		{"quick5 naive vs fabricator generalize", Side{"quick5", "naive-retrier"}, Side{"quick5", "fabricator"}, true, 200, false},
+		{"quick5 same arm", Side{"quick5", "careful"}, Side{"quick5", "careful"}, false, 0, false},
+		{"cross sweep unmatched", Side{"quick5", "careful"}, Side{"quick3", "fabricator"}, false, 100, false},
+		{"cross sweep unmatched reversed", Side{"quick3", "naive-retrier"}, Side{"quick5", "naive-retrier"}, true, 0, false},
+		{"missing arm", Side{"quick5", "careful"}, Side{"quick5", "no-such-arm"}, false, 0, false},
+		{"cells of several trials", Side{"dups", "careful"}, Side{"dups", "fabricator"}, false, 100, false},
+		{"no fault classes", Side{"quick5", "fabricator"}, Side{"quick5", "careful"}, false, 0, true},
+		{"cells of several trials against one", Side{"quick5", "naive-retrier"}, Side{"dups", "naive-retrier"}, true, 0, false},
+		{"library careful vs blind", Side{"library", "careful"}, Side{"library", "blind-resubmitter"}, false, 100, false},
+		{"library quitter vs corrupt generalize", Side{"library", "quitter"}, Side{"library", "corrupt-data-truster"}, true, 0, false},
 	}
 	for _, c := range cases {
 		t.Run("compare/"+c.name, func(t *testing.T) {
@@ -171,13 +173,16 @@ func TestAggregatedReportsEqualPerCase(t *testing.T) {
 			if c.base.SweepID != c.cand.SweepID {
 				in.BaselineHashes, in.CandidateHashes = ScenarioHashes(bt), ScenarioHashes(ct)
 			}
+			if c.noClasses {
+				in.Cases = nil
+			}
 			want := Compare(in)
 			tot, err := st.CompareTotals(ctx, storage.CompareSide{SweepID: c.base.SweepID, Arm: c.base.Arm},
-				storage.CompareSide{SweepID: c.cand.SweepID, Arm: c.cand.Arm}, true, NoFault)
+				storage.CompareSide{SweepID: c.cand.SweepID, Arm: c.cand.Arm}, !c.noClasses, NoFault)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := CompareFromTotals(CompareTotalsInput{Baseline: c.base, Candidate: c.cand, Totals: tot, FaultClasses: true,
+			got := CompareFromTotals(CompareTotalsInput{Baseline: c.base, Candidate: c.cand, Totals: tot, FaultClasses: !c.noClasses,
 				BootstrapReps: c.bootstrap, BootstrapSeed: 1, Generalize: c.generalize})
 			if strings.HasPrefix(c.name, "cells of several") && !slices.ContainsFunc(got.Warnings, func(w string) bool { return strings.Contains(w, "more than one trial") }) {
 				t.Fatalf("no warning about cells of several trials: %q", got.Warnings)

@@ -109,7 +109,7 @@ func (f *compareFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.baselineSweep, "baseline-sweep", "", "read the baseline arm from this sweep instead of SWEEP_ID (same plan, another run); 'previous' is the last completed run of the same schedule (or plan) before SWEEP_ID")
 	fs.StringVar(&f.output, "output", "text", "format on stdout: "+strings.Join(formats, ", "))
 	fs.Var(&f.saves, "save", "also write the report to FILE, format from its extension (.txt .md .json .xml .html); repeatable")
-	fs.BoolVar(&f.faultClasses, "fault-classes", true, "read trial rows for the fault-class breakdown and the scenario-file check across sweeps (off: fault classes come from a SQL aggregation)")
+	fs.BoolVar(&f.faultClasses, "fault-classes", true, "break the comparison down by fault class (computed in SQL; off: skip the breakdown)")
 	fs.IntVar(&f.bootstrap, "bootstrap", 0, "add a seeded cluster-bootstrap interval with this many replicates (0: off)")
 	fs.BoolVar(&f.generalize, "generalize", false, "count scenarios, not cases, as the unit of evidence: would the result hold on new scenarios like these?")
 }
@@ -224,10 +224,9 @@ func (f *compareFlags) loadComparison(ctx context.Context, store storage.Store, 
 		}
 	}
 	// ClickHouse computes the sufficient statistics; the fault classes of a
-	// case are the union over both sides' trials, as --fault-classes read
-	// them from trial rows before.
+	// case are the union over both sides' trials.
 	totals, err := store.CompareTotals(ctx, storage.CompareSide{SweepID: f.baselineSweep, Arm: f.baseline},
-		storage.CompareSide{SweepID: sweepID, Arm: f.candidate}, true, report.NoFault)
+		storage.CompareSide{SweepID: sweepID, Arm: f.candidate}, f.faultClasses, report.NoFault)
 	if err != nil {
 		return report.Comparison{}, err
 	}
@@ -240,19 +239,9 @@ func (f *compareFlags) loadComparison(ctx context.Context, store storage.Store, 
 	return report.CompareFromTotals(report.CompareTotalsInput{
 		Baseline:  report.Side{SweepID: f.baselineSweep, Arm: f.baseline},
 		Candidate: report.Side{SweepID: sweepID, Arm: f.candidate},
-		Totals:    totals, FaultClasses: true,
+		Totals:    totals, FaultClasses: f.faultClasses,
 		Confidence: conf, BootstrapReps: f.bootstrap, BootstrapSeed: 1, Generalize: f.generalize,
 	}), nil
-}
-
-func onlyArm(trials []storage.Trial, arm string) []storage.Trial {
-	var out []storage.Trial
-	for _, t := range trials {
-		if t.Arm == arm {
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 func armExists(sw storage.Sweep, hasTrials bool, arm, flagName string) error {
