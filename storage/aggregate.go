@@ -30,6 +30,20 @@ var metricsSQL, metricNamesSQL = func() (string, string) {
 	return "[" + strings.Join(ys, ", ") + "]", "[" + strings.Join(names, ", ") + "]"
 }()
 
+// trialVectorsSQL: one row per trial of the sweep with its per-metric
+// tested and success flags (aggMetrics order).
+var trialVectorsSQL = `SELECT
+        arm,
+        scenario,
+        variant,
+        seed,
+        attrition,
+        weight,
+        arrayMap(y -> toUInt64(isNotNull(y) AND attrition = 0), ` + metricsSQL + `) AS tested,
+        arrayMap(y -> toUInt64(ifNull(y, 0) = 1 AND attrition = 0), ` + metricsSQL + `) AS success
+    FROM {{db}}.trials FINAL
+    WHERE sweep_id = {sweep_id:String}`
+
 // wideCellsCTE: one row per cell (arm, scenario, variant, seed) with, per
 // metric (aggMetrics order), the tested trials c_n, successes c_k and the
 // weights of both c_sw, c_swy: one pass over the trials, no row per metric.
@@ -46,36 +60,9 @@ var wideCellsCTE = `cells AS
         sumForEach(success) AS c_k,
         sumForEach(arrayMap(x -> x * weight, tested)) AS c_sw,
         sumForEach(arrayMap(x -> x * weight, success)) AS c_swy
-    FROM
-    (
-        SELECT
-            arm,
-            scenario,
-            variant,
-            seed,
-            attrition,
-            weight,
-            arrayMap(y -> toUInt64(isNotNull(y) AND attrition = 0), ` + metricsSQL + `) AS tested,
-            arrayMap(y -> toUInt64(ifNull(y, 0) = 1 AND attrition = 0), ` + metricsSQL + `) AS success
-        FROM {{db}}.trials FINAL
-        WHERE sweep_id = {sweep_id:String}
-    )
+    FROM (` + trialVectorsSQL + `)
     GROUP BY arm, scenario, variant, seed
 )`
-
-// trialVectorsSQL: one row per trial of the sweep with its per-metric
-// tested and success flags (aggMetrics order).
-var trialVectorsSQL = `SELECT
-        arm,
-        scenario,
-        variant,
-        seed,
-        attrition,
-        weight,
-        arrayMap(y -> toUInt64(isNotNull(y) AND attrition = 0), ` + metricsSQL + `) AS tested,
-        arrayMap(y -> toUInt64(ifNull(y, 0) = 1 AND attrition = 0), ` + metricsSQL + `) AS success
-    FROM {{db}}.trials FINAL
-    WHERE sweep_id = {sweep_id:String}`
 
 // The fast forms of qRateTotals and qRateTotalsByClass, exact when every
 // cell (arm, scenario, variant, seed) holds one trial, as a sweep's cells
