@@ -36,7 +36,7 @@ REBOUND_TEMPORAL_BIN ?= $(CACHE)/bin/temporal
 REBOUND_CHDB_LIB     ?= $(CACHE)/chdb/libchdb.so
 TOOLS_ENV := REBOUND_TEMPORAL_BIN="$(REBOUND_TEMPORAL_BIN)" REBOUND_CHDB_LIB="$(REBOUND_CHDB_LIB)"
 
-.PHONY: help setup build run test unit vet fuzz fmt clean histories oracle
+.PHONY: help setup build run test unit vet fuzz fmt clean histories oracle bench
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z]+:.*## / {printf "  make %-9s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -67,6 +67,9 @@ ORACLE_SEED ?= 1000000
 
 oracle: ## long oracle run: ORACLE_N generated scenarios against the grader (default 200000)
 	$(GO) test ./oracle/ -run Generated -count=1 -timeout 0 -v -args -n $(ORACLE_N) -seed $(ORACLE_SEED)
+
+bench: setup build ## benchmarks: report and compare over a synthetic 1,000,000-trial sweep (time, peak RSS)
+	$(TOOLS_ENV) REBOUND_BIN="$(REBOUND)" $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./report/readbench/
 
 fuzz: ## short fuzz run (FUZZ=FuzzLoad FUZZ_PKG=./scenario/ FUZZTIME=10s)
 	$(GO) test -run='^$$' -fuzz='^$(FUZZ)$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=3s $(FUZZ_PKG)

@@ -24,8 +24,9 @@ func storedSweep(ctx context.Context, store storage.Store, id string) (storage.S
 }
 
 // Load reads a stored sweep and builds its summary, with the fault-class
-// breakdown (aggregated in SQL) and the matrix axes of its plan. An unknown
-// sweep is storage.ErrNotFound.
+// breakdown and the matrix axes of its plan. ClickHouse computes the
+// sufficient statistics (storage.Store.ReportTotals); see BuildFromTotals.
+// An unknown sweep is storage.ErrNotFound.
 func Load(ctx context.Context, store storage.Store, sweepID string) (Summary, error) {
 	sw, err := storedSweep(ctx, store, sweepID)
 	if err != nil {
@@ -35,15 +36,11 @@ func Load(ctx context.Context, store storage.Store, sweepID string) (Summary, er
 	if err != nil {
 		return Summary{}, err
 	}
-	cells, err := store.Cells(ctx, sweepID)
+	totals, err := store.ReportTotals(ctx, sweepID, NoFault)
 	if err != nil {
 		return Summary{}, err
 	}
-	faults, err := store.CaseFaults(ctx, sweepID)
-	if err != nil {
-		return Summary{}, err
-	}
-	return BuildWith(sw, stored, cells, Options{Cases: CasesFromFaults(faults), Axes: AxesFromPlan(sw.PlanJSON)}), nil
+	return BuildFromTotals(sw, stored, totals, TotalsOptions{FaultClasses: true, Axes: AxesFromPlan(sw.PlanJSON)}), nil
 }
 
 // CompareRequest names two stored arms to compare and how.
@@ -56,98 +53,55 @@ type CompareRequest struct {
 	Confidence    float64
 	BootstrapReps int
 	Generalize    bool
-	// TrialRows reads the trial rows of both sides: the fault-class
-	// breakdown per arm, and a warning for a scenario file that changed
-	// between two sweeps. Without it fault classes come from a SQL
-	// aggregation (the same in every arm of a sweep).
-	TrialRows bool
+	// FaultClasses breaks the comparison down by fault class (computed
+	// in SQL, the union of both sides' classes per case).
+	FaultClasses bool
 }
 
 // LoadComparison reads both sides of req from storage and compares them
-// (paired on cases; see Compare). An unknown sweep is storage.ErrNotFound,
-// an unknown arm ErrUnknownArm.
+// (paired on cases; see Compare). ClickHouse pairs the cases and computes
+// the sufficient statistics (storage.Store.CompareTotals); see
+// CompareFromTotals. An unknown sweep is storage.ErrNotFound, an unknown
+// arm ErrUnknownArm.
 func LoadComparison(ctx context.Context, store storage.Store, req CompareRequest) (Comparison, error) {
 	baseID := req.BaselineSweep
 	if baseID == "" {
 		baseID = req.SweepID
 	}
-	cross := baseID != req.SweepID
 	cand, err := storedSweep(ctx, store, req.SweepID)
 	if err != nil {
 		return Comparison{}, err
 	}
 	base := cand
-	if cross {
+	if baseID != req.SweepID {
 		if base, err = storedSweep(ctx, store, baseID); err != nil {
 			return Comparison{}, err
 		}
 	}
-	candCells, err := store.Cells(ctx, req.SweepID)
+	totals, err := store.CompareTotals(ctx, storage.CompareSide{SweepID: baseID, Arm: req.Baseline},
+		storage.CompareSide{SweepID: req.SweepID, Arm: req.Candidate}, req.FaultClasses, NoFault)
 	if err != nil {
 		return Comparison{}, err
 	}
-	baseCells := candCells
-	if cross {
-		if baseCells, err = store.Cells(ctx, baseID); err != nil {
-			return Comparison{}, err
-		}
-	}
-	if err := armExists(base, baseCells, req.Baseline, "baseline"); err != nil {
+	if err := armExists(base, totals.Summary.KeysA > 0, req.Baseline, "baseline"); err != nil {
 		return Comparison{}, err
 	}
-	if err := armExists(cand, candCells, req.Candidate, "candidate"); err != nil {
+	if err := armExists(cand, totals.Summary.KeysB > 0, req.Candidate, "candidate"); err != nil {
 		return Comparison{}, err
 	}
-	in := CompareInput{
-		Baseline:      Side{SweepID: baseID, Arm: req.Baseline},
-		Candidate:     Side{SweepID: req.SweepID, Arm: req.Candidate},
-		BaselineCells: baseCells, CandidateCells: candCells,
+	return CompareFromTotals(CompareTotalsInput{
+		Baseline:  Side{SweepID: baseID, Arm: req.Baseline},
+		Candidate: Side{SweepID: req.SweepID, Arm: req.Candidate},
+		Totals:    totals, FaultClasses: req.FaultClasses,
 		Confidence: req.Confidence, BootstrapReps: req.BootstrapReps, BootstrapSeed: 1, Generalize: req.Generalize,
-	}
-	if req.TrialRows {
-		candTrials, err := store.Trials(ctx, req.SweepID)
-		if err != nil {
-			return Comparison{}, err
-		}
-		baseTrials := candTrials
-		if cross {
-			if baseTrials, err = store.Trials(ctx, baseID); err != nil {
-				return Comparison{}, err
-			}
-			in.BaselineHashes = ScenarioHashes(onlyArm(baseTrials, req.Baseline))
-			in.CandidateHashes = ScenarioHashes(onlyArm(candTrials, req.Candidate))
-		}
-		in.Cases = CasesFromTrials(onlyArm(baseTrials, req.Baseline), onlyArm(candTrials, req.Candidate))
-	} else {
-		faults, err := store.CaseFaults(ctx, req.SweepID)
-		if err != nil {
-			return Comparison{}, err
-		}
-		in.Cases = CasesFromFaults(faults) // cases are the same in every arm
-	}
-	return Compare(in), nil
+	}), nil
 }
 
-func onlyArm(trials []storage.Trial, arm string) []storage.Trial {
-	var out []storage.Trial
-	for _, t := range trials {
-		if t.Arm == arm {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// armExists accepts an arm the sweep's plan names, or one its cells hold
-// (a regraded sweep's ARM@stored).
-func armExists(sw storage.Sweep, cells []storage.Cell, arm, side string) error {
-	if slices.Contains(sw.Arms, arm) {
+// armExists accepts an arm the sweep's plan names, or one it holds trials
+// of (a regraded sweep's ARM@stored).
+func armExists(sw storage.Sweep, hasTrials bool, arm, side string) error {
+	if hasTrials || slices.Contains(sw.Arms, arm) {
 		return nil
-	}
-	for i := range cells {
-		if cells[i].Arm == arm {
-			return nil
-		}
 	}
 	return fmt.Errorf("%s arm %q: sweep %s has no such arm (arms: %s): %w", side, arm, sw.SweepID, strings.Join(sw.Arms, ", "), ErrUnknownArm)
 }

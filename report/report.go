@@ -16,11 +16,17 @@
 //     change), plus
 //     every case that could not be paired. Package gate adds a verdict.
 //
-// Counts per (arm, scenario, variant, seed) are computed by ClickHouse
-// (storage.Store.Cells); the intervals are computed here with package stats.
-// Fault classes are not a column of Cells: callers pass them per case,
-// built with [CasesFromFaults] from Store.CaseFaults (one GROUP BY in
-// ClickHouse) or with [CasesFromTrials] from Store.Trials.
+// Two routes lead to the same documents. The aggregated one is what the
+// commands use: ClickHouse computes the sufficient statistics
+// (storage.Store.ReportTotals, storage.Store.CompareTotals: per arm,
+// scenario and metric, per fault class, per case and metric) and
+// [BuildFromTotals] and [CompareFromTotals] compute the intervals and tests
+// from them with the totals forms of package stats, so that Go receives
+// O(arms × scenarios × metrics) rows, not O(trials). The per-case route,
+// [BuildWith] and [Compare] over storage.Store.Cells (one cell per arm,
+// scenario, variant and seed) with fault classes from [CasesFromFaults] or
+// [CasesFromTrials], is the reference: an integration test runs both on
+// stored example sweeps and requires every number to agree to 1e-12.
 //
 // Every output (text, Markdown, JSON, JUnit XML, HTML) shows NaN and
 // untested values as "not tested" (null in JSON).

@@ -370,6 +370,18 @@ type Store interface {
 	// seed) of a sweep, computed in SQL: the breakdown by fault class
 	// without reading whole trial rows.
 	CaseFaults(ctx context.Context, sweepID string) ([]CaseFaults, error)
+	// ReportTotals computes a sweep's report statistics in SQL: per (arm,
+	// scenario, metric) and per (arm, fault class, scenario, metric) the
+	// sums of rates and clustered and weighted intervals, and per arm the
+	// seed variation (see package report, BuildFromTotals). noFault names
+	// the class of cases without a fault.
+	ReportTotals(ctx context.Context, sweepID, noFault string) (ReportTotals, error)
+	// CompareTotals computes in SQL the paired comparison of side b against
+	// side a: per metric and case the sufficient statistics of the paired
+	// estimators, overall and (withClasses) per fault class, the cases that
+	// could not be paired, and the counts over cases (see package report,
+	// CompareFromTotals).
+	CompareTotals(ctx context.Context, a, b CompareSide, withClasses bool, noFault string) (CompareTotals, error)
 	// Query runs one ad-hoc SQL statement (rebound sql): the way to reach
 	// an embedded store, which no other client can open while rebound
 	// holds it. The engine's own parser must read exactly one statement,

@@ -107,7 +107,7 @@ func (f *compareFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.req.BaselineSweep, "baseline-sweep", "", "read the baseline arm from this sweep instead of SWEEP_ID (same plan, another run); 'previous' is the last completed run of the same schedule (or plan) before SWEEP_ID")
 	choiceFlag(fs, &f.output, "output", "format on stdout", formats...)
 	fs.StringArrayVar(&f.saves, "save", nil, "also write the report to FILE, format from its extension (.txt .md .json .xml .html); repeatable")
-	fs.BoolVar(&f.req.TrialRows, "fault-classes", true, "read trial rows for the fault-class breakdown and the scenario-file check across sweeps (off: fault classes come from a SQL aggregation)")
+	fs.BoolVar(&f.req.FaultClasses, "fault-classes", true, "break the comparison down by fault class (computed in SQL; off: skip the breakdown)")
 	intFlag(fs, &f.req.BootstrapReps, "bootstrap", 0, 0, 100000, "add a seeded cluster-bootstrap interval with this many replicates (0: off)")
 	fs.BoolVar(&f.req.Generalize, "generalize", false, "count scenarios, not cases, as the unit of evidence: would the result hold on new scenarios like these?")
 }

@@ -1,0 +1,333 @@
+package report
+
+import (
+	"fmt"
+	"math"
+
+	"rebound/stats"
+	"rebound/storage"
+)
+
+// CompareTotalsInput is what [CompareFromTotals] needs: the sides and the
+// sums ClickHouse computed for them (storage.Store.CompareTotals), with the
+// options of [CompareInput].
+type CompareTotalsInput struct {
+	Baseline, Candidate Side
+	Totals              storage.CompareTotals
+	// FaultClasses: the totals hold the rows by fault class (fill
+	// ByFaultClass).
+	FaultClasses  bool
+	Confidence    float64
+	BootstrapReps int
+	BootstrapSeed uint64
+	Generalize    bool
+}
+
+// CompareFromTotals is [Compare] from per-case sums: the same document, with
+// O(metrics × cases (scenario, variant)) rows instead of one per trial. The
+// cluster bootstrap resamples clusters, so it runs on the cluster totals too
+// (stats.BootstrapRatioTotals), in memory bounded by the number of clusters.
+func CompareFromTotals(in CompareTotalsInput) Comparison {
+	conf := in.Confidence
+	if conf == 0 {
+		conf = Confidence
+	}
+	t := &in.Totals
+	out := Comparison{Baseline: in.Baseline, Candidate: in.Candidate, Confidence: conf, Unit: UnitCase}
+	if in.Generalize {
+		out.Unit = UnitScenario
+	}
+	for _, u := range t.Unmatched {
+		key := Key{u.Scenario, u.Variant, u.Seed}
+		add := func(side, reason string) {
+			out.Unmatched = append(out.Unmatched, Unmatched{Key: key, Side: side, Reason: reason})
+		}
+		ua, ub := ungradedReason(u.AttritionA), ungradedReason(u.AttritionB)
+		switch {
+		case u.InA && !u.InB && u.GradedA:
+			add("baseline", "no candidate trial")
+			out.UnmatchedBaseline++
+		case u.InA && !u.InB:
+			add("neither", "no candidate trial; baseline trial "+ua)
+			out.UnmatchedNeither++
+		case !u.InA && u.InB && u.GradedB:
+			add("candidate", "no baseline trial")
+			out.UnmatchedCandidate++
+		case !u.InA && u.InB:
+			add("neither", "no baseline trial; candidate trial "+ub)
+			out.UnmatchedNeither++
+		case u.GradedA && !u.GradedB:
+			add("baseline", "candidate trial "+ub)
+			out.UnmatchedBaseline++
+		case !u.GradedA && u.GradedB:
+			add("candidate", "baseline trial "+ua)
+			out.UnmatchedCandidate++
+		case !u.GradedA && !u.GradedB:
+			add("neither", "baseline trial "+ua+"; candidate trial "+ub)
+			out.UnmatchedNeither++
+		}
+	}
+	sm := t.Summary
+	out.BaselineTrials, out.CandidateTrials = int(sm.TrialsA), int(sm.TrialsB)
+	out.BaselineAttrition, out.CandidateAttrition = int(sm.AttritionA), int(sm.AttritionB)
+	if w := attritionWarning(out.BaselineAttrition, out.BaselineTrials, out.CandidateAttrition, out.CandidateTrials); w != "" {
+		out.Warnings = append(out.Warnings, w)
+	}
+	out.Cases, out.Scenarios, out.DistinctCases = int(sm.Pairs), int(sm.Scenarios), int(sm.Cases)
+	out.BaselineVariation = stats.ArmVariation{Cases: int(sm.RepeatedCases), ConstantCases: int(sm.ConstantA)}
+	out.CandidateVariation = stats.ArmVariation{Cases: int(sm.RepeatedCases), ConstantCases: int(sm.ConstantB)}
+
+	// Rows by group kind, then metric (SQL order: kind, name, metric,
+	// scenario, variant).
+	nm := len(metricNames())
+	overall := make([][]storage.PairTotals, nm)
+	classes := map[string][][]storage.PairTotals{}
+	for _, r := range t.Pairs {
+		j := metricPos(r.Metric)
+		if j < 0 {
+			continue
+		}
+		switch r.Kind {
+		case 0:
+			overall[j] = append(overall[j], r)
+		case 1:
+			if !in.FaultClasses {
+				continue
+			}
+			if classes[r.Name] == nil {
+				classes[r.Name] = make([][]storage.PairTotals, nm)
+			}
+			classes[r.Name][j] = append(classes[r.Name][j], r)
+		}
+	}
+	tp := totalsPairer{conf: conf, unit: out.Unit}
+	for j := range metricNames() {
+		d := tp.diff(overall[j], j, false)
+		if in.BootstrapReps > 0 && d.Pairs > 0 {
+			num, den, wnum, wden := tp.bootTotals(overall[j])
+			b := stats.BootstrapRatioTotals(num, den, in.BootstrapReps, conf, in.BootstrapSeed)
+			d.BootLo, d.BootHi = b.CI.Lo, b.CI.Hi
+			wb := stats.BootstrapRatioTotals(wnum, wden, in.BootstrapReps, conf, in.BootstrapSeed)
+			d.Weighted.BootLo, d.Weighted.BootHi = wb.CI.Lo, wb.CI.Hi
+		}
+		out.Metrics = append(out.Metrics, d)
+	}
+
+	// By scenario: the overall rows of each scenario (rows are sorted by
+	// scenario within a metric).
+	if nm > 0 {
+		base := overall[0]
+		for lo := 0; lo < len(base); {
+			hi := lo
+			for hi < len(base) && base[hi].Scenario == base[lo].Scenario {
+				hi++
+			}
+			sc := base[lo].Scenario
+			g := GroupDiff{Name: sc}
+			for _, r := range base[lo:hi] {
+				g.Cases += int(r.Keys)
+			}
+			lo = hi
+			if g.Cases == 0 {
+				continue // no pair: the scenario's cases are all unmatched
+			}
+			for j := range metricNames() {
+				g.Metrics = append(g.Metrics, tp.diff(scenarioRows(overall[j], sc), j, true))
+			}
+			out.ByScenario = append(out.ByScenario, g)
+		}
+	}
+	if in.FaultClasses {
+		for _, fc := range sortedClasses(classes) {
+			rows := classes[fc]
+			g := GroupDiff{Name: fc}
+			for _, r := range rows[0] {
+				g.Cases += int(r.Keys)
+			}
+			for j := range metricNames() {
+				g.Metrics = append(g.Metrics, tp.diff(rows[j], j, true))
+			}
+			out.ByFaultClass = append(out.ByFaultClass, g)
+		}
+	}
+
+	if n := len(out.Unmatched); n > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%d case(s) could not be paired and are excluded: %d graded only in the baseline, %d only in the candidate, %d in neither (listed below)",
+			n, out.UnmatchedBaseline, out.UnmatchedCandidate, out.UnmatchedNeither))
+	}
+	if sm.KeysA == 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("the baseline arm %q has no trials in sweep %s", in.Baseline.Arm, in.Baseline.SweepID))
+	}
+	if sm.KeysB == 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("the candidate arm %q has no trials in sweep %s", in.Candidate.Arm, in.Candidate.SweepID))
+	}
+	if sm.Multi > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%d case(s) hold more than one trial per arm: their outcomes are averaged, and McNemar/Newcombe/Tango are not computed for metrics they touch", sm.Multi))
+	}
+	for _, sc := range changedScenarios(t.HashesA, t.HashesB) {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("scenario %q was run from different files in the two sweeps (hash %s vs %s): its pairs may not be the same cases",
+			sc, short(t.HashesA[sc]), short(t.HashesB[sc])))
+	}
+	return out
+}
+
+// ungradedReason is ungraded for a side known by its attrition count.
+func ungradedReason(attrition uint64) string {
+	if attrition > 0 {
+		return "lost to attrition (provider failure)"
+	}
+	return "had no tested metric"
+}
+
+// scenarioRows returns the rows of one scenario (rows sorted by scenario).
+func scenarioRows(rows []storage.PairTotals, sc string) []storage.PairTotals {
+	lo := 0
+	for lo < len(rows) && rows[lo].Scenario < sc {
+		lo++
+	}
+	hi := lo
+	for hi < len(rows) && rows[hi].Scenario == sc {
+		hi++
+	}
+	return rows[lo:hi]
+}
+
+// totalsPairer computes MetricDiffs from per-case rows.
+type totalsPairer struct {
+	conf float64
+	unit string
+}
+
+// clusters turns the rows of one metric (sorted by scenario, variant) into
+// the decision's clusters, unweighted and weighted, and the clusters by
+// scenario (unweighted), each in the order of first appearance.
+func (p *totalsPairer) clusters(rows []storage.PairTotals) (u, w, s []stats.PairedClusterTotal) {
+	last := "" // the scenario of the last row used
+	for i, r := range rows {
+		if r.Pairs == 0 {
+			continue
+		}
+		n := int(r.Pairs)
+		ut := stats.PairedClusterTotal{N: n, SumW: float64(n), SumWA: r.SumA, SumWB: r.SumB, SumWD: r.SumD,
+			SumW2: float64(n), SumW2D: r.SumD, SumW2D2: r.SumD2}
+		wt := stats.PairedClusterTotal{N: n, SumW: r.SumW, SumWA: r.SumWA, SumWB: r.SumWB, SumWD: r.SumWD,
+			SumW2: r.SumW2, SumW2D: r.SumW2D, SumW2D2: r.SumW2D2}
+		sameScenario := len(s) > 0 && last == r.Scenario
+		if p.unit == UnitScenario && sameScenario {
+			u[len(u)-1].Add(ut)
+			w[len(w)-1].Add(wt)
+		} else {
+			u = append(u, ut)
+			w = append(w, wt)
+		}
+		if sameScenario {
+			s[len(s)-1].Add(ut)
+		} else {
+			s = append(s, ut)
+		}
+		last = rows[i].Scenario
+	}
+	return u, w, s
+}
+
+// bootTotals returns, per decision cluster, Σ(b − a) and the pair count,
+// Σw(b − a) and Σw: what the cluster bootstrap of Δ and Δw resamples.
+func (p *totalsPairer) bootTotals(rows []storage.PairTotals) (num, den, wnum, wden []float64) {
+	u, w, _ := p.clusters(rows)
+	for c := range u {
+		num = append(num, u[c].SumWD)
+		den = append(den, float64(u[c].N))
+		wnum = append(wnum, w[c].SumWD)
+		wden = append(wden, w[c].SumW)
+	}
+	return num, den, wnum, wden
+}
+
+// diff is pairer.diff over the rows of one metric of a group.
+func (p *totalsPairer) diff(rows []storage.PairTotals, j int, inGroup bool) MetricDiff {
+	metric := metricNames()[j]
+	d := MetricDiff{Metric: metric, HigherIsBetter: HigherIsBetter(metric)}
+	var tab stats.Table2x2
+	multi := 0
+	for _, r := range rows {
+		d.OneArmOnly += int(r.OneArmOnly)
+		if r.Pairs == 0 {
+			continue
+		}
+		d.Pairs += int(r.Pairs)
+		d.Cases++
+		multi += int(r.Multi)
+		tab.N11 += int(r.N11)
+		tab.N12 += int(r.N12)
+		tab.N21 += int(r.N21)
+		tab.N22 += int(r.N22)
+		if r.Pairs >= 2 {
+			d.BaselineVariation.Cases++
+			d.CandidateVariation.Cases++
+			if r.MinA == r.MaxA {
+				d.BaselineVariation.ConstantCases++
+			}
+			if r.MinB == r.MaxB {
+				d.CandidateVariation.ConstantCases++
+			}
+		}
+	}
+	variation := [2]stats.ArmVariation{d.BaselineVariation, d.CandidateVariation}
+	d.BaselineVariation, d.CandidateVariation = stats.ArmVariation{}, stats.ArmVariation{}
+	nan := math.NaN()
+	d.Baseline, d.Candidate, d.Delta, d.SE, d.P, d.MidP, d.TP = nan, nan, nan, nan, nan, nan, nan
+	d.Lo, d.Hi, d.ScenarioLo, d.ScenarioHi, d.DesignEffect, d.EffectiveN = nan, nan, nan, nan, nan, nan
+	d.McNemarP, d.McNemarMidP, d.NewcombeLo, d.NewcombeHi, d.TangoLo, d.TangoHi = nan, nan, nan, nan, nan, nan
+	d.BootLo, d.BootHi = nan, nan
+	d.Weighted = WeightedDiff{Baseline: nan, Candidate: nan, Delta: nan, SE: nan, Lo: nan, Hi: nan, P: nan, MidP: nan,
+		BootLo: nan, BootHi: nan, Direction: NotTested}
+	if d.Pairs == 0 {
+		d.Cases = 0
+		d.Direction = NotTested
+		d.NotEstimable = stats.NoObservations
+		d.Weighted.NotEstimable = stats.NoObservations
+		return d
+	}
+	alpha := 1 - p.conf
+	seed := uint64(j + 1)
+	uc, wc, sc := p.clusters(rows)
+	u := stats.PairedClusteredFromTotals(uc, p.conf, seed)
+	d.Clusters = u.Clusters
+	d.Baseline, d.Candidate = u.MeanA, u.MeanB
+	d.Delta, d.SE, d.Lo, d.Hi = u.Diff, u.SE, u.CI.Lo, u.CI.Hi
+	d.P, d.MidP, d.TP, d.PMethod, d.NotEstimable = u.P, u.MidP, u.TP, u.PMethod, u.NotEstimable
+	d.DesignEffect, d.EffectiveN = u.DesignEffect, u.EffectiveN
+	d.Direction = direction(d.Delta, d.HigherIsBetter, u.Significant(alpha))
+	d.BaselineVariation, d.CandidateVariation = variation[0], variation[1]
+	switch {
+	case p.unit == UnitScenario:
+		d.ScenarioLo, d.ScenarioHi = d.Lo, d.Hi
+	case inGroup:
+	default:
+		s := stats.PairedClusteredFromTotals(sc, p.conf, seed)
+		d.ScenarioLo, d.ScenarioHi = s.CI.Lo, s.CI.Hi
+	}
+
+	w := stats.PairedClusteredFromTotals(wc, p.conf, seed)
+	d.Weighted = WeightedDiff{Baseline: w.MeanA, Candidate: w.MeanB, Delta: w.Diff, SE: w.SE, Lo: w.CI.Lo, Hi: w.CI.Hi,
+		P: w.P, MidP: w.MidP, PMethod: w.PMethod, NotEstimable: w.NotEstimable, SumWeight: w.SumW,
+		BootLo: nan, BootHi: nan, Direction: direction(w.Diff, d.HigherIsBetter, w.Significant(alpha))}
+	if math.IsNaN(w.Diff) {
+		d.Weighted.Direction = NotTested
+		if d.Weighted.NotEstimable == "" {
+			d.Weighted.NotEstimable = "no consequence weight on the pairs"
+		}
+	}
+	if multi == 0 {
+		d.Binary = true
+		d.Table = tab
+		d.BaselineSuccesses = tab.N11 + tab.N12
+		d.CandidateSuccesses = tab.N11 + tab.N21
+		d.McNemarP, d.McNemarMidP = stats.McNemarExact(tab)
+		nc := stats.NewcombePaired(tab, p.conf)
+		tg := stats.TangoPaired(tab, p.conf)
+		d.NewcombeLo, d.NewcombeHi = nc.Lo, nc.Hi
+		d.TangoLo, d.TangoHi = tg.Lo, tg.Hi
+	}
+	return d
+}

@@ -1,0 +1,492 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// The paired comparison's reads. Side 0 is the baseline (sweep, arm), side
+// 1 the candidate; both may be arms of one sweep or of two. A pair is a case
+// (scenario, variant, seed) graded in both sides (some metric tested).
+
+// sidesCTE: per case (scenario, variant, seed) what each side holds: its
+// trials and attrition, and per metric (metricsSQL order) the tested trials
+// n, successes k and tested weight sw, summed over the side's trials of the
+// case (a case normally holds one trial per side), and k_mask, the union of
+// the fault classes scheduled for the case in either side as a bit mask
+// over {classes} (the sorted classes of both sides, at most 64). The same
+// (sweep, arm) on both sides is read once per side. One pass over the
+// trials, grouped by case: no row per metric.
+var sidesCTE = `t AS
+(
+    SELECT
+        arrayJoin(arrayFilter(x -> x >= 0, [
+            if(sweep_id = {a_sweep:String} AND arm = {a_arm:String}, 0, -1),
+            if(sweep_id = {b_sweep:String} AND arm = {b_arm:String}, 1, -1)])) AS side,
+        scenario,
+        variant,
+        seed,
+        attrition,
+        arraySum(arrayMap(c -> bitShiftLeft(toUInt64(1), indexOf({classes:Array(String)}, c) - 1), fault_classes)) AS class_mask,
+        arrayMap(y -> toUInt64(isNotNull(y) AND attrition = 0), ` + metricsSQL + `) AS tested,
+        arrayMap(y -> toUInt64(ifNull(y, 0) = 1 AND attrition = 0), ` + metricsSQL + `) AS success,
+        arrayMap(x -> x * weight, tested) AS tested_weight
+    FROM {{db}}.trials FINAL
+    WHERE (sweep_id = {a_sweep:String} AND arm = {a_arm:String}) OR (sweep_id = {b_sweep:String} AND arm = {b_arm:String})
+),
+keys AS
+(
+    SELECT
+        scenario,
+        variant,
+        seed,
+        countIf(side = 0) AS k_trials_a,
+        countIf(side = 1) AS k_trials_b,
+        k_trials_a > 0 AS k_in_a,
+        k_trials_b > 0 AS k_in_b,
+        countIf(side = 0 AND attrition = 1) AS k_attrition_a,
+        countIf(side = 1 AND attrition = 1) AS k_attrition_b,
+        sumForEachIf(tested, side = 0) AS k_n_a,
+        sumForEachIf(tested, side = 1) AS k_n_b,
+        sumForEachIf(success, side = 0) AS k_k_a,
+        sumForEachIf(success, side = 1) AS k_k_b,
+        sumForEachIf(tested_weight, side = 0) AS k_sw_a,
+        sumForEachIf(tested_weight, side = 1) AS k_sw_b,
+        arraySum(k_n_a) > 0 AS k_graded_a,
+        arraySum(k_n_b) > 0 AS k_graded_b,
+        -- A side's outcomes on the case, as text: min = max over the seeds
+        -- of a case says they never varied (text compares cheaply).
+        toString((k_n_a, k_k_a)) AS k_outcomes_a,
+        toString((k_n_b, k_k_b)) AS k_outcomes_b,
+        groupBitOr(class_mask) AS k_mask
+    FROM t
+    GROUP BY scenario, variant, seed
+)`
+
+var (
+	// The cases that could not be paired, with what each side holds.
+	qCompareUnmatched = `WITH ` + sidesCTE + `
+SELECT
+    scenario,
+    variant,
+    seed,
+    k_in_a AS in_a,
+    k_in_b AS in_b,
+    k_graded_a AS graded_a,
+    k_graded_b AS graded_b,
+    k_attrition_a AS attrition_a,
+    k_attrition_b AS attrition_b
+FROM keys
+WHERE NOT (k_graded_a AND k_graded_b)
+ORDER BY scenario, variant, seed`
+
+	// Per group, metric (index into aggMetrics) and case (scenario,
+	// variant): over the pairs (cases graded in both sides) the sufficient
+	// statistics of the paired estimators, and over every case the counts of
+	// the summary. For a pair tested in both sides a = successes/n of the
+	// baseline, b the candidate's, d = b − a and w the mean weight of the
+	// pair's trials averaged over the two sides. Group kind 0 is every case;
+	// kind 1 one fault class (a pair counts in each class scheduled for its
+	// case in either side, or in {no_fault}); with_classes = 0 leaves kind 1
+	// out. Cases are first summed per (case, set of classes, paired), with
+	// the metrics as arrays, and only then spread over metrics and classes.
+	qComparePairs = `WITH ` + sidesCTE + `,
+per_key AS
+(
+    SELECT
+        scenario,
+        variant,
+        k_mask,
+        k_graded_a AND k_graded_b AS paired,
+        k_trials_a,
+        k_trials_b,
+        k_attrition_a,
+        k_attrition_b,
+        k_in_a,
+        k_in_b,
+        k_outcomes_a,
+        k_outcomes_b,
+        arrayResize(k_n_a, {metrics:UInt32}) AS na,
+        arrayResize(k_k_a, {metrics:UInt32}) AS ka,
+        arrayResize(k_sw_a, {metrics:UInt32}) AS swa,
+        arrayResize(k_n_b, {metrics:UInt32}) AS nb,
+        arrayResize(k_k_b, {metrics:UInt32}) AS kb,
+        arrayResize(k_sw_b, {metrics:UInt32}) AS swb,
+        arrayMap((x, y) -> toUInt8(paired AND x > 0 AND y > 0), na, nb) AS tested,
+        arrayMap((x, y) -> toUInt8(paired AND (x > 0) != (y > 0)), na, nb) AS one,
+        arrayMap((t, x, y) -> toUInt8(t AND x = 1 AND y = 1), tested, na, nb) AS single,
+        arrayMap((t, k, n) -> if(t, k / n, 0), tested, ka, na) AS a,
+        arrayMap((t, k, n) -> if(t, k / n, 0), tested, kb, nb) AS b,
+        arrayMap((x, y) -> y - x, a, b) AS d,
+        arrayMap((t, s1, n1, s2, n2) -> if(t, (s1 / n1 + s2 / n2) / 2, 0), tested, swa, na, swb, nb) AS w
+    FROM keys
+),
+by_case AS
+(
+    SELECT
+        scenario,
+        variant,
+        k_mask AS mask,
+        count() AS c_keys,
+        countIf(paired) AS c_pair_keys,
+        sum(k_trials_a) AS c_trials_a,
+        sum(k_trials_b) AS c_trials_b,
+        sum(k_attrition_a) AS c_attrition_a,
+        sum(k_attrition_b) AS c_attrition_b,
+        countIf(k_in_a) AS c_keys_a,
+        countIf(k_in_b) AS c_keys_b,
+        countIf(paired AND (k_trials_a > 1 OR k_trials_b > 1)) AS c_multi_keys,
+        minIf(k_outcomes_a, paired) AS c_min_out_a,
+        maxIf(k_outcomes_a, paired) AS c_max_out_a,
+        minIf(k_outcomes_b, paired) AS c_min_out_b,
+        maxIf(k_outcomes_b, paired) AS c_max_out_b,
+        sumForEach(arrayMap(x -> toUInt64(x), tested)) AS c_pairs,
+        sumForEach(arrayMap(x -> toUInt64(x), one)) AS c_one,
+        sumForEach(arrayMap((t, s) -> toUInt64(t AND NOT s), tested, single)) AS c_multi,
+        sumForEach(arrayMap((s, x, y) -> toUInt64(s AND x = 1 AND y = 1), single, a, b)) AS c_n11,
+        sumForEach(arrayMap((s, x, y) -> toUInt64(s AND x = 1 AND y = 0), single, a, b)) AS c_n12,
+        sumForEach(arrayMap((s, x, y) -> toUInt64(s AND x = 0 AND y = 1), single, a, b)) AS c_n21,
+        sumForEach(arrayMap((s, x, y) -> toUInt64(s AND x = 0 AND y = 0), single, a, b)) AS c_n22,
+        sumForEach(a) AS c_sum_a,
+        sumForEach(b) AS c_sum_b,
+        sumForEach(d) AS c_sum_d,
+        sumForEach(arrayMap(x -> x * x, d)) AS c_sum_d2,
+        sumForEach(w) AS c_sum_w,
+        sumForEach(arrayMap((x, y) -> x * y, w, a)) AS c_sum_wa,
+        sumForEach(arrayMap((x, y) -> x * y, w, b)) AS c_sum_wb,
+        sumForEach(arrayMap((x, y) -> x * y, w, d)) AS c_sum_wd,
+        sumForEach(arrayMap(x -> x * x, w)) AS c_sum_w2,
+        sumForEach(arrayMap((x, y) -> x * x * y, w, d)) AS c_sum_w2d,
+        sumForEach(arrayMap((x, y) -> x * x * y * y, w, d)) AS c_sum_w2d2,
+        -- Outside [0, 1], so that an untested pair never sets the range.
+        minForEach(arrayMap((t, x) -> if(t, x, 2), tested, a)) AS c_min_a,
+        maxForEach(arrayMap((t, x) -> if(t, x, -1), tested, a)) AS c_max_a,
+        minForEach(arrayMap((t, x) -> if(t, x, 2), tested, b)) AS c_min_b,
+        maxForEach(arrayMap((t, x) -> if(t, x, -1), tested, b)) AS c_max_b
+    FROM per_key
+    GROUP BY scenario, variant, mask
+)
+SELECT
+    g.1 AS group_kind,
+    g.2 AS group_name,
+    i - 1 AS metric_index,
+    scenario,
+    variant,
+    sum(c_pair_keys) AS key_count,
+    sum(x_pairs) AS pairs,
+    sum(x_one) AS one_arm_only,
+    sum(x_multi) AS multi,
+    sum(x_n11) AS n11,
+    sum(x_n12) AS n12,
+    sum(x_n21) AS n21,
+    sum(x_n22) AS n22,
+    sum(x_sum_a) AS sum_a,
+    sum(x_sum_b) AS sum_b,
+    sum(x_sum_d) AS sum_d,
+    sum(x_sum_d2) AS sum_d2,
+    sum(x_sum_w) AS sum_w,
+    sum(x_sum_wa) AS sum_wa,
+    sum(x_sum_wb) AS sum_wb,
+    sum(x_sum_wd) AS sum_wd,
+    sum(x_sum_w2) AS sum_w2,
+    sum(x_sum_w2d) AS sum_w2d,
+    sum(x_sum_w2d2) AS sum_w2d2,
+    min(x_min_a) AS min_a,
+    max(x_max_a) AS max_a,
+    min(x_min_b) AS min_b,
+    max(x_max_b) AS max_b,
+    sum(c_trials_a) AS trials_a,
+    sum(c_trials_b) AS trials_b,
+    sum(c_attrition_a) AS attrition_a,
+    sum(c_attrition_b) AS attrition_b,
+    sum(c_keys_a) AS keys_a,
+    sum(c_keys_b) AS keys_b,
+    sum(c_multi_keys) AS multi_keys,
+    minIf(c_min_out_a, c_pair_keys > 0) = maxIf(c_max_out_a, c_pair_keys > 0) AS constant_a,
+    minIf(c_min_out_b, c_pair_keys > 0) = maxIf(c_max_out_b, c_pair_keys > 0) AS constant_b
+FROM by_case
+-- The metric arrays side by side (one row per metric, no copy of them).
+ARRAY JOIN
+    arrayEnumerate(c_pairs) AS i,
+    c_pairs AS x_pairs,
+    c_one AS x_one,
+    c_multi AS x_multi,
+    c_n11 AS x_n11,
+    c_n12 AS x_n12,
+    c_n21 AS x_n21,
+    c_n22 AS x_n22,
+    c_sum_a AS x_sum_a,
+    c_sum_b AS x_sum_b,
+    c_sum_d AS x_sum_d,
+    c_sum_d2 AS x_sum_d2,
+    c_sum_w AS x_sum_w,
+    c_sum_wa AS x_sum_wa,
+    c_sum_wb AS x_sum_wb,
+    c_sum_wd AS x_sum_wd,
+    c_sum_w2 AS x_sum_w2,
+    c_sum_w2d AS x_sum_w2d,
+    c_sum_w2d2 AS x_sum_w2d2,
+    c_min_a AS x_min_a,
+    c_max_a AS x_max_a,
+    c_min_b AS x_min_b,
+    c_max_b AS x_max_b
+ARRAY JOIN arrayConcat([(0, '')],
+    if({with_classes:UInt8} = 1 AND c_pair_keys > 0,
+        arrayMap(x -> (1, x), if(mask = 0, [{no_fault:String}],
+            arrayFilter((c, j) -> bitTest(mask, j - 1), {classes:Array(String)}, arrayEnumerate({classes:Array(String)})))),
+        [])) AS g
+GROUP BY group_kind, group_name, metric_index, scenario, variant
+ORDER BY group_kind, group_name, metric_index, scenario, variant`
+
+	// The fault classes of both sides, sorted: the bits of k_mask.
+	qCompareClasses = `SELECT arraySort(groupUniqArrayArray(fault_classes)) AS classes
+FROM {{db}}.trials FINAL
+WHERE (sweep_id = {a_sweep:String} AND arm = {a_arm:String}) OR (sweep_id = {b_sweep:String} AND arm = {b_arm:String})`
+
+	// Per scenario, whether the side ran it from one file (its hash) or
+	// several ('mixed').
+	qScenarioHashes = `SELECT scenario, if(uniqExact(scenario_hash) > 1, 'mixed', any(scenario_hash)) AS hash
+FROM {{db}}.trials FINAL
+WHERE sweep_id = {sweep_id:String} AND arm = {arm:String}
+GROUP BY scenario
+ORDER BY scenario`
+)
+
+// CompareSide names one side of a comparison: an arm of a sweep.
+type CompareSide struct{ SweepID, Arm string }
+
+// CompareSummary is what a comparison counts over cases rather than
+// metrics. A is the baseline, B the candidate.
+type CompareSummary struct {
+	TrialsA, TrialsB, AttritionA, AttritionB uint64
+	// Pairs are the cases (scenario, variant, seed) graded in both sides;
+	// Multi those holding more than one trial in a side; Cases the distinct
+	// (scenario, variant) and Scenarios the scenarios among them.
+	Pairs, Multi, Cases, Scenarios uint64
+	// RepeatedCases are the cases with two or more pairs; ConstantA/B those
+	// whose pairs all gave the same outcomes on every metric in that side.
+	RepeatedCases, ConstantA, ConstantB uint64
+	// KeysA and KeysB count the cases (scenario, variant, seed) with a trial
+	// in each side.
+	KeysA, KeysB uint64
+}
+
+// UnmatchedCase is a case (scenario, variant, seed) not graded in both
+// sides: which side has trials and graded ones, and whether they were lost
+// to attrition.
+type UnmatchedCase struct {
+	Scenario, Variant      string
+	Seed                   uint64
+	InA, InB               bool
+	GradedA, GradedB       bool
+	AttritionA, AttritionB uint64
+}
+
+// PairTotals is one metric over the pairs of one case (scenario, variant)
+// within a group: every pair (Kind 0) or one fault class (Kind 1, Name).
+// Keys counts the pairs whatever the metric; Pairs those where the metric was
+// tested in both sides, OneArmOnly those where it was in one. Over the
+// tested pairs (a, b, w, d = b − a, see qComparePairs): Multi counts those
+// with more than one trial in a side, N11..N22 the 2×2 table of the others,
+// and the Sum* fields the sums named after them; Min/Max the range of a and b.
+type PairTotals struct {
+	Kind                      uint8
+	Name                      string
+	Metric                    Metric
+	Scenario, Variant         string
+	Keys, Pairs, OneArmOnly   uint64
+	Multi, N11, N12, N21, N22 uint64
+	SumA, SumB, SumD, SumD2   float64
+	SumW, SumWA, SumWB, SumWD float64
+	SumW2, SumW2D, SumW2D2    float64
+	MinA, MaxA, MinB, MaxB    float64
+}
+
+// CompareTotals is everything a paired comparison needs, aggregated in SQL.
+type CompareTotals struct {
+	Summary   CompareSummary
+	Unmatched []UnmatchedCase // ordered by (scenario, variant, seed)
+	Pairs     []PairTotals    // ordered by (kind, name, metric, scenario, variant)
+	// HashesA and HashesB map scenario to file hash ("mixed" for several);
+	// read only when the sides are in different sweeps.
+	HashesA, HashesB map[string]string
+}
+
+type unmatchedRow struct {
+	Scenario   string `json:"scenario"`
+	Variant    string `json:"variant"`
+	Seed       uint64 `json:"seed"`
+	InA        uint8  `json:"in_a"`
+	InB        uint8  `json:"in_b"`
+	GradedA    uint8  `json:"graded_a"`
+	GradedB    uint8  `json:"graded_b"`
+	AttritionA uint64 `json:"attrition_a"`
+	AttritionB uint64 `json:"attrition_b"`
+}
+
+type pairTotalsRow struct {
+	Kind       uint8   `json:"group_kind"`
+	Name       string  `json:"group_name"`
+	Metric     int     `json:"metric_index"`
+	Scenario   string  `json:"scenario"`
+	Variant    string  `json:"variant"`
+	Keys       uint64  `json:"key_count"`
+	Pairs      uint64  `json:"pairs"`
+	OneArmOnly uint64  `json:"one_arm_only"`
+	Multi      uint64  `json:"multi"`
+	N11        uint64  `json:"n11"`
+	N12        uint64  `json:"n12"`
+	N21        uint64  `json:"n21"`
+	N22        uint64  `json:"n22"`
+	SumA       float64 `json:"sum_a"`
+	SumB       float64 `json:"sum_b"`
+	SumD       float64 `json:"sum_d"`
+	SumD2      float64 `json:"sum_d2"`
+	SumW       float64 `json:"sum_w"`
+	SumWA      float64 `json:"sum_wa"`
+	SumWB      float64 `json:"sum_wb"`
+	SumWD      float64 `json:"sum_wd"`
+	SumW2      float64 `json:"sum_w2"`
+	SumW2D     float64 `json:"sum_w2d"`
+	SumW2D2    float64 `json:"sum_w2d2"`
+	MinA       float64 `json:"min_a"`
+	MaxA       float64 `json:"max_a"`
+	MinB       float64 `json:"min_b"`
+	MaxB       float64 `json:"max_b"`
+	TrialsA    uint64  `json:"trials_a"`
+	TrialsB    uint64  `json:"trials_b"`
+	AttritionA uint64  `json:"attrition_a"`
+	AttritionB uint64  `json:"attrition_b"`
+	KeysA      uint64  `json:"keys_a"`
+	KeysB      uint64  `json:"keys_b"`
+	MultiKeys  uint64  `json:"multi_keys"`
+	ConstantA  uint8   `json:"constant_a"`
+	ConstantB  uint8   `json:"constant_b"`
+}
+
+type scenarioHashRow struct {
+	Scenario string `json:"scenario"`
+	Hash     string `json:"hash"`
+}
+
+// CompareTotals reads the paired comparison of side b (candidate) against
+// side a (baseline). withClasses adds the breakdown by fault class; noFault
+// names the group of cases without a fault.
+func (s *store) CompareTotals(ctx context.Context, a, b CompareSide, withClasses bool, noFault string) (CompareTotals, error) {
+	var out CompareTotals
+	wc := "0"
+	if withClasses {
+		wc = "1"
+	}
+	p := map[string]string{"a_sweep": a.SweepID, "a_arm": a.Arm, "b_sweep": b.SweepID, "b_arm": b.Arm,
+		"with_classes": wc, "no_fault": noFault}
+	wrap := func(what string, err error) error {
+		return fmt.Errorf("storage: CompareTotals %s/%s vs %s/%s: %s: %w", a.SweepID, a.Arm, b.SweepID, b.Arm, what, err)
+	}
+	classes := []string{}
+	if withClasses {
+		var rows []struct {
+			Classes []string `json:"classes"`
+		}
+		if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qCompareClasses), Params: p}); err != nil {
+			return out, wrap("fault classes", err)
+		}
+		if len(rows) == 1 {
+			classes = rows[0].Classes
+		}
+		if len(classes) > 64 {
+			return out, wrap("fault classes", fmt.Errorf("%d distinct fault classes; the breakdown handles at most 64", len(classes)))
+		}
+	}
+	p["classes"] = arrayParam(classes)
+	p["metrics"] = fmt.Sprint(len(aggMetrics))
+	var um []unmatchedRow
+	if err := s.t.selectRows(ctx, &um, stmt{SQL: s.sql(qCompareUnmatched), Params: p}); err != nil {
+		return out, wrap("unmatched", err)
+	}
+	out.Unmatched = make([]UnmatchedCase, len(um))
+	for i, r := range um {
+		out.Unmatched[i] = UnmatchedCase{Scenario: r.Scenario, Variant: r.Variant, Seed: r.Seed,
+			InA: r.InA == 1, InB: r.InB == 1, GradedA: r.GradedA == 1, GradedB: r.GradedB == 1,
+			AttritionA: r.AttritionA, AttritionB: r.AttritionB}
+	}
+	var pr []pairTotalsRow
+	if err := s.t.selectRows(ctx, &pr, stmt{SQL: s.sql(qComparePairs), Params: p}); err != nil {
+		return out, wrap("pairs", err)
+	}
+	out.Pairs = make([]PairTotals, len(pr))
+	sm := &out.Summary
+	lastScenario := ""
+	for i, r := range pr {
+		if r.Metric < 0 || r.Metric >= len(aggMetrics) {
+			return out, wrap("pairs", fmt.Errorf("row %d: metric index %d out of range", i+1, r.Metric))
+		}
+		if r.Kind == 0 && r.Metric == 0 {
+			// The counts over cases, once per case.
+			sm.TrialsA += r.TrialsA
+			sm.TrialsB += r.TrialsB
+			sm.AttritionA += r.AttritionA
+			sm.AttritionB += r.AttritionB
+			sm.KeysA += r.KeysA
+			sm.KeysB += r.KeysB
+			sm.Pairs += r.Keys
+			sm.Multi += r.MultiKeys
+			if r.Keys > 0 {
+				sm.Cases++
+				if r.Scenario != lastScenario {
+					sm.Scenarios++ // rows are sorted by scenario
+					lastScenario = r.Scenario
+				}
+			}
+			if r.Keys >= 2 {
+				sm.RepeatedCases++
+				sm.ConstantA += uint64(r.ConstantA)
+				sm.ConstantB += uint64(r.ConstantB)
+			}
+		}
+		out.Pairs[i] = PairTotals{Kind: r.Kind, Name: r.Name, Metric: aggMetrics[r.Metric], Scenario: r.Scenario, Variant: r.Variant,
+			Keys: r.Keys, Pairs: r.Pairs, OneArmOnly: r.OneArmOnly, Multi: r.Multi, N11: r.N11, N12: r.N12, N21: r.N21, N22: r.N22,
+			SumA: r.SumA, SumB: r.SumB, SumD: r.SumD, SumD2: r.SumD2, SumW: r.SumW, SumWA: r.SumWA, SumWB: r.SumWB, SumWD: r.SumWD,
+			SumW2: r.SumW2, SumW2D: r.SumW2D, SumW2D2: r.SumW2D2, MinA: r.MinA, MaxA: r.MaxA, MinB: r.MinB, MaxB: r.MaxB}
+	}
+	if a.SweepID != b.SweepID {
+		var err error
+		if out.HashesA, err = s.scenarioHashes(ctx, a); err != nil {
+			return out, wrap("scenario hashes", err)
+		}
+		if out.HashesB, err = s.scenarioHashes(ctx, b); err != nil {
+			return out, wrap("scenario hashes", err)
+		}
+	}
+	return out, nil
+}
+
+func (s *store) scenarioHashes(ctx context.Context, side CompareSide) (map[string]string, error) {
+	var rows []scenarioHashRow
+	if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qScenarioHashes), Params: map[string]string{"sweep_id": side.SweepID, "arm": side.Arm}}); err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.Scenario] = r.Hash
+	}
+	return out, nil
+}
+
+// arrayParam renders strings as the text of an Array(String) query
+// parameter.
+func arrayParam(v []string) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, s := range v {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('\'')
+		b.WriteString(strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s))
+		b.WriteByte('\'')
+	}
+	b.WriteByte(']')
+	return b.String()
+}
