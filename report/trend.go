@@ -53,7 +53,7 @@ func LoadTrend(ctx context.Context, store storage.Store, runs []storage.Sweep, m
 	seenArm := map[string]bool{}
 	for i := len(runs) - 1; i >= 0; i-- {
 		sw := runs[i]
-		cells, err := store.Cells(ctx, sw.SweepID)
+		totals, err := store.ReportTotals(ctx, sw.SweepID, NoFault)
 		if err != nil {
 			return Trend{}, err
 		}
@@ -61,7 +61,7 @@ func LoadTrend(ctx context.Context, store storage.Store, runs []storage.Sweep, m
 		if err != nil {
 			return Trend{}, err
 		}
-		sum := Build(sw, n, cells)
+		sum := BuildFromTotals(sw, n, totals, TotalsOptions{})
 		run := TrendRun{SweepID: sw.SweepID, Rates: map[string]map[string]Cell{}}
 		for _, a := range sum.Arms {
 			if !seenArm[a.Arm] {
