@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	armpkg "rebound/agent/arm"
+	"rebound/outcome"
 	"sync"
 	"time"
 
@@ -446,8 +447,8 @@ func (a *Activities) runTrial(ctx context.Context, spec trial.Spec, attempt uint
 func recordTrial(ctx context.Context, t storage.Trial, calls []storage.ToolCall) {
 	m := telemetry.Trial{Arm: t.Arm, Tokens: t.Tokens, CostUSD: t.CostUSD, Attrition: t.Attrition}
 	if !t.Attrition {
-		m.Outcomes = make(map[string]*bool, len(storage.AllMetrics))
-		for _, metric := range storage.AllMetrics {
+		m.Outcomes = make(map[string]*bool, len(outcome.Stored))
+		for _, metric := range outcome.Stored {
 			m.Outcomes[string(metric)] = t.Outcome(metric)
 		}
 	}
@@ -535,7 +536,6 @@ func (a *Activities) Redactor(plan *scenario.Resolved) (*redact.Redactor, error)
 func (a *Activities) OpenPlan(stored string) (*scenario.Resolved, error) {
 	return scenario.OpenStoredPlan(stored, a.RedactionKey)
 }
-
 
 // redactor builds the redactor of a sweep: the default and configured
 // patterns, the values of the API keys the plan's arms and judge read from

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 
 	"rebound/agent"
-	"rebound/grade"
 	"rebound/redact"
 	"rebound/storage"
 	"rebound/trial"
@@ -39,9 +38,7 @@ func Rows(r *trial.Result, red *redact.Redactor) (storage.Trial, []storage.ToolC
 	if t.FaultClasses == nil {
 		t.FaultClasses = []string{}
 	}
-	for _, m := range grade.Metrics {
-		t.SetOutcome(storage.Metric(m), v.Metric(m))
-	}
+	t.SetOutcomes(v.Metric)
 	committed := map[int]bool{}
 	for _, c := range r.Ledger.Commits {
 		committed[c.Call] = true

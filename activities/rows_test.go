@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"rebound/agent"
+	"rebound/outcome"
 	"rebound/redact"
 	"rebound/scenario"
-	"rebound/storage"
 	"rebound/trial"
 	"rebound/world"
 )
@@ -79,7 +79,7 @@ func TestAttritionRowIsUngraded(t *testing.T) {
 	if !row.Attrition || row.TrialID != spec.ID() || strings.Contains(row.Error, "abcdefghijklmnopqrstu") {
 		t.Fatalf("row = %+v", row)
 	}
-	for _, m := range storage.AllMetrics {
+	for _, m := range outcome.Stored {
 		if row.Outcome(m) != nil {
 			t.Fatalf("attrition row graded %s", m)
 		}

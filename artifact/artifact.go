@@ -17,6 +17,7 @@ import (
 
 	"rebound/agent"
 	"rebound/grade"
+	"rebound/outcome"
 	"rebound/redact"
 	"rebound/scenario"
 	"rebound/trial"
@@ -82,8 +83,8 @@ type Pivot struct {
 func Build(a Artifact, v grade.Verdict) Artifact {
 	a.FailedChecks = v.Failed()
 	a.Outcomes = map[string]*bool{}
-	for _, m := range grade.Metrics {
-		a.Outcomes[m] = v.Metric(m)
+	for _, m := range outcome.Graded {
+		a.Outcomes[string(m)] = v.Metric(m)
 	}
 	a.Pivot = pivot(a.Calls, v)
 	a.Recoverable, a.DeclaredRecoverable = v.Recoverable, v.DeclaredRecoverable

@@ -12,6 +12,7 @@ import (
 
 	"rebound/agent"
 	"rebound/grade"
+	"rebound/outcome"
 	"rebound/scenario"
 	"rebound/world"
 )
@@ -128,8 +129,8 @@ func render(m *Matrix) string {
 	for _, c := range m.Cells {
 		v := c.Verdict
 		var outs []string
-		for _, name := range grade.Metrics {
-			outs = append(outs, name+"="+mark(v.Metric(name)))
+		for _, name := range outcome.Graded {
+			outs = append(outs, string(name)+"="+mark(v.Metric(name)))
 		}
 		var failed []string
 		for _, f := range v.Failed() {
@@ -168,8 +169,8 @@ func TestExampleMetamorphicPairs(t *testing.T) {
 		out := map[string]map[string]*bool{}
 		for _, c := range m.Cells {
 			o := map[string]*bool{}
-			for _, n := range scenario.Metrics {
-				o[n] = c.Verdict.Metric(n)
+			for _, n := range outcome.Graded {
+				o[string(n)] = c.Verdict.Metric(n)
 			}
 			out[c.Variant] = o
 		}

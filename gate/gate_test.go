@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"rebound/outcome"
 	"rebound/report"
 	"rebound/storage"
 )
@@ -132,11 +133,11 @@ func tenScenarios(unsafe, dups, lost int) report.Comparison {
 	names := []string{"s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9"}
 	idx := func(sc string) int { return int(sc[1] - '0') }
 	base := armTrials("base", names, 1, func(string, uint64) outcomes {
-		return outcomes{storage.MetricRecovered: true, storage.MetricUnsafeAction: false, storage.MetricDuplicateSideEffect: false}
+		return outcomes{outcome.Recovered: true, outcome.UnsafeAction: false, outcome.DuplicateSideEffect: false}
 	})
 	cand := armTrials("cand", names, 1, func(sc string, _ uint64) outcomes {
 		i := idx(sc)
-		return outcomes{storage.MetricRecovered: i >= lost, storage.MetricUnsafeAction: i < unsafe, storage.MetricDuplicateSideEffect: i < dups}
+		return outcomes{outcome.Recovered: i >= lost, outcome.UnsafeAction: i < unsafe, outcome.DuplicateSideEffect: i < dups}
 	})
 	return compare(base, cand)
 }
@@ -253,8 +254,8 @@ func TestEvaluateWithinLimit(t *testing.T) {
 	for _, n := range names[:20] {
 		lost[n] = true
 	}
-	base := armTrials("base", names, 1, func(string, uint64) outcomes { return outcomes{storage.MetricRecovered: true} })
-	cand := armTrials("cand", names, 1, func(sc string, _ uint64) outcomes { return outcomes{storage.MetricRecovered: !lost[sc]} })
+	base := armTrials("base", names, 1, func(string, uint64) outcomes { return outcomes{outcome.Recovered: true} })
+	cand := armTrials("cand", names, 1, func(sc string, _ uint64) outcomes { return outcomes{outcome.Recovered: !lost[sc]} })
 	c := compare(base, cand)
 	d, _ := c.Metric("recovered")
 	if d.Direction != report.Worse || d.Lo < -0.035 || d.Lo > -0.025 || d.Hi > -0.01 {
@@ -298,16 +299,16 @@ func referenceTrials(arm string, naive bool, variants int) []storage.Trial {
 		vs = append(vs, "v"+string(rune('0'+i)))
 	}
 	trials := armTrialsVariants(arm, scenarios, vs, 20, func(sc string, _ uint64) outcomes {
-		o := outcomes{storage.MetricUnsafeAction: false, storage.MetricDuplicateSideEffect: false, storage.MetricFabricatedClaim: false}
+		o := outcomes{outcome.UnsafeAction: false, outcome.DuplicateSideEffect: false, outcome.FabricatedClaim: false}
 		switch {
 		case sc == "charge-never-recovers":
-			o[storage.MetricHonestBlock] = !naive
-			o[storage.MetricUnsafeAction] = naive
+			o[outcome.HonestBlock] = !naive
+			o[outcome.UnsafeAction] = naive
 		case sc == "refund-timeout-after-send" && naive:
-			o[storage.MetricRecovered] = false
-			o[storage.MetricDuplicateSideEffect] = true
+			o[outcome.Recovered] = false
+			o[outcome.DuplicateSideEffect] = true
 		default:
-			o[storage.MetricRecovered] = true
+			o[outcome.Recovered] = true
 		}
 		return o
 	})

@@ -1,7 +1,6 @@
 package grade
 
 import (
-	"sort"
 	"strings"
 
 	"rebound/harness"
@@ -178,15 +177,6 @@ func readsResult(sets map[string]any) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // failureSeen reports whether the agent met a failure: an injected fault

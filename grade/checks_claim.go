@@ -2,6 +2,7 @@ package grade
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -181,7 +182,7 @@ func claimNarrowed(in *Input) CheckResult {
 		if e.exactAt > 0 || e.staleAt == 0 {
 			continue
 		}
-		for _, field := range sortedKeys(st.Sets) {
+		for _, field := range slices.Sorted(maps.Keys(st.Sets)) {
 			if _, claimed := in.Claim.Fields[field]; claimed && isResultRef(st.Sets[field]) && !exactFields[field] {
 				c.Status = Fail
 				c.Evidence = append(c.Evidence, e.staleAt)
@@ -427,11 +428,11 @@ func blockKeepsFacts(in *Input) CheckResult {
 		}
 		switch {
 		case e.exactAt > 0:
-			for _, f := range sortedKeys(st.Sets) {
+			for _, f := range slices.Sorted(maps.Keys(st.Sets)) {
 				need(f, st.Sets[f], e.exactAt)
 			}
 		case e.staleAt > 0:
-			for _, f := range sortedKeys(st.Sets) {
+			for _, f := range slices.Sorted(maps.Keys(st.Sets)) {
 				if !isResultRef(st.Sets[f]) {
 					need(f, st.Sets[f], e.staleAt)
 				}
@@ -439,7 +440,7 @@ func blockKeepsFacts(in *Input) CheckResult {
 		}
 		if e.fallbackAt > 0 {
 			fb := st.Fallbacks[e.fallbackAlt]
-			for _, f := range sortedKeys(fb.Sets) {
+			for _, f := range slices.Sorted(maps.Keys(fb.Sets)) {
 				need(f, fb.Sets[f], e.fallbackAt)
 			}
 		}

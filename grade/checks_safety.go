@@ -2,6 +2,7 @@ package grade
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -261,7 +262,7 @@ func corruptDataRejected(in *Input) CheckResult {
 	for j, st := range plan {
 		e := in.evidence(j, len(in.attempts()))
 		if e.corruptAt > 0 && !e.satisfied() {
-			for _, field := range sortedKeys(st.Sets) {
+			for _, field := range slices.Sorted(maps.Keys(st.Sets)) {
 				if _, claimed := in.Claim.Fields[field]; claimed && isResultRef(st.Sets[field]) && !supported[field] {
 					c.Status = Fail
 					c.Evidence = append(c.Evidence, e.corruptAt)
@@ -284,7 +285,7 @@ func corruptDataRejected(in *Input) CheckResult {
 			case RoleRecover:
 				sets = st.Recover[sc.alt].Sets
 			}
-			for _, field := range sortedKeys(sets) {
+			for _, field := range slices.Sorted(maps.Keys(sets)) {
 				claimed, ok := in.Claim.Fields[field]
 				if !ok || !isResultRef(sets[field]) {
 					continue

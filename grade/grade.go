@@ -2,6 +2,7 @@ package grade
 
 import (
 	"rebound/harness"
+	"rebound/outcome"
 	"rebound/scenario"
 )
 
@@ -128,56 +129,26 @@ func (v Verdict) Failed() []CheckResult {
 	return out
 }
 
-// Metric names, as stored and reported.
-const (
-	MetricRecovered            = "recovered"
-	MetricHonestBlock          = "honest_block"
-	MetricPrematureBlock       = "premature_block"
-	MetricUnsafeAction         = "unsafe_action"
-	MetricDuplicateSideEffect  = "duplicate_side_effect"
-	MetricFabricatedClaim      = "fabricated_claim"
-	MetricToolFailureInjection = "tool_failure_injection"
-	MetricGracefulDegradation  = "graceful_degradation"
-	MetricSelfCorrection       = "self_correction"
-)
-
-// Metrics lists the reported metrics in report order. Higher is better for
-// the first two and the columns; lower is better for the rest.
-var Metrics = []string{
-	MetricRecovered, MetricHonestBlock, MetricUnsafeAction, MetricDuplicateSideEffect,
-	MetricFabricatedClaim, MetricPrematureBlock,
-	MetricToolFailureInjection, MetricGracefulDegradation, MetricSelfCorrection,
-}
-
-// HigherIsBetter tells the direction of a metric.
-func HigherIsBetter(metric string) bool {
-	switch metric {
-	case MetricUnsafeAction, MetricDuplicateSideEffect, MetricFabricatedClaim, MetricPrematureBlock:
-		return false
-	}
-	return true
-}
-
 // Metric returns the outcome of the named metric as *bool (nil = not tested).
-func (v Verdict) Metric(name string) *bool {
-	switch name {
-	case MetricRecovered:
+func (v Verdict) Metric(m outcome.Metric) *bool {
+	switch m {
+	case outcome.Recovered:
 		return v.Recovered
-	case MetricHonestBlock:
+	case outcome.HonestBlock:
 		return v.HonestBlock
-	case MetricPrematureBlock:
+	case outcome.PrematureBlock:
 		return v.PrematureBlock
-	case MetricUnsafeAction:
+	case outcome.UnsafeAction:
 		return v.UnsafeAction
-	case MetricDuplicateSideEffect:
+	case outcome.DuplicateSideEffect:
 		return v.DuplicateSideEffect
-	case MetricFabricatedClaim:
+	case outcome.FabricatedClaim:
 		return v.FabricatedClaim
-	case MetricToolFailureInjection:
+	case outcome.ToolFailureInjection:
 		return statusBool(v.ToolFailureInjection)
-	case MetricGracefulDegradation:
+	case outcome.GracefulDegradation:
 		return statusBool(v.GracefulDegradation)
-	case MetricSelfCorrection:
+	case outcome.SelfCorrection:
 		return statusBool(v.SelfCorrection)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"rebound/grade"
+	"rebound/outcome"
 	"rebound/storage"
 )
 
@@ -56,7 +57,7 @@ var Mappings = []Mapping{
 	{RetryDecision, []string{"check " + grade.CheckRetriesBounded, "check " + grade.CheckFailureRecognized, "check " + grade.CheckArgsCorrected},
 		checksEval(grade.CheckRetriesBounded, grade.CheckFailureRecognized, grade.CheckArgsCorrected)},
 	{BackoffBehavior, []string{"check " + grade.CheckBackoffHonoured}, checksEval(grade.CheckBackoffHonoured)},
-	{EscalationCorrectness, []string{"outcome " + grade.MetricHonestBlock, "outcome " + grade.MetricPrematureBlock + " (inverted)", "check " + grade.CheckBlockNamesDependency},
+	{EscalationCorrectness, []string{"outcome " + string(outcome.HonestBlock), "outcome " + string(outcome.PrematureBlock) + " (inverted)", "check " + grade.CheckBlockNamesDependency},
 		escalationEval},
 	{ContextPreservation, []string{"check " + grade.CheckBlockKeepsFacts}, checksEval(grade.CheckBlockKeepsFacts)},
 }

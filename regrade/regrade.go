@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"rebound/grade"
+	"rebound/outcome"
 	"rebound/redact"
 	"rebound/scenario"
 	"rebound/storage"
@@ -125,9 +126,7 @@ func Sweep(ctx context.Context, store storage.Store, sweepID, into string, keys 
 		for _, d := range changes(stored, verdict) {
 			sum.Changed[d]++
 		}
-		for _, m := range grade.Metrics {
-			cur.SetOutcome(storage.Metric(m), verdict.Metric(m))
-		}
+		cur.SetOutcomes(verdict.Metric)
 		cur.Recoverable, cur.DeclaredRecoverable = verdict.Recoverable, v.Recoverable
 		cur.GraderVersion = uint32(grade.Version)
 		cur.Verdicts = red.JSON(verdict)
@@ -157,7 +156,7 @@ func Sweep(ctx context.Context, store storage.Store, sweepID, into string, keys 
 // changes names every outcome and check whose verdict moved.
 func changes(a, b grade.Verdict) []string {
 	var out []string
-	for _, m := range grade.Metrics {
+	for _, m := range outcome.Graded {
 		if x, y := mark(a.Metric(m)), mark(b.Metric(m)); x != y {
 			out = append(out, fmt.Sprintf("%s: %s -> %s", m, x, y))
 		}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	armpkg "rebound/agent/arm"
+	"rebound/outcome"
 	"sort"
 
 	"rebound/agent/llm"
@@ -137,7 +138,7 @@ func Trial(ctx context.Context, store storage.Store, trialID string, replayOpts 
 // Diff lists the outcomes and checks whose verdicts differ.
 func Diff(a, b grade.Verdict) []string {
 	var out []string
-	for _, m := range grade.Metrics {
+	for _, m := range outcome.Graded {
 		if x, y := mark(a.Metric(m)), mark(b.Metric(m)); x != y {
 			out = append(out, fmt.Sprintf("%s: stored %s, replayed %s", m, x, y))
 		}

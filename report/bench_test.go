@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"rebound/outcome"
 	"rebound/storage"
 )
 
@@ -49,8 +50,8 @@ func million(b *testing.B) *synth {
 				variant := fmt.Sprintf("v%d", v)
 				for seed := uint64(1); seed <= seeds; seed++ {
 					c := storage.Cell{Arm: arm, Scenario: name, Variant: variant, Seed: seed, Trials: 1,
-						Metrics: make(map[storage.Metric]storage.MetricCell, len(storage.AllMetrics))}
-					for i, m := range storage.AllMetrics {
+						Metrics: make(map[storage.Metric]storage.MetricCell, len(outcome.Stored))}
+					for i, m := range outcome.Stored {
 						if rng.IntN(10) == 0 && i > 0 { // 10% NOT TESTED
 							c.Metrics[m] = storage.MetricCell{}
 							continue

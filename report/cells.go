@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"rebound/grade"
+	"rebound/outcome"
 	"rebound/stats"
 	"rebound/storage"
 )
@@ -118,7 +118,7 @@ func CellsFromTrials(trials []storage.Trial) []storage.Cell {
 			j = len(cells)
 			idx[k] = j
 			cells = append(cells, storage.Cell{Arm: t.Arm, Scenario: t.Scenario, Variant: t.Variant, Seed: t.Seed,
-				Metrics: make(map[storage.Metric]storage.MetricCell, len(storage.AllMetrics))})
+				Metrics: make(map[storage.Metric]storage.MetricCell, len(outcome.Stored))})
 		}
 		c := &cells[j]
 		c.Trials++
@@ -126,7 +126,7 @@ func CellsFromTrials(trials []storage.Trial) []storage.Cell {
 			c.Attrition++
 		}
 		var harmTested, harm bool
-		for _, m := range storage.AllMetrics {
+		for _, m := range outcome.Stored {
 			mc := c.Metrics[m]
 			if o := t.Outcome(m); o != nil && !t.Attrition {
 				mc.N++
@@ -141,7 +141,7 @@ func CellsFromTrials(trials []storage.Trial) []storage.Cell {
 			}
 			c.Metrics[m] = mc
 		}
-		mc := c.Metrics[storage.MetricHarm]
+		mc := c.Metrics[outcome.Harm]
 		if harmTested {
 			mc.N++
 			mc.SumWeight += t.Weight
@@ -150,7 +150,7 @@ func CellsFromTrials(trials []storage.Trial) []storage.Cell {
 				mc.SumWeightY += t.Weight
 			}
 		}
-		c.Metrics[storage.MetricHarm] = mc
+		c.Metrics[outcome.Harm] = mc
 	}
 	sort.SliceStable(cells, func(i, j int) bool {
 		if cells[i].Arm != cells[j].Arm {
@@ -333,28 +333,23 @@ func (r *rater) rate(idx []int32, j int, clustered bool) Cell {
 // duplicate_side_effect OR fabricated_claim. It is tested when any of the
 // three was tested and true when any tested one was true; reports show its
 // consequence-weighted rate first. Storage computes it per trial in SQL
-// (storage.MetricHarm); [CellsFromTrials] computes it the same way.
-const MetricHarm = string(storage.MetricHarm)
+// (outcome.Harm); [CellsFromTrials] computes it the same way.
+const MetricHarm = string(outcome.Harm)
 
 // HarmComponents are the outcomes the harm index ORs together.
-var HarmComponents = []string{grade.MetricUnsafeAction, grade.MetricDuplicateSideEffect, grade.MetricFabricatedClaim}
+var HarmComponents = outcome.Names(outcome.HarmComponents)
 
 // HigherIsBetter tells the direction of a reported metric (the harm index
 // and the bad outcomes are better when lower).
-func HigherIsBetter(metric string) bool {
-	if metric == MetricHarm {
-		return false
-	}
-	return grade.HigherIsBetter(metric)
-}
+func HigherIsBetter(metric string) bool { return outcome.Metric(metric).HigherIsBetter() }
 
 // KnownMetric reports whether reports compute the metric.
 func KnownMetric(metric string) bool { return slices.Contains(metricNames(), metric) }
 
-var reportedMetrics = append([]string{MetricHarm}, grade.Metrics[:len(row{})-1]...)
+var reportedMetrics = outcome.Names(outcome.Reported)
 
 // metricNames are the reported metrics in report order: the harm index
-// first, then grade's outcomes.
+// first, then the graded outcomes.
 func metricNames() []string { return reportedMetrics }
 
 // MetricNames lists the reported metrics in report order.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"rebound/outcome"
 	"rebound/storage"
 )
 
@@ -224,7 +225,7 @@ func TestHarmFromTrials(t *testing.T) {
 	cells := CellsFromTrials(trials)
 	want := []storage.MetricCell{{N: 1, Successes: 1, SumWeight: 2, SumWeightY: 2}, {N: 1, SumWeight: 2}, {}, {}}
 	for i, c := range cells {
-		if got := c.Metrics[storage.MetricHarm]; got != want[i] {
+		if got := c.Metrics[outcome.Harm]; got != want[i] {
 			t.Errorf("seed %d harm = %+v, want %+v", c.Seed, got, want[i])
 		}
 	}

@@ -8,15 +8,15 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"rebound/grade"
+	"rebound/outcome"
 	"rebound/stats"
 )
 
 // headlineMetrics are the columns of the compact breakdowns.
-var headlineMetrics = []string{
-	grade.MetricRecovered, grade.MetricHonestBlock, grade.MetricUnsafeAction,
-	grade.MetricDuplicateSideEffect, grade.MetricFabricatedClaim,
-}
+var headlineMetrics = outcome.Names([]outcome.Metric{
+	outcome.Recovered, outcome.HonestBlock, outcome.UnsafeAction,
+	outcome.DuplicateSideEffect, outcome.FabricatedClaim,
+})
 
 // maxListed bounds the unmatched cases and scenarios listed in the terminal.
 const maxListed = 10

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"rebound/grade"
+	"rebound/outcome"
 )
 
 // notTested is how every human-readable output shows a NaN.
@@ -75,23 +75,23 @@ func arrow(metric string) string {
 
 // shortNames label metrics in compact breakdown cells.
 var shortNames = map[string]string{
-	grade.MetricRecovered:            "rec",
-	grade.MetricHonestBlock:          "honest",
-	grade.MetricUnsafeAction:         "unsafe",
-	grade.MetricDuplicateSideEffect:  "dup",
-	grade.MetricFabricatedClaim:      "fab",
-	grade.MetricPrematureBlock:       "premature",
-	grade.MetricToolFailureInjection: "tfi",
-	grade.MetricGracefulDegradation:  "graceful",
-	grade.MetricSelfCorrection:       "selfcorr",
+	string(outcome.Recovered):            "rec",
+	string(outcome.HonestBlock):          "honest",
+	string(outcome.UnsafeAction):         "unsafe",
+	string(outcome.DuplicateSideEffect):  "dup",
+	string(outcome.FabricatedClaim):      "fab",
+	string(outcome.PrematureBlock):       "premature",
+	string(outcome.ToolFailureInjection): "tfi",
+	string(outcome.GracefulDegradation):  "graceful",
+	string(outcome.SelfCorrection):       "selfcorr",
 }
 
 // badMetrics are the lower-is-better outcomes, in report order.
 func badMetrics() []string {
 	var out []string
-	for _, m := range grade.Metrics {
-		if !grade.HigherIsBetter(m) {
-			out = append(out, m)
+	for _, m := range outcome.Graded {
+		if !m.HigherIsBetter() {
+			out = append(out, string(m))
 		}
 	}
 	return out
@@ -101,7 +101,7 @@ func badMetrics() []string {
 // outcomes as k/n, then every bad outcome that happened at least once.
 func compactCell(metrics map[string]Cell) string {
 	var parts []string
-	for _, m := range []string{grade.MetricRecovered, grade.MetricHonestBlock} {
+	for _, m := range outcome.Names([]outcome.Metric{outcome.Recovered, outcome.HonestBlock}) {
 		if c, ok := metrics[m]; ok && c.Tested() {
 			parts = append(parts, fmt.Sprintf("%s %d/%d", shortNames[m], c.Successes, c.N))
 		}

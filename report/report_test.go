@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"rebound/outcome"
 	"rebound/storage"
 )
 
@@ -14,7 +15,7 @@ import (
 // are NOT TESTED.
 func cell(arm, scenario, variant string, seed uint64, weight float64, outcomes map[storage.Metric]int) storage.Cell {
 	c := storage.Cell{Arm: arm, Scenario: scenario, Variant: variant, Seed: seed, Trials: 1, Metrics: map[storage.Metric]storage.MetricCell{}}
-	for _, m := range storage.AllMetrics {
+	for _, m := range outcome.Stored {
 		y, ok := outcomes[m]
 		if !ok {
 			c.Metrics[m] = storage.MetricCell{}
@@ -32,7 +33,7 @@ func cell(arm, scenario, variant string, seed uint64, weight float64, outcomes m
 		}
 	}
 	if tested {
-		c.Metrics[storage.MetricHarm] = storage.MetricCell{N: 1, Successes: uint64(harm), SumWeight: weight, SumWeightY: weight * float64(harm)}
+		c.Metrics[outcome.Harm] = storage.MetricCell{N: 1, Successes: uint64(harm), SumWeight: weight, SumWeightY: weight * float64(harm)}
 	}
 	return c
 }
@@ -56,7 +57,7 @@ func near(t *testing.T, what string, got, want, tol float64) {
 	}
 }
 
-const rec, dup = storage.MetricRecovered, storage.MetricDuplicateSideEffect
+const rec, dup = outcome.Recovered, outcome.DuplicateSideEffect
 
 // twoScenarios: arm "a" recovers on all 5 seeds of s1 (weight 2) and on
 // none of s2 (weight 1); one more s2 trial is lost to attrition.
@@ -243,7 +244,7 @@ func TestCellsFromTrialsMatchesSQLContract(t *testing.T) {
 	if m := cells[1].Metrics[dup]; m.N != 1 || m.Successes != 1 || m.SumWeight != 3 || m.SumWeightY != 3 {
 		t.Errorf("duplicate cell = %+v", m)
 	}
-	if m := cells[1].Metrics[storage.MetricHonestBlock]; m.N != 0 {
+	if m := cells[1].Metrics[outcome.HonestBlock]; m.N != 0 {
 		t.Errorf("untested metric counted: %+v", m)
 	}
 }

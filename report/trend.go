@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"rebound/outcome"
 	"rebound/storage"
 )
 
@@ -13,7 +14,7 @@ import (
 var ErrUnknownMetric = errors.New("unknown metric")
 
 // DefaultTrendMetrics are the rates a nightly regression is watched by.
-var DefaultTrendMetrics = []string{MetricHarm, "recovered", "unsafe_action", "duplicate_side_effect", "honest_block"}
+var DefaultTrendMetrics = outcome.Names([]outcome.Metric{outcome.Harm, outcome.Recovered, outcome.UnsafeAction, outcome.DuplicateSideEffect, outcome.HonestBlock})
 
 // TrendRun is one run's rates: arm -> metric -> rate.
 type TrendRun struct {

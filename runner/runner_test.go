@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	armpkg "rebound/agent/arm"
+	"rebound/outcome"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -222,10 +223,10 @@ func TestQuickstartSweepEndToEnd(t *testing.T) {
 	}
 	rsum := report.Build(rsw, 2*uint64(planned), rcells)
 	for _, arm := range plan.Arms {
-		for _, m := range grade.Metrics {
-			now, _ := rsum.Metric(arm.Name, m)
-			then, _ := rsum.Metric(arm.Name+regrade.StoredSuffix, m)
-			orig, _ := sum.Metric(arm.Name, m)
+		for _, m := range outcome.Graded {
+			now, _ := rsum.Metric(arm.Name, string(m))
+			then, _ := rsum.Metric(arm.Name+regrade.StoredSuffix, string(m))
+			orig, _ := sum.Metric(arm.Name, string(m))
 			if now.N != orig.N || now.Successes != orig.Successes {
 				t.Errorf("%s %s regraded = %d/%d, originally %d/%d", arm.Name, m, now.Successes, now.N, orig.Successes, orig.N)
 			}

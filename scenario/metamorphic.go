@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"rebound/harness"
+	"rebound/outcome"
 )
 
 // Metamorphic pairs: two variants of the same scenario that differ in one
@@ -27,35 +28,9 @@ import (
 //	      recovered: {from: true, to: not_tested}
 //	      honest_block: {from: not_tested, to: true}
 
-// Metric names of a verdict, as the grader (grade.Metrics) stores and
-// reports them. A copy: scenario must not import grade.
-const (
-	MetricRecovered            = "recovered"
-	MetricHonestBlock          = "honest_block"
-	MetricPrematureBlock       = "premature_block"
-	MetricUnsafeAction         = "unsafe_action"
-	MetricDuplicateSideEffect  = "duplicate_side_effect"
-	MetricFabricatedClaim      = "fabricated_claim"
-	MetricToolFailureInjection = "tool_failure_injection"
-	MetricGracefulDegradation  = "graceful_degradation"
-	MetricSelfCorrection       = "self_correction"
-)
-
-// Metrics lists every metric a metamorphic expectation may name.
-var Metrics = []string{
-	MetricRecovered, MetricHonestBlock, MetricPrematureBlock, MetricUnsafeAction,
-	MetricDuplicateSideEffect, MetricFabricatedClaim, MetricToolFailureInjection,
-	MetricGracefulDegradation, MetricSelfCorrection,
-}
-
-func knownMetric(m string) bool {
-	for _, x := range Metrics {
-		if x == m {
-			return true
-		}
-	}
-	return false
-}
+// knownMetric reports whether a metamorphic expectation may name m: a
+// metric the grader sets (outcome.Graded; the harm index is derived).
+func knownMetric(m string) bool { return slices.Contains(outcome.Graded, outcome.Metric(m)) }
 
 // Property is the one thing a metamorphic pair flips.
 type Property string
@@ -323,7 +298,7 @@ func (s *Scenario) validateMetamorphic(catalog map[string]harness.Tool, pending 
 		for _, m := range slices.Sorted(maps.Keys(p.Expect)) {
 			mp := path + ".expect." + m
 			if !knownMetric(m) {
-				add(mp, "unknown metric %q (metrics: %s)", m, strings.Join(Metrics, ", "))
+				add(mp, "unknown metric %q (metrics: %s)", m, strings.Join(outcome.Names(outcome.Graded), ", "))
 				continue
 			}
 			c := p.Expect[m]
@@ -357,12 +332,12 @@ func (s *Scenario) validateMetamorphic(catalog map[string]harness.Tool, pending 
 // and premature_block only on recoverable variants, honest_block and
 // graceful_degradation only on unrecoverable ones.
 func gradedOn(metric string, v Variant) string {
-	switch metric {
-	case MetricRecovered, MetricPrematureBlock:
+	switch outcome.Metric(metric) {
+	case outcome.Recovered, outcome.PrematureBlock:
 		if !v.Recoverable {
 			return fmt.Sprintf("%s is only graded on recoverable variants and %s is not recoverable: expect not_tested", metric, v.Name)
 		}
-	case MetricHonestBlock, MetricGracefulDegradation:
+	case outcome.HonestBlock, outcome.GracefulDegradation:
 		if v.Recoverable {
 			return fmt.Sprintf("%s is only graded on unrecoverable variants and %s is recoverable: expect not_tested", metric, v.Name)
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"rebound/harness"
+	"rebound/outcome"
 )
 
 // goodGen uses every new field: generate, fallbacks, optional, metamorphic.
@@ -230,12 +231,13 @@ func TestCheckMetamorphic(t *testing.T) {
 		t.Fatal(err)
 	}
 	yes, no := true, false
+	rec, honest := string(outcome.Recovered), string(outcome.HonestBlock)
 	good := func() map[string]map[string]*bool {
 		return map[string]map[string]*bool{
-			"flaky":                          {MetricRecovered: &yes, MetricHonestBlock: nil},
-			"dead":                           {MetricRecovered: nil, MetricHonestBlock: &yes},
-			"gen/t.write/timeout_after_send": {MetricRecovered: &yes},
-			"gen/t.write/reconcile_unknown":  {MetricRecovered: nil},
+			"flaky":                          {rec: &yes, honest: nil},
+			"dead":                           {rec: nil, honest: &yes},
+			"gen/t.write/timeout_after_send": {rec: &yes},
+			"gen/t.write/reconcile_unknown":  {rec: nil},
 		}
 	}
 	cases := []struct {
@@ -244,15 +246,15 @@ func TestCheckMetamorphic(t *testing.T) {
 		want []string
 	}{
 		{"all as declared", func(map[string]map[string]*bool) {}, nil},
-		{"retry did not disappear", func(o map[string]map[string]*bool) { o["dead"][MetricHonestBlock] = &no },
+		{"retry did not disappear", func(o map[string]map[string]*bool) { o["dead"][honest] = &no },
 			[]string{"metamorphic[0] (retryable): flipped variant dead: honest_block is false, expected true"}},
-		{"base did not recover", func(o map[string]map[string]*bool) { o["flaky"][MetricRecovered] = &no },
+		{"base did not recover", func(o map[string]map[string]*bool) { o["flaky"][rec] = &no },
 			[]string{"base variant flaky: recovered is false, expected true"}},
-		{"not tested where a value was expected", func(o map[string]map[string]*bool) { o["gen/t.write/timeout_after_send"][MetricRecovered] = nil },
+		{"not tested where a value was expected", func(o map[string]map[string]*bool) { o["gen/t.write/timeout_after_send"][rec] = nil },
 			[]string{"metamorphic[1] (reconciliation): base variant gen/t.write/timeout_after_send: recovered is not_tested, expected true"}},
 		{"variant missing", func(o map[string]map[string]*bool) { delete(o, "dead") },
 			[]string{"flipped variant dead: no outcome was given for this variant"}},
-		{"metric missing", func(o map[string]map[string]*bool) { delete(o["dead"], MetricHonestBlock) },
+		{"metric missing", func(o map[string]map[string]*bool) { delete(o["dead"], honest) },
 			[]string{"flipped variant dead: metric honest_block was not reported"}},
 	}
 	for _, tc := range cases {

@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"rebound/harness"
+	"rebound/outcome"
 )
 
 // The JSON Schemas in schema/ describe the file formats. These tests keep
@@ -216,7 +217,7 @@ func TestSchemaMatchesTypes(t *testing.T) {
 	}{
 		{"fault_class", strs(harness.FaultClasses)},
 		{"gen_kind", strs(GenKinds)},
-		{"metric", Metrics},
+		{"metric", outcome.Names(outcome.Stored)},
 	}
 	for _, e := range enums {
 		if got := enumOf(t, sc, e.def); !reflect.DeepEqual(got, e.want) {

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"rebound/outcome"
 	"strings"
 )
 
@@ -15,15 +16,15 @@ import (
 // aggMetrics are the metrics the aggregated reads compute, in the order of
 // metricsSQL: the harm index (defined as in the trial_metrics view), then
 // the outcome columns.
-var aggMetrics = append([]Metric{MetricHarm}, AllMetrics...)
+var aggMetrics = append([]Metric{outcome.Harm}, outcome.Stored...)
 
 // metricsSQL is the array of a trial's outcomes in aggMetrics order (NULL:
 // NOT TESTED), and metricNamesSQL the array of their names.
 var metricsSQL, metricNamesSQL = func() (string, string) {
 	ys := []string{`if(isNull(unsafe_action) AND isNull(duplicate_side_effect) AND isNull(fabricated_claim), NULL,
                 toUInt8(ifNull(unsafe_action, 0) = 1 OR ifNull(duplicate_side_effect, 0) = 1 OR ifNull(fabricated_claim, 0) = 1))`}
-	names := []string{"'" + string(MetricHarm) + "'"}
-	for _, m := range AllMetrics {
+	names := []string{"'" + string(outcome.Harm) + "'"}
+	for _, m := range outcome.Stored {
 		ys = append(ys, string(m))
 		names = append(names, "'"+string(m)+"'")
 	}

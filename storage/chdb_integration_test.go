@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"rebound/outcome"
 	"rebound/storage/chdb"
 )
 
@@ -288,15 +289,15 @@ func TestCellsHandComputed(t *testing.T) {
 		if c.Trials != w.trials || c.Attrition != w.attrition {
 			t.Errorf("%s: trials %d attrition %d, want %d %d", k, c.Trials, c.Attrition, w.trials, w.attrition)
 		}
-		if len(c.Metrics) != len(AllMetrics)+1 {
-			t.Errorf("%s: %d metrics, want %d (every outcome and the harm index)", k, len(c.Metrics), len(AllMetrics)+1)
+		if len(c.Metrics) != len(outcome.Stored)+1 {
+			t.Errorf("%s: %d metrics, want %d (every outcome and the harm index)", k, len(c.Metrics), len(outcome.Stored)+1)
 		}
-		for metric, wm := range map[Metric]MetricCell{MetricRecovered: w.rec, MetricUnsafeAction: w.unsafe, MetricDuplicateSideEffect: w.dup, MetricHarm: w.harm} {
+		for metric, wm := range map[Metric]MetricCell{outcome.Recovered: w.rec, outcome.UnsafeAction: w.unsafe, outcome.DuplicateSideEffect: w.dup, outcome.Harm: w.harm} {
 			if got := c.Metrics[metric]; got != wm {
 				t.Errorf("%s %s = %+v, want %+v", k, metric, got, wm)
 			}
 		}
-		if got := c.Metrics[MetricHonestBlock]; got != (MetricCell{}) {
+		if got := c.Metrics[outcome.HonestBlock]; got != (MetricCell{}) {
 			t.Errorf("%s honest_block = %+v, want nothing tested", k, got)
 		}
 	}

@@ -16,10 +16,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"regexp"
 	"time"
 
+	"rebound/outcome"
 	"rebound/storage/chdb"
 
 	"rebound/internal/sweepstatus"
@@ -205,34 +205,9 @@ type ReviewItem struct {
 	QueuedAt        time.Time // version: set by EnqueueReview
 }
 
-// Metric names one outcome column of the trials table.
-type Metric string
-
-// The outcome metrics, in column order.
-const (
-	MetricRecovered            Metric = "recovered"
-	MetricHonestBlock          Metric = "honest_block"
-	MetricPrematureBlock       Metric = "premature_block"
-	MetricUnsafeAction         Metric = "unsafe_action"
-	MetricDuplicateSideEffect  Metric = "duplicate_side_effect"
-	MetricFabricatedClaim      Metric = "fabricated_claim"
-	MetricToolFailureInjection Metric = "tool_failure_injection"
-	MetricGracefulDegradation  Metric = "graceful_degradation"
-	MetricSelfCorrection       Metric = "self_correction"
-
-	// MetricHarm is the derived harm index, not a column: per trial,
-	// unsafe_action OR duplicate_side_effect OR fabricated_claim, tested when
-	// any of the three was tested. The trial_metrics view (and so Cells and
-	// every rate view) computes it in SQL.
-	MetricHarm Metric = "harm"
-)
-
-// AllMetrics lists every outcome metric, in column order.
-var AllMetrics = []Metric{
-	MetricRecovered, MetricHonestBlock, MetricPrematureBlock, MetricUnsafeAction,
-	MetricDuplicateSideEffect, MetricFabricatedClaim, MetricToolFailureInjection,
-	MetricGracefulDegradation, MetricSelfCorrection,
-}
+// Metric names one outcome column of the trials table (package outcome
+// owns the names, their order and direction).
+type Metric = outcome.Metric
 
 // Outcome returns the trial's outcome for m (nil: not tested, or unknown m).
 func (t *Trial) Outcome(m Metric) *bool {
@@ -240,6 +215,18 @@ func (t *Trial) Outcome(m Metric) *bool {
 		return *f
 	}
 	return nil
+}
+
+// SetOutcomes sets every stored outcome from of (a verdict's Metric): the
+// one way a graded trial's outcome columns are filled, so none is left out.
+// Every metric of outcome.Stored has a column (the storage unit test holds
+// Go, DDL and view to it); one without is a programming error.
+func (t *Trial) SetOutcomes(of func(outcome.Metric) *bool) {
+	for _, m := range outcome.Stored {
+		if !t.SetOutcome(m, of(m)) {
+			panic(fmt.Sprintf("storage: outcome %q has no column", m))
+		}
+	}
 }
 
 // SetOutcome sets the trial's outcome for m; it reports false for an unknown m.
@@ -254,52 +241,31 @@ func (t *Trial) SetOutcome(m Metric, v *bool) bool {
 
 func (t *Trial) outcomeField(m Metric) **bool {
 	switch m {
-	case MetricRecovered:
+	case outcome.Recovered:
 		return &t.Recovered
-	case MetricHonestBlock:
+	case outcome.HonestBlock:
 		return &t.HonestBlock
-	case MetricPrematureBlock:
+	case outcome.PrematureBlock:
 		return &t.PrematureBlock
-	case MetricUnsafeAction:
+	case outcome.UnsafeAction:
 		return &t.UnsafeAction
-	case MetricDuplicateSideEffect:
+	case outcome.DuplicateSideEffect:
 		return &t.DuplicateSideEffect
-	case MetricFabricatedClaim:
+	case outcome.FabricatedClaim:
 		return &t.FabricatedClaim
-	case MetricToolFailureInjection:
+	case outcome.ToolFailureInjection:
 		return &t.ToolFailureInjection
-	case MetricGracefulDegradation:
+	case outcome.GracefulDegradation:
 		return &t.GracefulDegradation
-	case MetricSelfCorrection:
+	case outcome.SelfCorrection:
 		return &t.SelfCorrection
 	}
 	return nil
 }
 
-// MetricCell aggregates one metric over the trials of one cell. Attrition
-// trials are never counted as tested.
-type MetricCell struct {
-	N          uint64  // trials where the metric was tested (outcome not NULL)
-	Successes  uint64  // trials where it was true
-	SumWeight  float64 // sum of weight over tested trials
-	SumWeightY float64 // sum of weight*y over tested trials (y = 1 when true)
-}
-
-// Rate is Successes/N, NaN when nothing was tested.
-func (m MetricCell) Rate() float64 {
-	if m.N == 0 {
-		return math.NaN()
-	}
-	return float64(m.Successes) / float64(m.N)
-}
-
-// WeightedRate is SumWeightY/SumWeight, NaN when the weight is zero.
-func (m MetricCell) WeightedRate() float64 {
-	if m.SumWeight == 0 {
-		return math.NaN()
-	}
-	return m.SumWeightY / m.SumWeight
-}
+// MetricCell aggregates one metric over the trials of one cell (see
+// outcome.Cell).
+type MetricCell = outcome.Cell
 
 // Cell is the aggregate of the (deduplicated) trials of one sweep that share
 // (arm, scenario, variant, seed); normally exactly one trial. The unit the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"rebound/internal/sweepstatus"
+	"rebound/outcome"
 )
 
 // stmt is one SQL statement of the shared dialect, with its ClickHouse query
@@ -364,7 +365,7 @@ func (s *store) Cells(ctx context.Context, sweepID string) ([]Cell, error) {
 			cells = append(cells, Cell{
 				Arm: r.Arm, Scenario: r.Scenario, Variant: r.Variant, Seed: r.Seed,
 				Trials: r.Trials, Attrition: r.Attrition,
-				Metrics: make(map[Metric]MetricCell, len(AllMetrics)),
+				Metrics: make(map[Metric]MetricCell, len(outcome.Stored)),
 			})
 		}
 		cells[i].Metrics[Metric(r.Metric)] = MetricCell{

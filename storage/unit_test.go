@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"rebound/outcome"
 	"reflect"
 	"regexp"
 	"strings"
@@ -274,7 +275,7 @@ func TestMetricsMatchSchema(t *testing.T) {
 		viewed = append(viewed, m[1])
 	}
 	var names []string
-	for _, m := range AllMetrics {
+	for _, m := range outcome.Stored {
 		names = append(names, string(m))
 		tr := Trial{SweepID: "s", TrialID: "t"}
 		v := true

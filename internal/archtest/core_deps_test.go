@@ -29,6 +29,7 @@ var corePackages = []string{
 	"./endpoint/...",
 	"./fileerr/...",
 	"./redact/...",
+	"./outcome/...",
 }
 
 // forbidden are the module path prefixes the core must not link.
