@@ -5,11 +5,10 @@ package deploy_test
 // (chDB), every SQL query of the Grafana dashboard and every setting of the
 // ClickHouse profiles.
 //
-// Helm itself is not run here (building it takes too long for CI); the chart
-// is linted and rendered with the real helm by hand, see deploy/README.md.
-// What can be checked without it is checked: Chart.yaml, values.yaml (keys,
-// comments, security defaults), values.schema.json against values.yaml, and
-// that every .Values path a template uses exists.
+// The real helm lints and renders the chart in helm_test.go (make test). Here,
+// without it: Chart.yaml, values.yaml (keys, comments, security defaults),
+// values.schema.json against values.yaml, and that every .Values path a
+// template uses exists.
 
 import (
 	"context"
