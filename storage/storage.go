@@ -35,6 +35,8 @@ const (
 	SweepCompleted = "completed"
 	SweepFailed    = "failed"
 	SweepCancelled = "cancelled"
+	// SweepMaxUSD: stopped by the plan's max_usd; the stored trials are valid.
+	SweepMaxUSD = "max_usd_reached"
 )
 
 // Sweep is one row of the sweeps table.

@@ -125,7 +125,7 @@ func SchemaVersion() uint32 { return migrations[len(migrations)-1].Version }
 
 // ---- sweeps ----
 
-var validStatus = map[string]bool{SweepRunning: true, SweepCompleted: true, SweepFailed: true, SweepCancelled: true}
+var validStatus = map[string]bool{SweepRunning: true, SweepCompleted: true, SweepFailed: true, SweepCancelled: true, SweepMaxUSD: true}
 
 func (s *store) PutSweep(ctx context.Context, sw Sweep) error {
 	if sw.SweepID == "" {
