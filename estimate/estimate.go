@@ -181,6 +181,12 @@ func ForPlan(ctx context.Context, plan *scenario.Resolved, q Querier, database s
 	return e, nil
 }
 
+// NoStore records why no history was read (the store could not be
+// opened): the estimate then projects no calls, tokens or cost.
+func (e *Estimate) NoStore(reason error) {
+	e.History = fmt.Sprintf("no store reachable (%v): no recorded history to project from", reason)
+}
+
 // historyKey describes the recorded trials that stand for an arm.
 func historyKey(a scenario.Arm) string {
 	if a.LLM != nil {

@@ -36,21 +36,25 @@ func (e *Estimate) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "max_usd:     %s (%s)\n", usd(e.MaxUSD), verdict)
 	}
 	b.WriteString("\n")
-	fmt.Fprintf(&b, "%-24s %7s %9s %11s %12s %s\n", "arm", "trials", "history", "calls/trial", "tokens/trial", "cost/trial p10-p90")
+	wid := len("arm")
+	for _, a := range e.Arms {
+		wid = max(wid, len(a.Name))
+	}
+	fmt.Fprintf(&b, "%-*s %7s %9s %11s %12s %s\n", wid, "arm", "trials", "history", "calls/trial", "tokens/trial", "cost/trial p10-p90")
 	for _, a := range e.Arms {
 		if a.HistoryTrials == 0 {
 			what := "no history"
 			if !a.Model {
 				what = "no model calls"
 			}
-			fmt.Fprintf(&b, "%-24s %7d %9d %s\n", a.Name, a.Trials, 0, what)
+			fmt.Fprintf(&b, "%-*s %7d %9d %s\n", wid, a.Name, a.Trials, 0, what)
 			continue
 		}
 		src := "recorded"
 		if a.PricedByPlan {
 			src = "plan prices"
 		}
-		fmt.Fprintf(&b, "%-24s %7d %9d %11.1f %12s %s-%s (%s)\n", a.Name, a.Trials, a.HistoryTrials,
+		fmt.Fprintf(&b, "%-*s %7d %9d %11.1f %12s %s-%s (%s)\n", wid, a.Name, a.Trials, a.HistoryTrials,
 			a.CallsPerTrial.Mean, count(a.TokensPerTrial.Mean), usd(a.CostPerTrial.P10), usd(a.CostPerTrial.P90), src)
 	}
 	if p := e.Power; p != nil {

@@ -56,6 +56,7 @@ func commands() []command {
 		{"regrade", "re-score a stored sweep with the current grader, no agent run, no model paid", regradeCmd},
 		{"schedule", "nightly sweeps on Temporal Schedules (schedule create|list|describe|pause|resume|trigger|delete)", scheduleCmd},
 		{"trend", "a schedule's rates per arm over its last runs, with intervals", trendCmd},
+		{"plan", "estimate a plan before it runs: trials, model calls, tokens, cost, detectable difference (plan estimate PLAN)", planCmd},
 		{"sql", "run one SQL statement against the store (the embedded one included)", sqlCmd},
 		{"scenario", "check, list, generate and import scenarios (scenario lint|variants|import)", scenarioCmd},
 		{"mcp-stdio", "serve a trial's tools over MCP on stdin/stdout, for agents that start stdio MCP servers", mcpStdioCmd},
