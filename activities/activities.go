@@ -60,9 +60,6 @@ type Activities struct {
 	// trial and per model turn (default 5s; the heartbeat timeout is
 	// workflows.HeartbeatTimeout).
 	HeartbeatEvery time.Duration
-	// Database is the store's database, read by the max_usd projection's
-	// SQL; empty means storage.DefaultDatabase.
-	Database string
 
 	inflight sync.WaitGroup
 	mu       sync.Mutex
@@ -111,7 +108,7 @@ func (a *Activities) RegisterSweep(ctx context.Context, in workflows.RegisterSwe
 	if plan.MaxUSD > 0 {
 		// A sweep whose projected cost (recorded history of the same
 		// models) exceeds the plan's cap does not start.
-		est, err := estimate.ForPlan(ctx, &plan, a.Store, a.Database)
+		est, err := estimate.ForPlan(ctx, &plan, a.Store, "")
 		if err != nil {
 			return fmt.Errorf("max_usd: project the cost: %w", err)
 		}

@@ -121,8 +121,9 @@ func (e *Estimate) NoModelArms() bool {
 }
 
 // ForPlan projects plan from the recorded history q holds (q may be nil:
-// no store, no history); database is the store's database ("" for the
-// default).
+// no store, no history); database is the store's database ("": the one q
+// names with a Database method, as a storage.Store does, else
+// storage.DefaultDatabase).
 func ForPlan(ctx context.Context, plan *scenario.Resolved, q Querier, database string) (*Estimate, error) {
 	if len(plan.Arms) == 0 {
 		return nil, errors.New("estimate: the plan has no arms")
@@ -135,6 +136,9 @@ func ForPlan(ctx context.Context, plan *scenario.Resolved, q Querier, database s
 	scenarios := make([]string, len(plan.Scenarios))
 	for i, s := range plan.Scenarios {
 		scenarios[i] = s.Name
+	}
+	if d, ok := q.(interface{ Database() string }); ok && database == "" {
+		database = d.Database()
 	}
 	if database == "" {
 		database = storage.DefaultDatabase

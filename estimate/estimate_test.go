@@ -130,7 +130,8 @@ func TestHistoryOnClickHouse(t *testing.T) {
 	lib := devstacktest.ChDBLib(t)
 	dir := t.TempDir()
 	ctx := context.Background()
-	st, err := storage.Open(ctx, storage.Config{DataDir: dir, LibPath: lib})
+	// Not the default database: the estimate must read the store's own.
+	st, err := storage.Open(ctx, storage.Config{DataDir: dir, LibPath: lib, Database: "history_db"})
 	if err != nil {
 		t.Fatal(err)
 	}
