@@ -34,14 +34,15 @@ FUZZ_IN_TEST ?= fuzz
 # The tools for the commands that need them; an explicit environment wins.
 REBOUND_TEMPORAL_BIN ?= $(CACHE)/bin/temporal
 REBOUND_CHDB_LIB     ?= $(CACHE)/chdb/libchdb.so
-TOOLS_ENV := REBOUND_TEMPORAL_BIN="$(REBOUND_TEMPORAL_BIN)" REBOUND_CHDB_LIB="$(REBOUND_CHDB_LIB)"
+REBOUND_HELM_BIN     ?= $(CACHE)/bin/helm
+TOOLS_ENV := REBOUND_TEMPORAL_BIN="$(REBOUND_TEMPORAL_BIN)" REBOUND_CHDB_LIB="$(REBOUND_CHDB_LIB)" REBOUND_HELM_BIN="$(REBOUND_HELM_BIN)"
 
-.PHONY: help setup build run test unit vet fuzz fmt clean histories oracle bench
+.PHONY: help setup build run test unit vet chart fuzz fmt clean histories oracle bench
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z]+:.*## / {printf "  make %-9s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-setup: ## install the pinned tools into .cache/ (Temporal CLI, libchdb, example agents); fast when done
+setup: ## install the pinned tools into .cache/ (Temporal CLI, helm, libchdb, example agents); fast when done
 	@scripts/setup.sh
 
 build: ## build the rebound binary into .cache/bin/rebound
@@ -50,7 +51,7 @@ build: ## build the rebound binary into .cache/bin/rebound
 run: setup build ## run the quickstart sweep on the local stack (PLAN=... to pick another plan)
 	$(TOOLS_ENV) $(REBOUND) run $(PLAN) $(RUN_ARGS)
 
-test: setup vet $(FUZZ_IN_TEST) ## everything CI runs: vet, unit and integration tests
+test: setup vet chart $(FUZZ_IN_TEST) ## everything CI runs: vet, chart lint, unit and integration tests
 	$(TOOLS_ENV) REBOUND_REQUIRE_INTEGRATION=1 $(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(PKGS)
 
 unit: ## the fast layer: go test -short, no setup, no servers
@@ -58,6 +59,10 @@ unit: ## the fast layer: go test -short, no setup, no servers
 
 vet: ## go vet
 	$(GO) vet $(PKGS)
+
+chart: setup ## helm lint --strict and helm template of helm/rebound (assertions: deploy/helm_test.go)
+	$(REBOUND_HELM_BIN) lint --strict helm/rebound
+	$(REBOUND_HELM_BIN) template rebound helm/rebound >/dev/null
 
 # The grader's independent oracle, long run: generated scenarios, mutant
 # agents, invariants; prints the summary table and one minimized example per

@@ -12,6 +12,7 @@ import (
 	"os"
 	armpkg "rebound/agent/arm"
 	"rebound/outcome"
+	"rebound/estimate"
 	"sync"
 	"time"
 
@@ -105,6 +106,17 @@ func (a *Activities) RegisterSweep(ctx context.Context, in workflows.RegisterSwe
 	}
 	if err := CheckPlan(&plan); err != nil {
 		return temporal.NewNonRetryableApplicationError(red.String(err.Error()), workflows.ErrInvalidPlan, nil)
+	}
+	if plan.MaxUSD > 0 {
+		// A sweep whose projected cost (recorded history of the same
+		// models) exceeds the plan's cap does not start.
+		est, err := estimate.ForPlan(ctx, &plan, a.Store, "")
+		if err != nil {
+			return fmt.Errorf("max_usd: project the cost: %w", err)
+		}
+		if err := est.CheckBudget(plan.MaxUSD); err != nil {
+			return temporal.NewNonRetryableApplicationError(red.String(err.Error()), workflows.ErrOverBudget, nil)
+		}
 	}
 	sealer, err := redact.NewSealer(a.RedactionKey, scenario.PlanSealPurpose)
 	if err != nil {
@@ -215,13 +227,14 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 				return fmt.Errorf("write shard %d of %s: %w", in.Shard, in.SweepID, err)
 			}
 		}
-		att := 0
+		att, cost := 0, 0.0
 		for _, t := range pending {
 			if t.Attrition {
 				att++
 			}
+			cost += t.CostUSD
 		}
-		prog.advance(next, len(pending), att)
+		prog.advance(next, len(pending), att, cost)
 		pending, pendingCalls = pending[:0], pendingCalls[:0]
 		return nil
 	}
@@ -283,7 +296,7 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 		}
 	}
 	done := prog.checkpoint()
-	return workflows.ShardResult{Trials: done.Trials, Attrition: done.Attrition}, nil
+	return workflows.ShardResult{Trials: done.Trials, Attrition: done.Attrition, CostUSD: done.CostUSD}, nil
 }
 
 // Batching of scripted trials' rows.
@@ -303,6 +316,11 @@ type ShardCheckpoint struct {
 	Next      int `json:"next"`
 	Trials    int `json:"trials"`
 	Attrition int `json:"attrition"`
+	// CostUSD is the model spend of the trials written so far, for the
+	// sweep's max_usd. A trial stored by an attempt that died before its
+	// next heartbeat is counted by no checkpoint: its cost is missed (its
+	// trial is not).
+	CostUSD float64 `json:"cost_usd,omitempty"`
 }
 
 // shardProgress is a running shard's checkpoint; it heartbeats it.
@@ -332,11 +350,12 @@ func (p *shardProgress) skip(next int, attrition bool) {
 }
 
 // advance records trials written up to next.
-func (p *shardProgress) advance(next, trials, attrition int) {
+func (p *shardProgress) advance(next, trials, attrition int, costUSD float64) {
 	p.mu.Lock()
 	p.cp.Next = max(p.cp.Next, next)
 	p.cp.Trials += trials
 	p.cp.Attrition += attrition
+	p.cp.CostUSD += costUSD
 	p.mu.Unlock()
 	p.heartbeat()
 }

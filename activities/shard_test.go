@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -188,5 +189,35 @@ func TestScriptedBatchesAreTimeBounded(t *testing.T) {
 	}
 	if len(sizes) < 2 || total != 6 {
 		t.Fatalf("batches of %v rows, want the 6 trials in time-bounded batches", sizes)
+	}
+}
+
+// A shard reports the model spend of the trials it stored (for the sweep's
+// max_usd): the sum of the trials' recorded cost, priced by the arm.
+func TestShardReportsItsSpend(t *testing.T) {
+	model := llmtest.New(t)
+	model.Policy(func(req openai.ChatCompletionRequest) llmtest.Reply {
+		if req.ResponseFormat != nil {
+			return llmtest.Text(`{"status":"completed","blocked_on":null,"available":7}`).WithUsage(50, 5)
+		}
+		return llmtest.Text("7 units.").WithUsage(40, 4)
+	})
+	// $1000 per million input tokens, $10000 per million output.
+	arm := fmt.Sprintf("  - name: m\n    agent: llm\n    llm: {base_url: %q, model: m, prompt: prompt.md, input_usd_per_mtok: 1000, output_usd_per_mtok: 10000}", model.BaseURL())
+	st := shardStore(t, arm, 3)
+	a := &Activities{Store: st, RedactionKey: testKey}
+	res, err := a.RunShard(context.Background(), workflows.ShardInput{SweepID: "s", From: 0, To: 3})
+	if err != nil || res.Trials != 3 {
+		t.Fatalf("shard: %+v, %v", res, err)
+	}
+	var stored float64
+	for _, w := range st.writes {
+		for _, tr := range w {
+			stored += tr.CostUSD
+		}
+	}
+	// Per trial: 90 input tokens ($0.09) and 9 output ($0.09).
+	if math.Abs(stored-0.54) > 1e-9 || math.Abs(res.CostUSD-stored) > 1e-12 {
+		t.Fatalf("shard reports $%v, its stored trials cost $%v; want both 3 x $0.18", res.CostUSD, stored)
 	}
 }

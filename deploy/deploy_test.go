@@ -5,11 +5,10 @@ package deploy_test
 // (chDB), every SQL query of the Grafana dashboard and every setting of the
 // ClickHouse profiles.
 //
-// Helm itself is not run here (building it takes too long for CI); the chart
-// is linted and rendered with the real helm by hand, see deploy/README.md.
-// What can be checked without it is checked: Chart.yaml, values.yaml (keys,
-// comments, security defaults), values.schema.json against values.yaml, and
-// that every .Values path a template uses exists.
+// The real helm lints and renders the chart in helm_test.go (make test). Here,
+// without it: Chart.yaml, values.yaml (keys, comments, security defaults),
+// values.schema.json against values.yaml, and that every .Values path a
+// template uses exists.
 
 import (
 	"context"
@@ -39,6 +38,10 @@ const (
 	chartDir      = "../helm/rebound"
 	dashboardPath = "grafana/dashboards/rebound-recovery-rates.json"
 	datasourceUID = "rebound-clickhouse"
+	// The dashboard names its datasource only through this import input
+	// (and the datasource variable of the same name), never by uid.
+	dsInput = "DS_CLICKHOUSE"
+	dsRef   = "${" + dsInput + "}"
 )
 
 // ---- embedded engine, opened once per test binary ----
@@ -115,6 +118,15 @@ var (
 const (
 	oldSweep = "quickstart-20261101-090000-aaaaaa"
 	newSweep = "quickstart-20261120-090000-bbbbbb"
+	// Two nights of the schedule "nightly" (runner.ScheduledSweepPrefix),
+	// older than both sweeps above so the newest sweep stays the default.
+	night1Sweep = "sched-nightly-2026-10-10T02:00:00Z"
+	night2Sweep = "sched-nightly-2026-10-11T02:00:00Z"
+)
+
+var (
+	night1Created = time.Date(2026, 10, 10, 2, 0, 0, 0, time.UTC)
+	night2Created = time.Date(2026, 10, 11, 2, 0, 0, 0, time.UTC)
 )
 
 func bp(b bool) *bool { return &b }
@@ -134,6 +146,8 @@ func seed(ctx context.Context, st storage.Store) error {
 	for _, sw := range []storage.Sweep{
 		{SweepID: oldSweep, Name: "quickstart", TrialsPlanned: 2, Arms: []string{"careful", "naive"}, Status: storage.SweepCompleted, CreatedAt: oldCreated},
 		{SweepID: newSweep, Name: "quickstart", TrialsPlanned: 12, Arms: []string{"careful", "naive"}, Status: storage.SweepCompleted, CreatedAt: newCreated},
+		{SweepID: night1Sweep, Name: "quickstart", TrialsPlanned: 2, Arms: []string{"careful", "naive"}, Status: storage.SweepCompleted, CreatedAt: night1Created},
+		{SweepID: night2Sweep, Name: "quickstart", TrialsPlanned: 2, Arms: []string{"careful", "naive"}, Status: storage.SweepCompleted, CreatedAt: night2Created},
 	} {
 		if err := st.PutSweep(ctx, sw); err != nil {
 			return err
@@ -152,6 +166,12 @@ func seed(ctx context.Context, st storage.Store) error {
 	// The older sweep: careful recovered 1 of 1, naive 0 of 1.
 	add(oldSweep, "careful", "s1", 1, []string{"transient"}, func(t *storage.Trial) { t.Recoverable, t.Recovered = true, bp(true) })
 	add(oldSweep, "naive", "s1", 1, []string{"transient"}, func(t *storage.Trial) { t.Recoverable, t.Recovered = true, bp(false) })
+	// The nightly schedule: careful recovers on both nights; naive fails
+	// the first night and recovers the second.
+	for _, night := range []string{night1Sweep, night2Sweep} {
+		add(night, "careful", "s1", 1, []string{"transient"}, func(t *storage.Trial) { t.Recoverable, t.Recovered = true, bp(true) })
+		add(night, "naive", "s1", 1, []string{"transient"}, func(t *storage.Trial) { t.Recoverable, t.Recovered = true, bp(night == night2Sweep) })
+	}
 	for seed := uint64(1); seed <= 4; seed++ {
 		add(newSweep, "careful", "s1", seed, []string{"transient"}, func(t *storage.Trial) {
 			t.Recoverable = true
@@ -362,8 +382,8 @@ func TestDashboardStructure(t *testing.T) {
 	vars := map[string]bool{}
 	for _, v := range d.Templating.List {
 		vars[v.Name] = true
-		if v.Type == "query" && (v.Datasource == nil || v.Datasource.UID != datasourceUID) {
-			t.Errorf("variable %s: datasource must be uid %s", v.Name, datasourceUID)
+		if v.Type == "query" && (v.Datasource == nil || v.Datasource.UID != dsRef) {
+			t.Errorf("variable %s: datasource must be %s", v.Name, dsRef)
 		}
 	}
 	for _, want := range []string{"sweep", "arm", "scenario"} {
@@ -382,8 +402,8 @@ func TestDashboardStructure(t *testing.T) {
 			t.Errorf("panel %d %q has no description", p.ID, p.Title)
 		}
 		for _, tg := range p.Targets {
-			if tg.Datasource.Type != "grafana-clickhouse-datasource" || tg.Datasource.UID != datasourceUID {
-				t.Errorf("panel %d: target datasource %+v, want the provisioned %s", p.ID, tg.Datasource, datasourceUID)
+			if tg.Datasource.Type != "grafana-clickhouse-datasource" || tg.Datasource.UID != dsRef {
+				t.Errorf("panel %d: target datasource %+v, want the import input %s", p.ID, tg.Datasource, dsRef)
 			}
 			if tg.EditorType != "sql" || tg.Format == nil {
 				t.Errorf("panel %d: target needs editorType sql and a format", p.ID)
@@ -495,6 +515,86 @@ func near(t *testing.T, name, col string, r row, want float64) {
 // the macros and variables expanded, on the real engine, and checks the
 // numbers against the seeded trials: duplicates written by a retry count
 // once, NOT TESTED and attrition trials are left out of every rate.
+// TestDashboardImportable: the dashboard imports into any Grafana (Dashboards,
+// Import asks for the DS_CLICKHOUSE input and substitutes it) and still works
+// provisioned (the datasource variable DS_CLICKHOUSE resolves to the default
+// ClickHouse datasource): no datasource uid is written anywhere in it.
+func TestDashboardImportable(t *testing.T) {
+	data, err := os.ReadFile(dashboardPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), datasourceUID) {
+		t.Errorf("%s hard-codes the datasource uid %q; refer to %s", dashboardPath, datasourceUID, dsRef)
+	}
+	var raw struct {
+		Inputs []struct {
+			Name     string `json:"name"`
+			Type     string `json:"type"`
+			PluginID string `json:"pluginId"`
+		} `json:"__inputs"`
+		Requires []struct {
+			Type string `json:"type"`
+			ID   string `json:"id"`
+		} `json:"__requires"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if len(raw.Inputs) != 1 || raw.Inputs[0].Name != dsInput || raw.Inputs[0].Type != "datasource" || raw.Inputs[0].PluginID != "grafana-clickhouse-datasource" {
+		t.Errorf("__inputs %+v, want one datasource input %s for grafana-clickhouse-datasource", raw.Inputs, dsInput)
+	}
+	found := false
+	for _, r := range raw.Requires {
+		found = found || (r.Type == "datasource" && r.ID == "grafana-clickhouse-datasource")
+	}
+	if !found {
+		t.Errorf("__requires %+v does not name the datasource plugin", raw.Requires)
+	}
+	// Every datasource reference, wherever it is (panels, targets,
+	// variables), goes through the input.
+	var generic any
+	if err := json.Unmarshal(data, &generic); err != nil {
+		t.Fatal(err)
+	}
+	refs := 0
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if ds, ok := x.(map[string]any); ok && k == "datasource" {
+					refs++
+					if ds["uid"] != dsRef || ds["type"] != "grafana-clickhouse-datasource" {
+						t.Errorf("%s.datasource = %v, want {type: grafana-clickhouse-datasource, uid: %s}", path, ds, dsRef)
+					}
+					continue
+				}
+				walk(path+"."+k, x)
+			}
+		case []any:
+			for i, x := range v {
+				walk(fmt.Sprintf("%s[%d]", path, i), x)
+			}
+		}
+	}
+	walk("$", generic)
+	if refs == 0 {
+		t.Error("no datasource reference found")
+	}
+	d := loadDashboard(t)
+	var dsVar bool
+	for _, v := range d.Templating.List {
+		if v.Name == dsInput {
+			var q string
+			dsVar = v.Type == "datasource" && json.Unmarshal(v.Query, &q) == nil && q == "grafana-clickhouse-datasource"
+		}
+	}
+	if !dsVar {
+		t.Errorf("no datasource variable %s of plugin grafana-clickhouse-datasource: a provisioned dashboard could not resolve %s", dsInput, dsRef)
+	}
+}
+
 func TestDashboardQueriesOnClickHouse(t *testing.T) {
 	conn := requireEngine(t)
 	d := loadDashboard(t)
@@ -520,7 +620,7 @@ func TestDashboardQueriesOnClickHouse(t *testing.T) {
 	}
 
 	name, rows := byTitle("variable sweep")
-	if len(rows) != 2 || fmt.Sprint(rows[0]["sweep_id"]) != newSweep {
+	if len(rows) != 4 || fmt.Sprint(rows[0]["sweep_id"]) != newSweep {
 		t.Errorf("%s: %v, want the newest sweep first", name, rows)
 	}
 	name, rows = byTitle("variable arm")
@@ -600,13 +700,28 @@ func TestDashboardQueriesOnClickHouse(t *testing.T) {
 	near(t, name, "attrition_trials", one(t, name, rows, map[string]string{"arm": "careful"}), 0)
 
 	name, rows = byTitle("Trials per sweep")
-	if len(rows) != 2 || fmt.Sprint(rows[0]["sweep_id"]) != newSweep {
-		t.Fatalf("%s: %v, want both sweeps, newest first", name, rows)
+	if len(rows) != 4 || fmt.Sprint(rows[0]["sweep_id"]) != newSweep {
+		t.Fatalf("%s: %v, want the four sweeps, newest first", name, rows)
 	}
 	near(t, name, "trials_stored", rows[0], 11)
 	near(t, name, "trials_planned", rows[0], 12)
 	near(t, name, "attrition_trials", rows[0], 1)
 	near(t, name, "trials_stored", rows[1], 2)
+
+	// Night over night: only the schedule's runs, one line per schedule /
+	// arm / metric, named by the schedule (not the run's sweep id).
+	name, rows = byTitle("Night over night")
+	near(t, name, "rate", one(t, name, rows, map[string]string{"series": "nightly / naive / recovered", "time": "2026-10-10 02:00:00.000"}), 0)
+	near(t, name, "rate", one(t, name, rows, map[string]string{"series": "nightly / naive / recovered", "time": "2026-10-11 02:00:00.000"}), 1)
+	near(t, name, "rate", one(t, name, rows, map[string]string{"series": "nightly / careful / recovered", "time": "2026-10-11 02:00:00.000"}), 1)
+	for _, r := range rows {
+		if ts := fmt.Sprint(r["time"]); !strings.HasPrefix(ts, "2026-10-1") {
+			t.Errorf("%s: point at %s: a sweep not started by a schedule is shown", name, ts)
+		}
+	}
+	if len(rows) != 4 {
+		t.Errorf("%s: %d points, want 4 (2 nights x 2 arms, recovered only tested): %v", name, len(rows), rows)
+	}
 
 	name, rows = byTitle("Rates by fault class")
 	r = one(t, name, rows, map[string]string{"fault_class": "transient", "arm": "careful", "metric": "recovered"})

@@ -113,7 +113,7 @@ func StartSweep(ctx context.Context, c client.Client, queue, sweepID string, pla
 	}
 	in := workflows.SweepInput{
 		SweepID: sweepID, PlanJSON: string(planJSON), Trials: plan.TrialCount(),
-		ShardSize: plan.ShardSize, Concurrency: plan.Concurrency, Judge: plan.Judge != nil,
+		ShardSize: plan.ShardSize, Concurrency: plan.Concurrency, Judge: plan.Judge != nil, MaxUSD: plan.MaxUSD,
 	}
 	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:        WorkflowID(sweepID),

@@ -62,7 +62,7 @@ func CreateSchedule(ctx context.Context, c client.Client, queue, name string, pl
 	}
 	in := workflows.SweepInput{ // SweepID empty: the run's workflow id names it
 		PlanJSON: string(planJSON), Trials: plan.TrialCount(),
-		ShardSize: plan.ShardSize, Concurrency: plan.Concurrency, Judge: plan.Judge != nil,
+		ShardSize: plan.ShardSize, Concurrency: plan.Concurrency, Judge: plan.Judge != nil, MaxUSD: plan.MaxUSD,
 	}
 	var s client.ScheduleSpec
 	switch {

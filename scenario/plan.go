@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"sort"
 
@@ -28,6 +29,10 @@ type Plan struct {
 	// number of shards in flight at once.
 	ShardSize   int `json:"shard_size,omitempty" yaml:"shard_size,omitempty"`
 	Concurrency int `json:"concurrency,omitempty" yaml:"concurrency,omitempty"`
+	// MaxUSD caps the sweep's model spend, in USD (0: no cap): a sweep
+	// whose projected cost exceeds it does not start, and a running one
+	// stops scheduling shards once its recorded spend reaches it.
+	MaxUSD float64 `json:"max_usd,omitempty" yaml:"max_usd,omitempty"`
 	// Judge, when set, scores every trial that met a failure with the LLM
 	// judge as well; the executable checks stay the authority.
 	Judge *JudgeSpec `json:"judge,omitempty" yaml:"judge,omitempty"`
@@ -102,6 +107,8 @@ type Resolved struct {
 	ConcurrencyAuto bool       `json:"concurrency_auto,omitempty"`
 	Concurrency     int        `json:"concurrency"`
 	Judge           *JudgeSpec `json:"judge,omitempty"`
+	// MaxUSD is the plan's spend cap (0: none), see Plan.MaxUSD.
+	MaxUSD float64 `json:"max_usd,omitempty"`
 }
 
 // TrialKey identifies one trial of a resolved plan.
@@ -139,7 +146,7 @@ func LoadPlanWith(path string, opts LoadOptions) (*Resolved, error) {
 		errs = append(errs, locate(path, root, pe)...)
 	}
 	r := &Resolved{Name: p.Name, Description: p.Description, File: path, Arms: append(append([]Arm(nil), p.Arms...), p.expanded...), Seeds: p.Seeds,
-		ShardSize: p.ShardSize, Concurrency: p.Concurrency}
+		ShardSize: p.ShardSize, Concurrency: p.Concurrency, MaxUSD: p.MaxUSD}
 	if r.ShardSize <= 0 {
 		r.ShardSize, r.ShardSizeAuto = defaultShardSize(r.Arms), true
 	}
@@ -261,6 +268,9 @@ func (p *Plan) validate() []pathError {
 	}
 	if p.Judge != nil {
 		errs = append(errs, validateEndpoint("judge", p.Judge.BaseURL, p.Judge.APIKeyEnv, p.Judge.Model)...)
+	}
+	if p.MaxUSD < 0 || math.IsNaN(p.MaxUSD) || math.IsInf(p.MaxUSD, 0) {
+		errs = append(errs, pathError{"max_usd", "must be a positive amount of USD (or absent: no cap)"})
 	}
 	if p.Concurrency < 0 || p.Concurrency > 500 {
 		errs = append(errs, pathError{"concurrency", "must be between 1 and 500"})

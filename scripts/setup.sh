@@ -2,6 +2,8 @@
 # Installs rebound's pinned local tools into the git-ignored cache .cache/ at
 # the repository root, and nothing anywhere else:
 #   .cache/bin/temporal       Temporal CLI, built from the Go module proxy
+#   .cache/bin/helm           Helm, built from the Go module proxy (make test
+#                             lints and renders helm/rebound with it)
 #   .cache/chdb/libchdb.so    chDB (embedded ClickHouse), from the npm registry
 #   .cache/agents/openai-agents-ts/   the example agent of examples/agents/
 #                             (OpenAI Agents SDK, MCP SDK), npm ci from its
@@ -11,6 +13,8 @@ set -euo pipefail
 
 TEMPORAL_VERSION=1.5.1
 TEMPORAL_MODULE=github.com/temporalio/cli/cmd/temporal
+HELM_VERSION=3.22.0
+HELM_MODULE=helm.sh/helm/v3/cmd/helm
 CHDB_PACKAGE=@chdb/lib-linux-x64-gnu
 CHDB_VERSION=26.5.3
 
@@ -55,6 +59,28 @@ else
 		die "building the Temporal CLI failed (see above)"
 	temporal_ok || die "$temporal was built but is not v$TEMPORAL_VERSION or does not run (module version: '$(temporal_version)')"
 	say "temporal $TEMPORAL_VERSION: built in $(elapsed "$start")"
+fi
+
+# --- Helm ---------------------------------------------------------------------
+# Same scheme as the Temporal CLI: built once with `go install`, the pin checked
+# in the module version recorded in the binary, then the binary must run.
+helm="$cache/bin/helm"
+helm_version() {
+	go version -m "$helm" 2>/dev/null | awk '$1 == "mod" && $2 == "helm.sh/helm/v3" { print $3 }'
+}
+helm_ok() {
+	[ -x "$helm" ] && [ "$(helm_version)" = "v$HELM_VERSION" ] && "$helm" version --short >/dev/null 2>&1
+}
+if helm_ok; then
+	say "helm $HELM_VERSION: ok"
+else
+	say "helm $HELM_VERSION: building $HELM_MODULE@v$HELM_VERSION from the Go module proxy (about 4 min on 2 cores, once)"
+	start=$SECONDS
+	rm -f "$helm"
+	GOBIN="$cache/bin" go install "$HELM_MODULE@v$HELM_VERSION" ||
+		die "building helm failed (see above)"
+	helm_ok || die "$helm was built but is not v$HELM_VERSION or does not run (module version: '$(helm_version)')"
+	say "helm $HELM_VERSION: built in $(elapsed "$start")"
 fi
 
 # --- libchdb ----------------------------------------------------------------

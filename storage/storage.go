@@ -37,6 +37,8 @@ const (
 	SweepCompleted = sweepstatus.Completed
 	SweepFailed    = sweepstatus.Failed
 	SweepCancelled = sweepstatus.Cancelled
+	// SweepMaxUSD: stopped by the plan's max_usd; the stored trials are valid.
+	SweepMaxUSD = sweepstatus.MaxUSD
 )
 
 // Sweep is one row of the sweeps table.

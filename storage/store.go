@@ -56,6 +56,11 @@ func newStore(t transport, db string) (*store, error) {
 	return &store{t: t, db: db, now: time.Now}, nil
 }
 
+// Database names the database holding rebound's tables (Config.Database,
+// the DSN's, or DefaultDatabase), for callers that write their own SQL
+// through Query.
+func (s *store) Database() string { return s.db }
+
 func (s *store) sql(text string) string { return render(text, s.db) }
 
 func (s *store) insertSQL(table string, cols []string) string {

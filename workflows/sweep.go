@@ -33,6 +33,9 @@ const (
 	// ErrAllAttrition fails a sweep whose every trial was lost to the
 	// provider: nothing was measured.
 	ErrAllAttrition = "AllAttrition"
+	// ErrOverBudget refuses a sweep whose projected cost exceeds its
+	// plan's max_usd.
+	ErrOverBudget = "OverBudget"
 )
 
 // SweepInput starts (or continues) a sweep.
@@ -55,6 +58,11 @@ type SweepInput struct {
 	// ShardsPerRun bounds the shards one run schedules before it continues
 	// as new (history stays far below 51,200 events). 0 means 1,000.
 	ShardsPerRun int
+	// MaxUSD is the plan's spend cap (0: none): once the spend the shards
+	// report reaches it, no shard is scheduled any more, the ones in flight
+	// finish, and the sweep ends with StatusMaxUSD. Sweeps started before
+	// the cap existed carry 0, so their histories replay unchanged.
+	MaxUSD float64 `json:",omitempty"`
 }
 
 // Progress is what the progress query returns, and the sweep's result.
@@ -68,6 +76,11 @@ type Progress struct {
 	Phase         string `json:"phase"`
 	Runs          int    `json:"runs"` // workflow runs so far (continue-as-new)
 	Status        string `json:"status"`
+	// SpentUSD is the model spend the finished shards recorded.
+	SpentUSD float64 `json:"spent_usd,omitempty"`
+	// Stopped says why a sweep stopped before running every trial, when it
+	// did so on purpose (the max_usd cap).
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // RegisterSweepInput stores a sweep's plan and planned size.
@@ -89,6 +102,8 @@ type ShardInput struct {
 type ShardResult struct {
 	Trials    int
 	Attrition int
+	// CostUSD is the model spend of the shard's stored trials.
+	CostUSD float64 `json:",omitempty"`
 }
 
 // FinishSweepInput records a sweep's final status.
@@ -109,7 +124,13 @@ const (
 	StatusCompleted = sweepstatus.Completed
 	StatusFailed    = sweepstatus.Failed
 	StatusCancelled = sweepstatus.Cancelled
+	// StatusMaxUSD ends a sweep stopped by its plan's max_usd: the trials
+	// it stored are valid, the others never ran.
+	StatusMaxUSD = sweepstatus.MaxUSD
 )
+
+// overBudget reports whether the recorded spend reached the cap.
+func overBudget(in SweepInput, p *Progress) bool { return in.MaxUSD > 0 && p.SpentUSD >= in.MaxUSD }
 
 func shardCount(trials, size int) int {
 	if size <= 0 {
@@ -193,6 +214,12 @@ func Sweep(ctx workflow.Context, in SweepInput) (Progress, error) {
 		if err != nil {
 			return p, finish(ctx, in.SweepID, &p, StatusFailed, err)
 		}
+		if overBudget(in, &p) && (next < total || (in.Phase == PhaseTrials && in.Judge)) {
+			// Every shard in flight finished (window waits for them); none
+			// other starts, the judge phase included.
+			p.Stopped = fmt.Sprintf("max_usd reached: spent $%.2f of $%.2f after %d of %d trials", p.SpentUSD, in.MaxUSD, p.TrialsDone, p.TrialsPlanned)
+			return p, finish(ctx, in.SweepID, &p, StatusMaxUSD, nil)
+		}
 		if next < total {
 			in.PlanJSON, in.NextShard, in.Progress = "", next, p
 			return p, workflow.NewContinueAsNewError(ctx, Sweep, in)
@@ -223,7 +250,7 @@ func window(ctx, actx workflow.Context, activityName string, in SweepInput, next
 	var firstErr error
 	sel := workflow.NewSelector(ctx)
 	for {
-		for firstErr == nil && ctx.Err() == nil && inFlight < in.Concurrency && next < total && scheduled < perRun {
+		for firstErr == nil && ctx.Err() == nil && !overBudget(in, p) && inFlight < in.Concurrency && next < total && scheduled < perRun {
 			from := next * in.ShardSize
 			f := workflow.ExecuteActivity(actx, activityName, ShardInput{SweepID: in.SweepID, Shard: next, From: from, To: min(from+in.ShardSize, in.Trials)})
 			next++
@@ -245,6 +272,7 @@ func window(ctx, actx workflow.Context, activityName string, in SweepInput, next
 				p.ShardsDone++
 				p.TrialsDone += r.Trials
 				p.Attrition += r.Attrition
+				p.SpentUSD += r.CostUSD
 			})
 		}
 		if inFlight == 0 {

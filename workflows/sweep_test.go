@@ -3,6 +3,8 @@ package workflows
 import (
 	"context"
 	"errors"
+	"math"
+	"strings"
 	"sync"
 	"testing"
 
@@ -23,6 +25,8 @@ type fakeStore struct {
 	calls     int
 	// allAttrition makes every trial of a shard attrition.
 	allAttrition bool
+	// costPerTrial is the model spend each trial of a shard reports.
+	costPerTrial float64
 	judged       []ShardInput
 }
 
@@ -37,12 +41,12 @@ func (f *fakeStore) register(env *testsuite.TestWorkflowEnvironment) {
 		}
 		f.mu.Lock()
 		f.shards[in.Shard] = in
-		all := f.allAttrition
+		all, cost := f.allAttrition, f.costPerTrial*float64(in.To-in.From)
 		f.mu.Unlock()
 		if all {
-			return ShardResult{Trials: in.To - in.From, Attrition: in.To - in.From}, nil
+			return ShardResult{Trials: in.To - in.From, Attrition: in.To - in.From, CostUSD: cost}, nil
 		}
-		return ShardResult{Trials: in.To - in.From, Attrition: 1}, nil
+		return ShardResult{Trials: in.To - in.From, Attrition: 1, CostUSD: cost}, nil
 	}, activity.RegisterOptions{Name: RunShardActivity})
 	env.RegisterActivityWithOptions(func(ctx context.Context, in ShardInput) (ShardResult, error) {
 		f.mu.Lock()
@@ -223,5 +227,89 @@ func TestSweepWithOnlyAttritionFails(t *testing.T) {
 	env.ExecuteWorkflow(SweepWorkflowName, SweepInput{SweepID: "s1", PlanJSON: "{}", Trials: 20, ShardSize: 10, Concurrency: 2})
 	if err := env.GetWorkflowError(); err != nil || f.status != StatusCompleted {
 		t.Fatalf("a sweep with graded trials: %v, status %q", err, f.status)
+	}
+}
+
+// A sweep whose recorded spend reaches max_usd schedules no more shards,
+// lets the ones in flight finish, skips the judge, and ends with
+// StatusMaxUSD, saying why; without a cap (or under it) nothing changes.
+func TestSweepStopsAtMaxUSD(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		maxUSD      float64
+		wantStatus  string
+		wantShards  int
+		wantSpent   float64
+		wantStopped bool
+	}{
+		// 10 trials a shard at $0.10 = $1 a shard, 3 in flight. Shards
+		// finish one by one: after shard 0 ($1) shard 3 starts, after
+		// shard 1 ($2) shard 4; shard 2 brings $3 >= $2.5, so nothing else
+		// starts, and shards 3 and 4, in flight, finish: $5, 50 trials.
+		{"cap reached", 2.5, StatusMaxUSD, 5, 5, true},
+		{"cap above the total", 100, StatusCompleted, 11, 10.3, false},
+		{"no cap", 0, StatusCompleted, 11, 10.3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestWorkflowEnvironment()
+			f := newFake()
+			f.costPerTrial = 0.1
+			f.register(env)
+			env.RegisterWorkflowWithOptions(Sweep, workflow.RegisterOptions{Name: SweepWorkflowName})
+			env.ExecuteWorkflow(SweepWorkflowName, SweepInput{SweepID: "s1", PlanJSON: "{}", Trials: 103, ShardSize: 10, Concurrency: 3, Judge: true, MaxUSD: tc.maxUSD})
+			if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+				t.Fatalf("workflow: %v", env.GetWorkflowError())
+			}
+			var p Progress
+			if err := env.GetWorkflowResult(&p); err != nil {
+				t.Fatal(err)
+			}
+			if p.Status != tc.wantStatus || f.status != tc.wantStatus {
+				t.Errorf("status %q, stored %q, want %q", p.Status, f.status, tc.wantStatus)
+			}
+			if len(f.shards) != tc.wantShards || p.ShardsDone != tc.wantShards {
+				t.Errorf("%d shards ran, %d done, want %d", len(f.shards), p.ShardsDone, tc.wantShards)
+			}
+			if math.Abs(p.SpentUSD-tc.wantSpent) > 1e-9 {
+				t.Errorf("spent %v, want %v", p.SpentUSD, tc.wantSpent)
+			}
+			if got := p.Stopped != ""; got != tc.wantStopped {
+				t.Errorf("stopped %q, want a reason: %v", p.Stopped, tc.wantStopped)
+			}
+			if tc.wantStopped {
+				if !strings.Contains(p.Stopped, "max_usd reached") || !strings.Contains(p.Stopped, "$5.00 of $2.50") || !strings.Contains(p.Stopped, "50 of 103 trials") {
+					t.Errorf("stopped reason %q does not say what was spent and run", p.Stopped)
+				}
+				if len(f.judged) != 0 {
+					t.Errorf("the judge ran %d shards after the cap was reached", len(f.judged))
+				}
+			} else if len(f.judged) == 0 {
+				t.Error("the judge did not run")
+			}
+		})
+	}
+}
+
+// The spend travels through continue-as-new: a cap reached in a later run
+// counts what the earlier runs spent.
+func TestSweepMaxUSDAcrossContinueAsNew(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	f := newFake()
+	f.costPerTrial = 0.1
+	f.register(env)
+	env.RegisterWorkflowWithOptions(Sweep, workflow.RegisterOptions{Name: SweepWorkflowName})
+	env.ExecuteWorkflow(SweepWorkflowName, SweepInput{SweepID: "s1", Trials: 50, ShardSize: 10, Concurrency: 1, NextShard: 2,
+		Progress: Progress{ShardsDone: 2, TrialsDone: 20, SpentUSD: 2}, MaxUSD: 2.5})
+	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+		t.Fatalf("workflow: %v", env.GetWorkflowError())
+	}
+	var p Progress
+	if err := env.GetWorkflowResult(&p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Status != StatusMaxUSD || len(f.shards) != 1 || math.Abs(p.SpentUSD-3) > 1e-9 || p.TrialsDone != 30 {
+		t.Fatalf("progress %+v after %d shards; want max_usd_reached after one more shard, $3 spent", p, len(f.shards))
 	}
 }

@@ -95,6 +95,7 @@ func newRoot() *cobra.Command {
 		newRegradeCmd(),
 		newScheduleCmd(),
 		newTrendCmd(),
+		newPlanCmd(),
 		newSQLCmd(),
 		newScenarioCmd(),
 		newMCPStdioCmd(),

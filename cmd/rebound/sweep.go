@@ -193,6 +193,9 @@ func sweepStatus(ctx context.Context, c client.Client, key []byte, sweepID, outp
 		fmt.Fprintf(stdout, "sweep %s: workflow %s; progress unavailable: %v\n", sweepID, st.Status, perr)
 	} else {
 		fmt.Fprintf(stdout, "sweep %s: %s, %d/%d trials, %d/%d shards, attrition %d\n", sweepID, p.Status, p.TrialsDone, p.TrialsPlanned, p.ShardsDone, p.ShardsTotal, p.Attrition)
+		if p.Stopped != "" {
+			fmt.Fprintf(stdout, "stopped: %s\n", p.Stopped)
+		}
 	}
 	if st.Running() {
 		fmt.Fprintf(stdout, "task queue %s: %d worker(s) polling", st.TaskQueue, st.Pollers)

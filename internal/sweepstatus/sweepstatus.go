@@ -9,15 +9,18 @@ const (
 	Completed = "completed"
 	Failed    = "failed"
 	Cancelled = "cancelled"
+	// MaxUSD ends a sweep stopped by its plan's max_usd: the trials it
+	// stored are valid, the others never ran.
+	MaxUSD = "max_usd_reached"
 )
 
 // All lists every status, in the order a sweep can reach them.
-var All = []string{Running, Completed, Failed, Cancelled}
+var All = []string{Running, Completed, Failed, Cancelled, MaxUSD}
 
 // Valid reports whether s is a sweep status.
 func Valid(s string) bool {
 	switch s {
-	case Running, Completed, Failed, Cancelled:
+	case Running, Completed, Failed, Cancelled, MaxUSD:
 		return true
 	}
 	return false
