@@ -42,6 +42,7 @@ type connection struct {
 	clickhouseDSN   string
 	dataDir         string
 	chdbLib         string
+	cluster         storage.Cluster
 	security        runner.Security
 }
 
@@ -61,12 +62,24 @@ func (c *connection) temporalFlags(fs *flag.FlagSet) {
 func (c *connection) storageFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.clickhouseDSN, "clickhouse-dsn", env("REBOUND_CLICKHOUSE_DSN", ""), "ClickHouse server, Native protocol: clickhouse://user:pass@host:9000/db (env REBOUND_CLICKHOUSE_DSN); empty uses the embedded chDB under --data-dir")
 	fs.StringVar(&c.dataDir, "data-dir", env("REBOUND_DATA_DIR", "data"), "directory for the embedded stack's state: chDB data and the Temporal SQLite file (env REBOUND_DATA_DIR)")
+	fs.StringVar(&c.cluster.Name, "clickhouse-cluster", env("REBOUND_CLICKHOUSE_CLUSTER", ""), "ClickHouse cluster NAME (with --clickhouse-dsn): the schema is created ON CLUSTER, replicated, under Distributed tables sharded by sweep_id (env REBOUND_CLICKHOUSE_CLUSTER)")
+	fs.StringVar(&c.cluster.ReplicationPath, "clickhouse-replication-path", env("REBOUND_CLICKHOUSE_REPLICATION_PATH", storage.DefaultReplicationPath), "Keeper path of each replicated table, with --clickhouse-cluster (env REBOUND_CLICKHOUSE_REPLICATION_PATH)")
+	fs.StringVar(&c.cluster.ReplicaName, "clickhouse-replica", env("REBOUND_CLICKHOUSE_REPLICA", storage.DefaultReplicaName), "replica name of each replicated table, with --clickhouse-cluster (env REBOUND_CLICKHOUSE_REPLICA)")
 	fs.StringVar(&c.chdbLib, "chdb-lib", env("REBOUND_CHDB_LIB", ""), "path of libchdb.so for the embedded ClickHouse (env REBOUND_CHDB_LIB; default: the repo's .cache, installed by make setup)")
+}
+
+// storageCluster is the cluster flags' value: none unless a name is given
+// (the path and replica flags have defaults).
+func (c *connection) storageCluster() storage.Cluster {
+	if c.cluster.Name == "" {
+		return storage.Cluster{}
+	}
+	return c.cluster
 }
 
 // openStore connects to the ClickHouse server, or opens the embedded engine.
 func (c *connection) openStore(ctx context.Context) (storage.Store, error) {
-	cfg := storage.Config{DSN: c.clickhouseDSN, LibPath: c.chdbLib}
+	cfg := storage.Config{DSN: c.clickhouseDSN, LibPath: c.chdbLib, Cluster: c.storageCluster()}
 	if c.clickhouseDSN == "" {
 		cfg.DataDir = filepath.Join(c.dataDir, "chdb")
 	}
@@ -84,7 +97,7 @@ func (c *connection) openStore(ctx context.Context) (storage.Store, error) {
 // openReadOnlyStore opens the store in the engine's readonly=1 mode (no
 // migration: nothing may be written).
 func (c *connection) openReadOnlyStore(ctx context.Context) (storage.Store, error) {
-	cfg := storage.Config{DSN: c.clickhouseDSN, LibPath: c.chdbLib, ReadOnly: true}
+	cfg := storage.Config{DSN: c.clickhouseDSN, LibPath: c.chdbLib, ReadOnly: true, Cluster: c.storageCluster()}
 	if c.clickhouseDSN == "" {
 		cfg.DataDir = filepath.Join(c.dataDir, "chdb")
 	}
