@@ -36,7 +36,7 @@ REBOUND_TEMPORAL_BIN ?= $(CACHE)/bin/temporal
 REBOUND_CHDB_LIB     ?= $(CACHE)/chdb/libchdb.so
 TOOLS_ENV := REBOUND_TEMPORAL_BIN="$(REBOUND_TEMPORAL_BIN)" REBOUND_CHDB_LIB="$(REBOUND_CHDB_LIB)"
 
-.PHONY: help setup build run test unit vet fuzz fmt clean histories oracle
+.PHONY: help setup build run test unit vet fuzz fmt clean histories oracle bench-sweep
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z]+:.*## / {printf "  make %-9s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -58,6 +58,20 @@ unit: ## the fast layer: go test -short, no setup, no servers
 
 vet: ## go vet
 	$(GO) vet $(PKGS)
+
+# Sweeps at scale (README, "Benchmarks of sweeps"): each plan scaled by its
+# seeds to about BENCH_TRIALS trials, run end to end with `rebound run` on
+# the embedded stack (trials/s, peak RSS), beside the in-process ceiling of
+# the same trials and the embedded insert rate of their tool-call rows.
+BENCH_PLANS  ?= examples/plans/quickstart.yaml examples/plans/library.yaml
+BENCH_TRIALS ?= 60720
+BENCH_ARGS   ?=
+# The worker of `rebound run` needs a redaction key; an explicit one wins.
+REBOUND_REDACTION_KEY ?= sweepbench-redaction-key-not-a-secret-0123
+
+bench-sweep: setup build ## sweep benchmarks: BENCH_PLANS at BENCH_TRIALS trials end to end, in process, inserts
+	$(TOOLS_ENV) REBOUND_REDACTION_KEY="$(REBOUND_REDACTION_KEY)" \
+		$(GO) run ./runner/sweepbench -rebound $(REBOUND) -trials $(BENCH_TRIALS) $(BENCH_ARGS) $(BENCH_PLANS)
 
 # The grader's independent oracle, long run: generated scenarios, mutant
 # agents, invariants; prints the summary table and one minimized example per
