@@ -39,7 +39,7 @@ TOOLS_ENV := REBOUND_TEMPORAL_BIN="$(REBOUND_TEMPORAL_BIN)" REBOUND_CHDB_LIB="$(
 .PHONY: help setup build run test unit vet fuzz fmt clean histories oracle bench-sweep
 
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z]+:.*## / {printf "  make %-9s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 setup: ## install the pinned tools into .cache/ (Temporal CLI, libchdb, example agents); fast when done
 	@scripts/setup.sh
