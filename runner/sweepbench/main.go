@@ -123,6 +123,7 @@ func run(ctx context.Context, out io.Writer, o options) error {
 			}
 			fmt.Fprintf(out, "end to end (rebound run, embedded stack): sweep %.1fs = %.0f trials/s; whole command %.1fs = %.0f trials/s; peak RSS %s\n",
 				e.sweep.Seconds(), rate(scaled.Trials, e.sweep), e.wall.Seconds(), rate(scaled.Trials, e.wall), mb(e.maxRSS))
+			fmt.Fprintf(out, "rebound run RSS, largest sample per quarter of the run: %s\n", quarters(e.rss))
 		}
 		c, err := ceiling(ctx, scaled.Path, o.insertTrials)
 		if err != nil {
@@ -153,6 +154,44 @@ func mb(bytes int64) string { return fmt.Sprintf("%.0f MB", float64(bytes)/(1<<2
 type e2e struct {
 	wall, sweep time.Duration
 	maxRSS      int64 // bytes
+	// rss is the process's resident set sampled every rssEvery: flat after
+	// the start when nothing grows with the trials run.
+	rss []int64
+}
+
+const rssEvery = 500 * time.Millisecond
+
+// vmRSS reads a process's resident set size (bytes) from /proc.
+func vmRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+// quarters summarizes RSS samples: the largest sample of each quarter of
+// the run.
+func quarters(samples []int64) string {
+	if len(samples) < 4 {
+		return "too short to sample"
+	}
+	var parts []string
+	for q := range 4 {
+		part := samples[q*len(samples)/4 : (q+1)*len(samples)/4]
+		m := int64(0)
+		for _, v := range part {
+			m = max(m, v)
+		}
+		parts = append(parts, mb(m))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // sweepDone is rebound run's last progress line.
@@ -164,8 +203,31 @@ func endToEnd(ctx context.Context, bin, plan, dataDir string) (e2e, error) {
 	cmd.Stdout = io.Discard
 	cmd.Stderr = &stderr
 	start := time.Now()
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return e2e{}, err
+	}
+	var samples []int64
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(rssEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if v, err := vmRSS(cmd.Process.Pid); err == nil {
+					samples = append(samples, v)
+				}
+			}
+		}
+	}()
+	err := cmd.Wait()
 	wall := time.Since(start)
+	close(done)
+	<-sampled
 	if err != nil {
 		return e2e{}, fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args, " "), err, tail(stderr.String(), 2000))
 	}
@@ -181,7 +243,7 @@ func endToEnd(ctx context.Context, bin, plan, dataDir string) (e2e, error) {
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		rss = ru.Maxrss * 1024 // kilobytes on Linux
 	}
-	return e2e{wall: wall, sweep: time.Duration(secs * float64(time.Second)), maxRSS: rss}, nil
+	return e2e{wall: wall, sweep: time.Duration(secs * float64(time.Second)), maxRSS: rss, rss: samples}, nil
 }
 
 func tail(s string, n int) string {

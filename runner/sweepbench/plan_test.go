@@ -41,3 +41,25 @@ func TestScalePlanRefusesSeedLists(t *testing.T) {
 		t.Fatal("a seed list was scaled")
 	}
 }
+
+func TestQuarters(t *testing.T) {
+	mbs := func(v ...int64) []int64 {
+		for i := range v {
+			v[i] <<= 20
+		}
+		return v
+	}
+	if got := quarters(mbs(1, 5, 2, 2, 3, 9, 4, 4)); got != "5 MB, 2 MB, 9 MB, 4 MB" {
+		t.Errorf("quarters = %q", got)
+	}
+	if got := quarters(mbs(1)); got != "too short to sample" {
+		t.Errorf("quarters of one sample = %q", got)
+	}
+}
+
+func TestVmRSSOfThisProcess(t *testing.T) {
+	v, err := vmRSS(os.Getpid())
+	if err != nil || v < 1<<20 {
+		t.Fatalf("vmRSS = %d, %v", v, err)
+	}
+}
