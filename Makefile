@@ -37,10 +37,10 @@ REBOUND_CHDB_LIB     ?= $(CACHE)/chdb/libchdb.so
 REBOUND_HELM_BIN     ?= $(CACHE)/bin/helm
 TOOLS_ENV := REBOUND_TEMPORAL_BIN="$(REBOUND_TEMPORAL_BIN)" REBOUND_CHDB_LIB="$(REBOUND_CHDB_LIB)" REBOUND_HELM_BIN="$(REBOUND_HELM_BIN)"
 
-.PHONY: help setup build run test unit vet chart fuzz fmt clean histories oracle bench
+.PHONY: help setup build run test unit vet chart fuzz fmt clean histories oracle bench bench-read bench-sweep
 
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z]+:.*## / {printf "  make %-9s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 setup: ## install the pinned tools into .cache/ (Temporal CLI, helm, libchdb, example agents); fast when done
 	@scripts/setup.sh
@@ -64,6 +64,20 @@ chart: setup ## helm lint --strict and helm template of helm/rebound (assertions
 	$(REBOUND_HELM_BIN) lint --strict helm/rebound
 	$(REBOUND_HELM_BIN) template rebound helm/rebound >/dev/null
 
+# Sweeps at scale (README, "Benchmarks of sweeps"): each plan scaled by its
+# seeds to about BENCH_TRIALS trials, run end to end with `rebound run` on
+# the embedded stack (trials/s, peak RSS), beside the in-process ceiling of
+# the same trials and the embedded insert rate of their tool-call rows.
+BENCH_PLANS  ?= examples/plans/quickstart.yaml examples/plans/library.yaml
+BENCH_TRIALS ?= 60720
+BENCH_ARGS   ?=
+# The worker of `rebound run` needs a redaction key; an explicit one wins.
+REBOUND_REDACTION_KEY ?= sweepbench-redaction-key-not-a-secret-0123
+
+bench-sweep: setup build ## sweep benchmarks: BENCH_PLANS at BENCH_TRIALS trials end to end, in process, inserts
+	$(TOOLS_ENV) REBOUND_REDACTION_KEY="$(REBOUND_REDACTION_KEY)" \
+		$(GO) run ./runner/sweepbench -rebound $(REBOUND) -trials $(BENCH_TRIALS) $(BENCH_ARGS) $(BENCH_PLANS)
+
 # The grader's independent oracle, long run: generated scenarios, mutant
 # agents, invariants; prints the summary table and one minimized example per
 # violation class (make test runs 10,000).
@@ -73,7 +87,9 @@ ORACLE_SEED ?= 1000000
 oracle: ## long oracle run: ORACLE_N generated scenarios against the grader (default 200000)
 	$(GO) test ./oracle/ -run Generated -count=1 -timeout 0 -v -args -n $(ORACLE_N) -seed $(ORACLE_SEED)
 
-bench: setup build ## benchmarks: report and compare over a synthetic 1,000,000-trial sweep (time, peak RSS)
+bench: bench-read bench-sweep ## every benchmark: reads at a million trials, then sweeps at 60,720 trials (about 20 min)
+
+bench-read: setup build ## report and compare over a synthetic 1,000,000-trial sweep (time, peak RSS)
 	$(TOOLS_ENV) REBOUND_BIN="$(REBOUND)" $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./report/readbench/
 
 fuzz: ## short fuzz run (FUZZ=FuzzLoad FUZZ_PKG=./scenario/ FUZZTIME=10s)

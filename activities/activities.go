@@ -64,27 +64,20 @@ type Activities struct {
 	HeartbeatEvery time.Duration
 
 	inflight sync.WaitGroup
-	mu       sync.Mutex
-	plans    map[string]*scenario.Resolved
-	checked  map[string]error // CheckPlan's verdict per sweep on this worker
+	// sweeps holds the opened plans of the sweeps this worker runs (bounded,
+	// least recently used first out; a finished sweep leaves at once).
+	sweepsOnce sync.Once
+	sweeps     *sweepCache
 }
 
-// checkOnce runs CheckPlan once per sweep on this worker.
+func (a *Activities) sweepCache() *sweepCache {
+	a.sweepsOnce.Do(func() { a.sweeps = newSweepCache(sweepCacheCap) })
+	return a.sweeps
+}
+
+// checkOnce runs CheckPlan once per cached plan of a sweep on this worker.
 func (a *Activities) checkOnce(sweepID string, plan *scenario.Resolved) error {
-	a.mu.Lock()
-	err, ok := a.checked[sweepID]
-	a.mu.Unlock()
-	if ok {
-		return err
-	}
-	err = CheckPlan(plan)
-	a.mu.Lock()
-	if a.checked == nil {
-		a.checked = map[string]error{}
-	}
-	a.checked[sweepID] = err
-	a.mu.Unlock()
-	return err
+	return a.sweepCache().check(sweepID, plan, CheckPlan)
 }
 
 // RegisterSweep stores the sweep's resolved plan and planned size.
@@ -143,7 +136,12 @@ func (a *Activities) FinishSweep(ctx context.Context, in workflows.FinishSweepIn
 		return err
 	}
 	sw.Status = in.Status
-	return a.Store.PutSweep(ctx, sw)
+	if err := a.Store.PutSweep(ctx, sw); err != nil {
+		return err
+	}
+	// No shard of a finished sweep runs again: its plan need not stay.
+	a.sweepCache().drop(in.SweepID)
+	return nil
 }
 
 // RunShard runs trials [From, To) of a sweep and stores each trial as it
@@ -598,10 +596,7 @@ func KnownSecrets(plan *scenario.Resolved) []string {
 
 // plan returns the sweep's resolved plan, read from storage once per worker.
 func (a *Activities) plan(ctx context.Context, sweepID string) (*scenario.Resolved, error) {
-	a.mu.Lock()
-	p, ok := a.plans[sweepID]
-	a.mu.Unlock()
-	if ok {
+	if p, ok := a.sweepCache().plan(sweepID); ok {
 		return p, nil
 	}
 	sw, err := a.Store.Sweep(ctx, sweepID)
@@ -611,15 +606,9 @@ func (a *Activities) plan(ctx context.Context, sweepID string) (*scenario.Resolv
 		}
 		return nil, err
 	}
-	p, err = scenario.OpenStoredPlan(sw.PlanJSON, a.RedactionKey)
+	p, err := scenario.OpenStoredPlan(sw.PlanJSON, a.RedactionKey)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError("stored plan of sweep "+sweepID+": "+err.Error(), workflows.ErrInvalidPlan, err)
 	}
-	a.mu.Lock()
-	if a.plans == nil {
-		a.plans = map[string]*scenario.Resolved{}
-	}
-	a.plans[sweepID] = p
-	a.mu.Unlock()
-	return p, nil
+	return a.sweepCache().putPlan(sweepID, p), nil
 }

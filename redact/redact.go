@@ -139,6 +139,10 @@ func (r *Redactor) String(s string) string {
 
 func (p pattern) replace(s string) string {
 	if p.secret <= 0 {
+		// ReplaceAllLiteralString copies s even when nothing matches.
+		if !p.re.MatchString(s) {
+			return s
+		}
 		return p.re.ReplaceAllLiteralString(s, Mask)
 	}
 	idx := p.re.FindAllStringSubmatchIndex(s, -1)

@@ -382,6 +382,25 @@ SELECT
 FROM cases
 GROUP BY sweep_id, baseline_arm, candidate_arm, metric`
 
+// Migration 8: tool_calls_current joins two subqueries. The same rows as
+// before; but on a cluster (cluster.go) a Distributed table joined directly
+// with a subquery over another Distributed table is a "double-distributed"
+// JOIN, which ClickHouse refuses by default (distributed_product_mode =
+// deny). Over two subqueries the join runs where the query was sent, each
+// side read through its Distributed table.
+const ddlToolCallsCurrentSubqueries = `CREATE OR REPLACE VIEW {{db}}.tool_calls_current AS
+SELECT c.*
+FROM
+(
+    SELECT *
+    FROM {{db}}.tool_calls FINAL
+) AS c
+INNER JOIN
+(
+    SELECT sweep_id, trial_id, written_at
+    FROM {{db}}.trials FINAL
+) AS t ON c.sweep_id = t.sweep_id AND c.trial_id = t.trial_id AND c.written_at = t.written_at`
+
 var migrations = []migration{
 	{
 		Version: 1,
@@ -434,6 +453,11 @@ var migrations = []migration{
 		Version:    7,
 		Name:       "model_calls: every model response of a trial, stored as it arrives",
 		Statements: []string{ddlModelCalls},
+	},
+	{
+		Version:    8,
+		Name:       "tool_calls_current over two subqueries (no double-distributed JOIN on a cluster)",
+		Statements: []string{ddlToolCallsCurrentSubqueries},
 	},
 }
 

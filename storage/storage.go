@@ -401,6 +401,11 @@ type Config struct {
 	// functions that reach files, URLs or other servers. Migrate and every
 	// writer fail. For chDB it holds for the rest of the process.
 	ReadOnly bool
+	// Cluster, when named, makes Migrate create the schema ON CLUSTER with
+	// Replicated* engines under Distributed tables sharded by sweep_id (see
+	// cluster.go); reads and writes go through the Distributed tables.
+	// Server only: the embedded engine has no clusters.
+	Cluster Cluster
 }
 
 var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
@@ -414,11 +419,20 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 	case cfg.DSN == "" && cfg.DataDir == "":
 		return nil, errors.New("storage: set a server DSN or an embedded data dir")
 	}
+	if err := cfg.Cluster.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Cluster.Enabled() && cfg.DSN == "" {
+		return nil, fmt.Errorf("storage: ClickHouse cluster %q needs a server DSN (the embedded engine has no clusters)", cfg.Cluster.Name)
+	}
 	if cfg.DSN != "" {
 		t, dsnDB, err := openServer(ctx, cfg.DSN, cfg.ReadOnly)
 		if err != nil {
 			return nil, err
 		}
+		// A write acknowledged by a Distributed table must be on its shard,
+		// not queued on this node, before the activity that made it completes.
+		t.distributedSync = cfg.Cluster.Enabled()
 		db := cfg.Database
 		if db == "" {
 			db = dsnDB
@@ -429,6 +443,7 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 			return nil, err
 		}
 		st.readOnly = cfg.ReadOnly
+		st.cluster = cfg.Cluster
 		return st, nil
 	}
 	db := cfg.Database

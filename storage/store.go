@@ -42,6 +42,9 @@ type store struct {
 	t        transport
 	db       string
 	readOnly bool // Config.ReadOnly: the engine runs in readonly=1
+	// cluster is Config.Cluster: Migrate builds the replicated, distributed
+	// schema on it (cluster.go).
+	cluster Cluster
 	// now is the clock for version columns; tests replace it.
 	now func() time.Time
 }
@@ -91,10 +94,10 @@ func (s *store) Migrate(ctx context.Context) error {
 // migrateTo applies the migrations up to and including version upTo (tests
 // use it to build a database as an older binary left it).
 func (s *store) migrateTo(ctx context.Context, upTo uint32) error {
-	if err := s.t.exec(ctx, stmt{SQL: "CREATE DATABASE IF NOT EXISTS " + quoteIdent(s.db)}); err != nil {
+	if err := s.t.exec(ctx, stmt{SQL: createDatabase(s.db, s.cluster)}); err != nil {
 		return fmt.Errorf("storage: create database %s: %w", s.db, err)
 	}
-	if err := s.t.exec(ctx, stmt{SQL: s.sql(ddlSchemaMigrations)}); err != nil {
+	if err := s.execDDL(ctx, ddlSchemaMigrations); err != nil {
 		return fmt.Errorf("storage: create schema_migrations: %w", err)
 	}
 	var rows []versionRow
@@ -116,13 +119,31 @@ func (s *store) migrateTo(ctx context.Context, upTo uint32) error {
 			continue
 		}
 		for i, q := range m.Statements {
-			if err := s.t.exec(ctx, stmt{SQL: s.sql(q)}); err != nil {
+			if err := s.execDDL(ctx, q); err != nil {
 				return fmt.Errorf("storage: migration %d (%s), statement %d: %w", m.Version, m.Name, i+1, err)
 			}
 		}
 		row := []any{m.Version, m.Name, s.stamp()}
 		if err := s.t.insert(ctx, s.insertSQL("schema_migrations", migrationCols), migrationCols, [][]any{row}); err != nil {
 			return fmt.Errorf("storage: record migration %d: %w", m.Version, err)
+		}
+	}
+	return nil
+}
+
+// execDDL runs one schema statement (a template with {{db}}): as it is on
+// one node, or as the statements that build it on the cluster.
+func (s *store) execDDL(ctx context.Context, tmpl string) error {
+	if !s.cluster.Enabled() {
+		return s.t.exec(ctx, stmt{SQL: s.sql(tmpl)})
+	}
+	qs, err := clusterStatements(tmpl, s.db, s.cluster)
+	if err != nil {
+		return err
+	}
+	for _, q := range qs {
+		if err := s.t.exec(ctx, stmt{SQL: q}); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -34,6 +34,9 @@ type serverConn interface {
 type serverTransport struct {
 	conn serverConn
 	dsn  string // redacted, for messages
+	// distributedSync makes every insert wait until a Distributed table has
+	// written the rows to their shards (a cluster schema).
+	distributedSync bool
 }
 
 // openServer connects with a DSN and returns the transport and the database
@@ -163,12 +166,26 @@ func (t *serverTransport) query(ctx context.Context, sql string) (Table, error) 
 // keeps the contract: the call returns once the rows are stored.
 const asyncInsertBelow = 10_000
 
+// insertSettings are the query settings of an insert of n rows: small
+// batches go through the server's async-insert buffer (waited for), and on a
+// cluster the Distributed table forwards the rows before answering
+// (insert_distributed_sync; ClickHouse 23.x+ also calls it
+// distributed_foreground_insert).
+func (t *serverTransport) insertSettings(n int) clickhouse.Settings {
+	s := clickhouse.Settings{}
+	if n < asyncInsertBelow {
+		s["async_insert"] = 1
+		s["wait_for_async_insert"] = 1
+	}
+	if t.distributedSync {
+		s["insert_distributed_sync"] = 1
+	}
+	return s
+}
+
 func (t *serverTransport) insert(ctx context.Context, insertSQL string, cols []string, rows [][]any) error {
-	if len(rows) < asyncInsertBelow {
-		ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{
-			"async_insert":          1,
-			"wait_for_async_insert": 1,
-		}))
+	if settings := t.insertSettings(len(rows)); len(settings) > 0 {
+		ctx = clickhouse.Context(ctx, clickhouse.WithSettings(settings))
 	}
 	batch, err := t.conn.PrepareBatch(ctx, insertSQL)
 	if err != nil {

@@ -28,7 +28,7 @@ import (
 // storeConfig is the store the storage flags name: a ClickHouse server, or
 // the embedded engine under --data-dir. A new storage flag is set here.
 func (c *connection) storeConfig() storage.Config {
-	cfg := storage.Config{DSN: c.clickhouseDSN, LibPath: c.chdbLib}
+	cfg := storage.Config{DSN: c.clickhouseDSN, LibPath: c.chdbLib, Cluster: c.storageCluster()}
 	if c.clickhouseDSN == "" {
 		cfg.DataDir = filepath.Join(c.dataDir, "chdb")
 	}
@@ -206,4 +206,13 @@ func (c *connection) storedKey() []byte {
 	}
 	b, _ := os.ReadFile(filepath.Join(c.dataDir, "redaction.key"))
 	return []byte(strings.TrimSpace(string(b)))
+}
+
+// storageCluster is the cluster flags' value: none unless a name is given
+// (the path and replica flags have defaults).
+func (c *connection) storageCluster() storage.Cluster {
+	if c.cluster.Name == "" {
+		return storage.Cluster{}
+	}
+	return c.cluster
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"rebound/runner"
+	"rebound/storage"
 )
 
 // Flags shared by several commands, and flag types that check their value
@@ -68,6 +69,7 @@ type connection struct {
 	dataDir         string
 	chdbLib         string
 	temporalBin     string
+	cluster         storage.Cluster
 	security        runner.Security
 }
 
@@ -97,6 +99,12 @@ func (c *connection) storageFlags(fs *pflag.FlagSet) {
 	fromEnv(fs, "clickhouse-dsn", "REBOUND_CLICKHOUSE_DSN")
 	fs.StringVar(&c.dataDir, "data-dir", "data", "directory for the embedded stack's state: chDB data and the Temporal SQLite file")
 	fromEnv(fs, "data-dir", "REBOUND_DATA_DIR")
+	fs.StringVar(&c.cluster.Name, "clickhouse-cluster", "", "ClickHouse cluster NAME (with --clickhouse-dsn): the schema is created ON CLUSTER, replicated, under Distributed tables sharded by sweep_id")
+	fromEnv(fs, "clickhouse-cluster", "REBOUND_CLICKHOUSE_CLUSTER")
+	fs.StringVar(&c.cluster.ReplicationPath, "clickhouse-replication-path", storage.DefaultReplicationPath, "Keeper path of each replicated table, with --clickhouse-cluster")
+	fromEnv(fs, "clickhouse-replication-path", "REBOUND_CLICKHOUSE_REPLICATION_PATH")
+	fs.StringVar(&c.cluster.ReplicaName, "clickhouse-replica", storage.DefaultReplicaName, "replica name of each replicated table, with --clickhouse-cluster")
+	fromEnv(fs, "clickhouse-replica", "REBOUND_CLICKHOUSE_REPLICA")
 	fs.StringVar(&c.chdbLib, "chdb-lib", "", "path of libchdb.so for the embedded ClickHouse (default: the repo's .cache, installed by make setup)")
 	fromEnv(fs, "chdb-lib", "REBOUND_CHDB_LIB")
 }
