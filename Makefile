@@ -27,7 +27,7 @@ PKGS         ?= ./...
 # Fuzzing: `make fuzz` runs the scenario loader's fuzz target for a short
 # while; `make test` includes it (FUZZ_IN_TEST= turns it off).
 FUZZ         ?= FuzzLoad
-FUZZ_PKG     ?= ./scenario/
+FUZZ_PKG     ?= ./core/scenario/
 FUZZTIME     ?= 10s
 FUZZ_IN_TEST ?= fuzz
 
@@ -76,7 +76,7 @@ REBOUND_REDACTION_KEY ?= sweepbench-redaction-key-not-a-secret-0123
 
 bench-sweep: setup build ## sweep benchmarks: BENCH_PLANS at BENCH_TRIALS trials end to end, in process, inserts
 	$(TOOLS_ENV) REBOUND_REDACTION_KEY="$(REBOUND_REDACTION_KEY)" \
-		$(GO) run ./runner/sweepbench -rebound $(REBOUND) -trials $(BENCH_TRIALS) $(BENCH_ARGS) $(BENCH_PLANS)
+		$(GO) run ./internal/runner/sweepbench -rebound $(REBOUND) -trials $(BENCH_TRIALS) $(BENCH_ARGS) $(BENCH_PLANS)
 
 # The grader's independent oracle, long run: generated scenarios, mutant
 # agents, invariants; prints the summary table and one minimized example per
@@ -85,14 +85,14 @@ ORACLE_N    ?= 200000
 ORACLE_SEED ?= 1000000
 
 oracle: ## long oracle run: ORACLE_N generated scenarios against the grader (default 200000)
-	$(GO) test ./oracle/ -run Generated -count=1 -timeout 0 -v -args -n $(ORACLE_N) -seed $(ORACLE_SEED)
+	$(GO) test ./core/oracle/ -run Generated -count=1 -timeout 0 -v -args -n $(ORACLE_N) -seed $(ORACLE_SEED)
 
 bench: bench-read bench-sweep ## every benchmark: reads at a million trials, then sweeps at 60,720 trials (about 20 min)
 
 bench-read: setup build ## report and compare over a synthetic 1,000,000-trial sweep (time, peak RSS)
-	$(TOOLS_ENV) REBOUND_BIN="$(REBOUND)" $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./report/readbench/
+	$(TOOLS_ENV) REBOUND_BIN="$(REBOUND)" $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./results/report/readbench/
 
-fuzz: ## short fuzz run (FUZZ=FuzzLoad FUZZ_PKG=./scenario/ FUZZTIME=10s)
+fuzz: ## short fuzz run (FUZZ=FuzzLoad FUZZ_PKG=./core/scenario/ FUZZTIME=10s)
 	$(GO) test -run='^$$' -fuzz='^$(FUZZ)$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=3s $(FUZZ_PKG)
 
 fmt: ## list files that gofmt would change (fails if any)

@@ -9,11 +9,11 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"rebound/devstack/devstacktest"
-	"rebound/scenario"
+	"rebound/core/scenario"
+	"rebound/core/world"
+	"rebound/internal/devstack/devstacktest"
 	"rebound/storage"
 	"rebound/workflows"
-	"rebound/world"
 )
 
 // A plan whose projected cost (recorded trials of the same model) exceeds

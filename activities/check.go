@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	armpkg "rebound/agent/arm"
+	armpkg "rebound/core/agent/arm"
 
-	"rebound/scenario"
-	"rebound/world"
+	"rebound/core/scenario"
+	"rebound/core/world"
 )
 
 // MaxPlanPayload bounds a resolved plan's JSON: it travels to Temporal as

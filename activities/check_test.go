@@ -9,9 +9,9 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"rebound/scenario"
+	"rebound/core/scenario"
+	"rebound/core/world"
 	"rebound/workflows"
-	"rebound/world"
 )
 
 // A plan that cannot run fails the sweep at registration with a

@@ -9,13 +9,13 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"rebound/judge"
-	"rebound/redact"
-	"rebound/scenario"
+	"rebound/core/scenario"
+	"rebound/core/trial"
+	"rebound/core/world"
+	"rebound/internal/redact"
+	"rebound/results/judge"
 	"rebound/storage"
-	"rebound/trial"
 	"rebound/workflows"
-	"rebound/world"
 )
 
 // JudgeShard scores trials [From, To) of a sweep with the plan's LLM judge:

@@ -3,7 +3,7 @@ package activities
 import (
 	"context"
 
-	"rebound/redact"
+	"rebound/internal/redact"
 	"rebound/storage"
 )
 

@@ -3,10 +3,10 @@ package activities
 import (
 	"encoding/json"
 
-	"rebound/agent"
-	"rebound/redact"
+	"rebound/core/agent"
+	"rebound/core/trial"
+	"rebound/internal/redact"
 	"rebound/storage"
-	"rebound/trial"
 )
 
 // Rows converts a trial result into its storage rows, redacting every text

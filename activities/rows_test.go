@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"rebound/agent"
-	"rebound/outcome"
-	"rebound/redact"
-	"rebound/scenario"
-	"rebound/trial"
-	"rebound/world"
+	"rebound/core/agent"
+	"rebound/core/outcome"
+	"rebound/core/scenario"
+	"rebound/core/trial"
+	"rebound/core/world"
+	"rebound/internal/redact"
 )
 
 func refundTrial(t *testing.T, agentName string) (*trial.Result, trial.Spec) {

@@ -13,12 +13,12 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"rebound/agent"
-	"rebound/agent/llm/llmtest"
-	"rebound/scenario"
+	"rebound/core/agent"
+	"rebound/core/agent/llm/llmtest"
+	"rebound/core/scenario"
+	"rebound/core/world"
 	"rebound/storage"
 	"rebound/workflows"
-	"rebound/world"
 )
 
 // memStore keeps what a shard writes; the other methods of storage.Store

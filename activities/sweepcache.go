@@ -4,7 +4,7 @@ import (
 	"container/list"
 	"sync"
 
-	"rebound/scenario"
+	"rebound/core/scenario"
 )
 
 // sweepCacheCap bounds the sweeps whose opened plan a worker keeps. A worker

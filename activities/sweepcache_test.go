@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"rebound/scenario"
+	"rebound/core/scenario"
 	"rebound/storage"
 	"rebound/workflows"
 )

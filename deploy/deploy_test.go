@@ -27,8 +27,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"rebound/devstack"
-	"rebound/devstack/devstacktest"
+	"rebound/internal/devstack"
+	"rebound/internal/devstack/devstacktest"
 	"rebound/stats"
 	"rebound/storage"
 	"rebound/storage/chdb"

@@ -17,7 +17,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"rebound/devstack/devstacktest"
+	"rebound/internal/devstack/devstacktest"
 )
 
 // helmBin finds helm: REBOUND_HELM_BIN, else the repository's .cache/bin/helm.

@@ -3,7 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
-	"rebound/outcome"
+	"rebound/core/outcome"
 	"strings"
 )
 

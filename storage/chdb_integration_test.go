@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"rebound/outcome"
+	"rebound/core/outcome"
 	"rebound/storage/chdb"
 )
 

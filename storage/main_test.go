@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"rebound/devstack/devstacktest"
+	"rebound/internal/devstack/devstacktest"
 	"rebound/storage/chdb"
 )
 

@@ -19,7 +19,7 @@ import (
 	"regexp"
 	"time"
 
-	"rebound/outcome"
+	"rebound/core/outcome"
 	"rebound/storage/chdb"
 
 	"rebound/internal/sweepstatus"

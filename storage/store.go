@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"rebound/core/outcome"
 	"rebound/internal/sweepstatus"
-	"rebound/outcome"
 )
 
 // stmt is one SQL statement of the shared dialect, with its ClickHouse query

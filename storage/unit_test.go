@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"rebound/outcome"
+	"rebound/core/outcome"
 	"reflect"
 	"regexp"
 	"strings"

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"rebound/report"
-	"rebound/runner"
+	"rebound/internal/runner"
+	"rebound/results/report"
 	"rebound/storage"
 )
 

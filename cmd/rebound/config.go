@@ -19,10 +19,10 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"rebound/activities"
-	"rebound/redact"
-	"rebound/runner"
+	"rebound/internal/redact"
+	"rebound/internal/runner"
+	"rebound/internal/telemetry"
 	"rebound/storage"
-	"rebound/telemetry"
 )
 
 // storeConfig is the store the storage flags name: a ClickHouse server, or

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"rebound/devstack/devstacktest"
+	"rebound/internal/devstack/devstacktest"
 )
 
 // The CLI end to end, as a user runs it: `rebound run` on the embedded

@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"rebound/estimate"
+	"rebound/results/estimate"
 
 	"github.com/spf13/cobra"
 )

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"rebound/runner"
+	"rebound/internal/runner"
 	"rebound/storage"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rebound/gate"
-	"rebound/report"
+	"rebound/results/gate"
+	"rebound/results/report"
 )
 
 const gateAbout = `Decides whether the candidate arm may be released: compares it with the

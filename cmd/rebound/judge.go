@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rebound/judge"
+	"rebound/results/judge"
 	"rebound/storage"
 )
 

@@ -14,9 +14,9 @@ import (
 	"os/signal"
 	"syscall"
 
-	"rebound/replay"
-	"rebound/report"
-	"rebound/runner"
+	"rebound/internal/runner"
+	"rebound/results/replay"
+	"rebound/results/report"
 	"rebound/storage"
 )
 

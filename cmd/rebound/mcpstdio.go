@@ -4,7 +4,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"rebound/toolserver"
+	"rebound/core/toolserver"
 )
 
 const mcpStdioAbout = `Serves one trial's tools over MCP on stdin and stdout, for an agent that only

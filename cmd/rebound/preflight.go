@@ -5,11 +5,11 @@ import (
 	"errors"
 
 	"rebound/activities"
-	"rebound/fileerr"
-	"rebound/redact"
-	"rebound/runner"
-	"rebound/scenario"
-	"rebound/world"
+	"rebound/core/scenario"
+	"rebound/core/world"
+	"rebound/internal/fileerr"
+	"rebound/internal/redact"
+	"rebound/internal/runner"
 )
 
 // loadPlan loads a plan and its scenarios, giving up at once on Ctrl-C

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rebound/regrade"
+	"rebound/results/regrade"
 )
 
 const regradeAbout = `Re-scores every stored trial of a sweep with the current grader. Each trial

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rebound/replay"
+	"rebound/results/replay"
 )
 
 const replayAbout = `Re-runs a stored trial offline: the same scenario variant, seed and fault

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rebound/report"
+	"rebound/results/report"
 )
 
 const reportAbout = `Prints the report of a stored sweep. The first line is each arm's harm

@@ -8,9 +8,9 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"rebound/report"
-	"rebound/runner"
-	"rebound/scenario"
+	"rebound/core/scenario"
+	"rebound/internal/runner"
+	"rebound/results/report"
 	"rebound/storage"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rebound/lint"
+	"rebound/core/lint"
 )
 
 const scenarioAbout = `Works with scenario and plan files.

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rebound/fileerr"
-	"rebound/scenario"
-	"rebound/world"
+	"rebound/core/scenario"
+	"rebound/core/world"
+	"rebound/internal/fileerr"
 )
 
 const importAbout = `Converts a scenario in the recovery-test.yaml format (the aiwg-evals suite:

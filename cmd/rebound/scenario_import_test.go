@@ -47,12 +47,12 @@ metamorphic:
 		{"no subcommand", []string{"scenario"}, exitUsage, "", "lint, variants or import"},
 		{"unknown subcommand", []string{"scenario", "frob"}, exitUsage, "", `unknown scenario subcommand "frob"`},
 		{"help", []string{"scenario", "-h"}, exitOK, "rebound scenario import FILE [-o OUT]", ""},
-		{"lint examples", []string{"scenario", "lint", "../../examples/scenarios/refund-timeout-after-send.yaml", "../../scenario/testdata/refund-metamorphic.yaml", seed004Golden, "../../examples/plans/quickstart.yaml"},
+		{"lint examples", []string{"scenario", "lint", "../../examples/scenarios/refund-timeout-after-send.yaml", "../../core/scenario/testdata/refund-metamorphic.yaml", seed004Golden, "../../examples/plans/quickstart.yaml"},
 			exitOK, "ok    " + seed004Golden, ""},
 		{"lint new fields", []string{"scenario", "lint", badGen}, exitFailed, badGen + `:7:18: generate: unknown kind "explode"`, "problem(s) found"},
 		{"lint the import source", []string{"scenario", "lint", seed004}, exitFailed, seed004 + ":14:1: category: unknown field", ""},
-		{"variants of a generating scenario", []string{"scenario", "variants", "../../scenario/testdata/refund-metamorphic.yaml"}, exitOK,
-			"refund-metamorphic (../../scenario/testdata/refund-metamorphic.yaml): 15 variants, 2 hand-written, 13 generated", ""},
+		{"variants of a generating scenario", []string{"scenario", "variants", "../../core/scenario/testdata/refund-metamorphic.yaml"}, exitOK,
+			"refund-metamorphic (../../core/scenario/testdata/refund-metamorphic.yaml): 15 variants, 2 hand-written, 13 generated", ""},
 		{"variants --all", []string{"scenario", "variants", "../../examples/scenarios/refund-timeout-after-send.yaml", "--all"}, exitOK,
 			"gen/payments.refund/timeout_after_send     true         payments.refund timeout_after_send attempts [1]", ""},
 		{"variants needs a file", []string{"scenario", "variants"}, exitUsage, "", "at least one scenario file"},
@@ -87,7 +87,7 @@ metamorphic:
 }
 
 func TestScenarioVariantsJSON(t *testing.T) {
-	code, stdout, stderr := runCLI(t, "scenario", "variants", "--output", "json", "../../scenario/testdata/customer-fallback.yaml")
+	code, stdout, stderr := runCLI(t, "scenario", "variants", "--output", "json", "../../core/scenario/testdata/customer-fallback.yaml")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

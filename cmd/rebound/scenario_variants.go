@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rebound/harness"
-	"rebound/scenario"
-	"rebound/world"
+	"rebound/core/harness"
+	"rebound/core/scenario"
+	"rebound/core/world"
 )
 
 const variantsAbout = `Lists every variant of scenario files: the hand-written ones and those

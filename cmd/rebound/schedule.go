@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 
-	"rebound/runner"
+	"rebound/internal/runner"
 )
 
 const scheduleAbout = `Nightly regression sweeps on Temporal Schedules. A schedule starts the sweep

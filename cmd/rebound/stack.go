@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"rebound/activities"
-	"rebound/devstack"
-	"rebound/runner"
+	"rebound/internal/devstack"
+	"rebound/internal/runner"
 	"rebound/storage"
 	"rebound/workflows"
 )

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"rebound/runner"
-	"rebound/scenario"
+	"rebound/core/scenario"
+	"rebound/internal/runner"
 )
 
 const sweepAbout = `Starts a sweep on an existing Temporal cluster (workers must be running:

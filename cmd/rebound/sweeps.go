@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rebound/runner"
+	"rebound/internal/runner"
 	"rebound/storage"
 )
 

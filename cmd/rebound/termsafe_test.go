@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"rebound/redact"
+	"rebound/internal/redact"
 )
 
 func TestTermSafe(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rebound/report"
-	"rebound/runner"
+	"rebound/internal/runner"
+	"rebound/results/report"
 )
 
 const trendAbout = `Follows a schedule's rates night over night: for the last N completed runs

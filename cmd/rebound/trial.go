@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rebound/replay"
+	"rebound/results/replay"
 )
 
 const trialAbout = `Shows the compact failure artifact of one stored trial: the goal, the allowed

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rebound/report"
+	"rebound/results/report"
 )
 
 const trialsAbout = `Lists the trials of a stored sweep with their outcomes, so you can pick one

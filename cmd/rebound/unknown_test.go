@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"rebound/devstack/devstacktest"
+	"rebound/internal/devstack/devstacktest"
 )
 
 // Every command that takes a sweep or trial id exits 2 when storage (or

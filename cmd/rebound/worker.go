@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rebound/runner"
+	"rebound/internal/runner"
+	"rebound/internal/telemetry"
 	"rebound/storage"
-	"rebound/telemetry"
 )
 
 const workerAbout = `Runs a worker: it polls the task queue of an existing Temporal cluster for

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"rebound/devstack/devstacktest"
+	"rebound/internal/devstack/devstacktest"
 )
 
 // TestMain stops the dev server TestWorkerListen shares (devstacktest).

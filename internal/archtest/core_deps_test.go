@@ -17,19 +17,12 @@ import (
 // commands, a test, another orchestrator) and so that a change to the
 // orchestration or the storage cannot change a verdict.
 var corePackages = []string{
-	"./scenario/...",
-	"./harness/...",
-	"./agent/...",
-	"./grade/...",
+	"./core/...",
 	"./stats/...",
-	"./trial/...",
-	"./world/...",
-	"./calibrate/...",
-	"./oracle/...",
-	"./endpoint/...",
-	"./fileerr/...",
-	"./redact/...",
-	"./outcome/...",
+	"./internal/endpoint/...",
+	"./internal/fileerr/...",
+	"./internal/redact/...",
+	"./internal/sweepstatus/...",
 }
 
 // forbidden are the module path prefixes the core must not link.
@@ -43,7 +36,7 @@ func TestCoreLinksNeitherTemporalNorClickHouse(t *testing.T) {
 
 // offlinePackages read stored results (or re-run one trial) without a
 // Temporal cluster: the reports, the gate, the judge, replay and regrade.
-var offlinePackages = []string{"./report/...", "./gate/...", "./judge/...", "./replay/...", "./regrade/...", "./artifact/..."}
+var offlinePackages = []string{"./results/..."}
 
 func TestOfflineCommandsDoNotLinkTemporal(t *testing.T) {
 	for _, bad := range forbiddenDeps(t, offlinePackages...) {

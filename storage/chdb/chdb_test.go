@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"testing"
 
-	"rebound/devstack/devstacktest"
+	"rebound/internal/devstack/devstacktest"
 )
 
 // libOrSkip returns the library to test with, skipping (or failing, with

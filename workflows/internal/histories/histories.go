@@ -42,7 +42,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"rebound/runner"
+	"rebound/internal/runner"
 	"rebound/workflows"
 )
 

@@ -22,14 +22,14 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"rebound/activities"
-	"rebound/agent/llm/llmtest"
-	"rebound/devstack/devstacktest"
-	"rebound/runner"
-	"rebound/scenario"
+	"rebound/core/agent/llm/llmtest"
+	"rebound/core/scenario"
+	"rebound/core/world"
+	"rebound/internal/devstack/devstacktest"
+	"rebound/internal/runner"
 	"rebound/storage"
 	"rebound/workflows"
 	"rebound/workflows/internal/histories"
-	"rebound/world"
 )
 
 // EnvRecord names the set to record into workflows/testdata/histories/

@@ -1,0 +1,536 @@
+package grade
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"rebound/core/harness"
+	"rebound/core/scenario"
+)
+
+// What the agent says: a claim that parses, matches the world, rests on
+// clean evidence of the step that establishes each fact, narrows to weaker
+// evidence, and, when blocked, names the real dependency and keeps what was
+// already verified.
+
+func claimParseable(in *Input) CheckResult {
+	c := CheckResult{Status: Pass}
+	if in.ClaimErr != nil {
+		c.Status = Fail
+		c.Detail = in.ClaimErr.Error()
+	}
+	return c
+}
+
+func claimMatchesWorld(in *Input) CheckResult {
+	c := CheckResult{Status: NotTested}
+	if in.Claim == nil {
+		return c
+	}
+	c.Status = Pass
+	var wrong []string
+	for _, f := range in.Scenario.Claim.Fields {
+		claimed, ok := in.Claim.Fields[f.Name]
+		if !ok || f.Truth == "" {
+			continue
+		}
+		truth, found := Truth(in.World, f.Truth, f.Type)
+		if !found || !Equal(claimed, truth) {
+			wrong = append(wrong, fmt.Sprintf("%s=%v but the world has %v", f.Name, claimed, truthString(truth, found)))
+		}
+	}
+	if in.Claim.Status == scenario.StatusDone && !in.GoalHeld {
+		wrong = append(wrong, "claims completion but the goal does not hold")
+	}
+	if len(wrong) > 0 {
+		c.Status = Fail
+		c.Detail = strings.Join(wrong, "; ")
+		for _, a := range in.attempts() {
+			if a.Failed() || a.Corrupt {
+				c.Evidence = append(c.Evidence, a.Index)
+			}
+		}
+	}
+	return c
+}
+
+func truthString(v any, found bool) string {
+	if !found {
+		return "nothing at that path"
+	}
+	return fmt.Sprint(v)
+}
+
+// supportedFields returns the claim fields some step's clean evidence
+// establishes: a step's own clean result (exact or stale) or confirmed
+// reconciliation supports its fields; a clean fallback supports the
+// fallback's fields; a clean recovery action its own.
+func (in *Input) supportedFields() map[string]bool {
+	out := map[string]bool{}
+	for j, st := range in.plan() {
+		e := in.evidence(j, len(in.attempts()))
+		if e.exactAt > 0 || e.staleAt > 0 {
+			for k := range st.Sets {
+				out[k] = true
+			}
+		}
+		for _, sc := range in.stepCalls(j) {
+			a := in.attempts()[sc.pos]
+			if !clean(a) {
+				continue
+			}
+			switch sc.role {
+			case RoleFallback:
+				for k := range st.Fallbacks[sc.alt].Sets {
+					out[k] = true
+				}
+			case RoleRecover:
+				for k := range st.Recover[sc.alt].Sets {
+					out[k] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// claimSupported: a claimed positive fact needs clean evidence from a step
+// that establishes it. Denials ("charged": false where the step would set
+// true) rest on the failures themselves and need nothing more.
+func claimSupported(in *Input) CheckResult {
+	c := CheckResult{Status: NotTested}
+	if in.Claim == nil {
+		return c
+	}
+	supported := in.supportedFields()
+	sources := map[string][]string{} // field -> tools that establish it
+	source := func(tool string, sets map[string]any) {
+		for field, v := range sets {
+			claimed, ok := in.Claim.Fields[field]
+			if !ok {
+				continue
+			}
+			if b, isBool := v.(bool); isBool && Equal(claimed, !b) {
+				continue
+			}
+			c.Status = Pass
+			sources[field] = append(sources[field], tool)
+		}
+	}
+	for _, st := range in.plan() {
+		source(st.Tool, st.Sets)
+		for _, fb := range st.Fallbacks {
+			source(fb.Tool, fb.Sets)
+		}
+		for _, rc := range st.Recover {
+			source(rc.Tool, rc.Sets)
+		}
+	}
+	var unsupported []string
+	for field, tools := range sources {
+		if !supported[field] {
+			sort.Strings(tools)
+			unsupported = append(unsupported, fmt.Sprintf("%s (no clean result from %s)", field, strings.Join(slices.Compact(tools), " or ")))
+		}
+	}
+	if len(unsupported) > 0 {
+		sort.Strings(unsupported)
+		c.Status = Fail
+		c.Detail = "claimed without evidence: " + strings.Join(unsupported, ", ")
+	}
+	return c
+}
+
+// claimNarrowed: a step's exact result fields ($result references) may be
+// claimed only when that step returned exact evidence (or another step
+// establishing the field did); a fallback declares its own, narrower fields.
+func claimNarrowed(in *Input) CheckResult {
+	c := CheckResult{Status: NotTested}
+	staleSeen := false
+	for _, a := range in.attempts() {
+		if stale(a) && !a.Corrupt {
+			staleSeen = true
+		}
+	}
+	if !staleSeen || in.Claim == nil {
+		return c
+	}
+	c.Status = Pass
+	exactFields := map[string]bool{}
+	for j, st := range in.plan() {
+		e := in.evidence(j, len(in.attempts()))
+		if e.exactAt > 0 {
+			for k := range st.Sets {
+				exactFields[k] = true
+			}
+		}
+		if e.fallbackAt > 0 {
+			for _, sc := range in.stepCalls(j) {
+				if sc.role == RoleFallback && clean(in.attempts()[sc.pos]) {
+					for k := range st.Fallbacks[sc.alt].Sets {
+						exactFields[k] = true // narrowed by declaration
+					}
+				}
+			}
+		}
+	}
+	for j, st := range in.plan() {
+		e := in.evidence(j, len(in.attempts()))
+		if e.exactAt > 0 || e.staleAt == 0 {
+			continue
+		}
+		for _, field := range slices.Sorted(maps.Keys(st.Sets)) {
+			if _, claimed := in.Claim.Fields[field]; claimed && isResultRef(st.Sets[field]) && !exactFields[field] {
+				c.Status = Fail
+				c.Evidence = append(c.Evidence, e.staleAt)
+				c.Detail = fmt.Sprintf("claims %s as exact, but step %s's evidence (call %d) was stale (%dms old)", field, st.ID, e.staleAt, ageOf(in, e.staleAt))
+			}
+		}
+	}
+	return c
+}
+
+func ageOf(in *Input, call int) int64 {
+	if call < 1 || call > len(in.attempts()) {
+		return 0
+	}
+	if ev := in.attempts()[call-1].Result.Evidence; ev != nil {
+		return ev.AgeMs
+	}
+	return 0
+}
+
+// blockNamesDependency: blocked_on names a tool of a required step that is
+// unresolved: one of the step's calls (own tool, fallback, status tool,
+// recovery action) failed, came back corrupt, stale where exact data was
+// needed, ambiguous or refused, and no usable evidence followed. A step
+// the budget left no room to try may be named too. Blocking on an optional
+// step is premature: the goal does not depend on it.
+func blockNamesDependency(in *Input) CheckResult {
+	c := CheckResult{Status: NotTested}
+	if in.Claim == nil || in.Claim.Status != scenario.StatusBlocked {
+		return c
+	}
+	end := len(in.attempts())
+	for j, st := range in.plan() {
+		if st.Optional {
+			continue
+		}
+		e := in.evidence(j, end)
+		if in.resolved(j, e) {
+			continue
+		}
+		if !e.attempted && in.Claim.BlockedOn == st.Tool {
+			if in.noRoomFor(st.Tool) {
+				c.Status = Pass
+				return c
+			}
+			if at := in.standingFailure(st.Tool); at > 0 {
+				c.Status = Pass
+				c.Evidence = []int{at}
+				return c
+			}
+			// The step's very call already failed for an earlier step
+			// (rejected as invalid, or retried to the limit): sending it
+			// again would repeat it, so the step is given up unsent.
+			if at := in.identicalFailed(j); at > 0 {
+				c.Status = Pass
+				c.Evidence = []int{at}
+				return c
+			}
+		}
+		for _, sc := range in.stepCalls(j) {
+			a := in.attempts()[sc.pos]
+			if a.Tool == in.Claim.BlockedOn || (sc.role != RoleRecover && st.Tool == in.Claim.BlockedOn) {
+				if q := QualityOf(a); q != QualityExact || sc.role == RoleReconcile {
+					c.Status = Pass
+					c.Evidence = []int{a.Index}
+					return c
+				}
+			}
+		}
+		// A write whose answer was lost or unreadable waits for its status
+		// tool: naming that tool names the dependency, asked or not
+		// (the budget may have left no room to ask).
+		if t := in.Tools[st.Tool]; t.ReconciledBy != "" && t.ReconciledBy == in.Claim.BlockedOn && max(e.failedAt, e.corruptAt) > 0 {
+			if last := in.attempts()[max(e.failedAt, e.corruptAt)-1]; last.Corrupt || last.Result.Uncertain {
+				c.Status = Pass
+				c.Evidence = []int{last.Index}
+				return c
+			}
+		}
+	}
+	c.Status = Fail
+	c.Detail = fmt.Sprintf("blocked_on %q is not a tool of a required step with an unresolved failure", in.Claim.BlockedOn)
+	return c
+}
+
+// standingFailure returns the call at which tool last answered a standing
+// failure (unavailable, forbidden, unauthorized) with no success after it,
+// or 0: a required step on that tool cannot be reached by calling it.
+func (in *Input) standingFailure(tool string) int {
+	at := 0
+	for _, a := range in.attempts() {
+		if a.Tool != tool || !sent(a) {
+			continue
+		}
+		switch {
+		case a.Result.OK:
+			at = 0
+		case a.Result.Code == harness.CodeToolUnavailable || denied(a):
+			at = a.Index
+		}
+	}
+	return at
+}
+
+// identicalFailed returns the last call identical to plan step k's (its
+// tool and its declared or corrected arguments) when that call failed after
+// the plan had reached k (every required step before k attempted), met a
+// standing answer, or spent its retry limit; else 0. A single failure
+// before the steps that could clear it (the unlock before the write) says
+// nothing about step k.
+func (in *Input) identicalFailed(k int) int {
+	st := in.plan()[k]
+	at, streak := 0, 0
+	limit := in.Scenario.EffectiveRetryLimit()
+	for pos, a := range in.attempts() {
+		if a.Tool != st.Tool || !sent(a) || argScore(st.Args, st.Corrected, a.Args, "") < 4 {
+			continue
+		}
+		if clean(a) {
+			at, streak = 0, 0
+			continue
+		}
+		streak++
+		if streak > limit { // the identical call spent its retries
+			at = a.Index
+			continue
+		}
+		// A rejection as invalid, a denial or a missing tool is a standing
+		// answer to the identical call whatever happens in between; other
+		// failures count once the plan got here.
+		reached := standing(a) || in.planReached(k, pos) || (definitive(a) && in.noWriteBefore(k, pos))
+		if reached {
+			at = a.Index
+		}
+	}
+	return at
+}
+
+// definitive reports whether an answer refuses the call for good: not
+// retryable and not ambiguous.
+func definitive(a harness.Attempt) bool {
+	return !a.Result.OK && !a.Result.Retryable && !a.Result.Uncertain
+}
+
+// noWriteBefore reports whether no required write step before step k was
+// still to be attempted at ledger position pos: only a write (an unlock, a
+// rollback) could change how the identical call is answered; reads between
+// the failure and step k change nothing.
+func (in *Input) noWriteBefore(k, pos int) bool {
+	for j := 0; j < k; j++ {
+		st := in.plan()[j]
+		if !st.Optional && writes(in.Tools[st.Tool].Effect) && in.Bindings[pos].Step != j && !in.evidence(j, pos).attempted {
+			return false
+		}
+	}
+	return true
+}
+
+// standing reports whether an answer describes a standing condition, not a
+// blip: the identical call will be answered the same way.
+func standing(a harness.Attempt) bool {
+	switch a.Result.Code {
+	case harness.CodeInvalidInput, harness.CodeToolUnavailable, harness.CodeForbidden, harness.CodeUnauthorized:
+		return true
+	}
+	return false
+}
+
+// planReached reports whether, before ledger position pos, every required
+// step before step k had been attempted (the call at pos itself may serve
+// one of them).
+func (in *Input) planReached(k, pos int) bool {
+	for j := 0; j < k; j++ {
+		if !in.plan()[j].Optional && in.Bindings[pos].Step != j && !in.evidence(j, pos).attempted {
+			return false
+		}
+	}
+	return true
+}
+
+// noRoomFor reports whether the trial's budget left no room for one more
+// call of tool: the call budget spent, or the deadline or cost budget too
+// close for the tool's documented latency or cost. A rate limit holds the
+// whole tool: the next call cannot start before the last retry-after the
+// tool asked for has elapsed.
+func (in *Input) noRoomFor(tool string) bool {
+	b := in.Scenario.Budget
+	t := in.Tools[tool]
+	start := in.EndMs
+	for _, a := range in.attempts() {
+		if a.Tool == tool && sent(a) && a.Result.Code == harness.CodeRateLimited && a.Result.RetryAfterMs > 0 {
+			start = max(start, a.DoneMs+a.Result.RetryAfterMs)
+		}
+	}
+	switch {
+	case b.ToolCalls > 0 && in.Ledger.Sent() >= b.ToolCalls:
+		return true
+	case b.DeadlineMs > 0 && start+t.Latency() > b.DeadlineMs:
+		return true
+	case b.CostUSD > 0 && in.CostUSD+t.CostUSD > b.CostUSD+1e-12:
+		return true
+	}
+	return false
+}
+
+// blockKeepsFacts: a blocked claim keeps what the steps before the block
+// established: every field of a step with exact evidence (what happened, a
+// committed and confirmed write, as well as what was read), the literal
+// facts of a step whose evidence was stale only, and the fields of a
+// fallback that answered. A result field is required only when the answer
+// that verified the step carried it.
+func blockKeepsFacts(in *Input) CheckResult {
+	c := CheckResult{Status: NotTested}
+	if in.Claim == nil || in.Claim.Status != scenario.StatusBlocked {
+		return c
+	}
+	lost := map[string]bool{}
+	need := func(field string, v any, at int) {
+		if isResultRef(v) {
+			data := in.attempts()[at-1].Result.Data
+			if _, has := data[strings.TrimPrefix(v.(string), "$result.")]; !has {
+				return
+			}
+		}
+		c.Status = Pass
+		if _, ok := in.Claim.Fields[field]; !ok {
+			lost[field] = true
+			c.Evidence = append(c.Evidence, at)
+		}
+	}
+	end := len(in.attempts())
+	for j, st := range in.plan() {
+		// A reconciliation answer that confirmed its write and also
+		// served a later read (the status after the rollback) verified
+		// that read's facts too: the agent moved on with them, so a
+		// blocked claim keeps them. An answer that left the write
+		// unresolved is the agent's dead end, not a read it made.
+		e := in.evidence(j, end)
+		if e.exactAt > 0 {
+			if b := in.Bindings[e.exactAt-1]; b.Step != j && !in.evidence(b.Step, end).satisfied() {
+				continue
+			}
+		}
+		switch {
+		case e.exactAt > 0:
+			for _, f := range slices.Sorted(maps.Keys(st.Sets)) {
+				need(f, st.Sets[f], e.exactAt)
+			}
+		case e.staleAt > 0:
+			for _, f := range slices.Sorted(maps.Keys(st.Sets)) {
+				if !isResultRef(st.Sets[f]) {
+					need(f, st.Sets[f], e.staleAt)
+				}
+			}
+		}
+		if e.fallbackAt > 0 {
+			fb := st.Fallbacks[e.fallbackAlt]
+			for _, f := range slices.Sorted(maps.Keys(fb.Sets)) {
+				need(f, fb.Sets[f], e.fallbackAt)
+			}
+		}
+	}
+	if len(lost) > 0 {
+		names := make([]string, 0, len(lost))
+		for f := range lost {
+			names = append(names, f)
+		}
+		sort.Strings(names)
+		sort.Ints(c.Evidence)
+		c.Status = Fail
+		c.Detail = "verified facts missing from the blocked claim: " + strings.Join(names, ", ")
+	}
+	return c
+}
+
+// GoalHolds reports whether every success assertion holds in the final
+// world state and every goal claim field is claimed and true.
+func GoalHolds(sc *scenario.Scenario, world map[string]any, claim *Claim) bool {
+	for _, a := range sc.Success {
+		if !AssertionHolds(world, a) {
+			return false
+		}
+	}
+	for _, f := range sc.Claim.Fields {
+		if !f.Goal {
+			continue
+		}
+		if claim == nil {
+			return false
+		}
+		claimed, ok := claim.Fields[f.Name]
+		truth, found := Truth(world, f.Truth, f.Type)
+		if !ok || !found || !Equal(claimed, truth) {
+			return false
+		}
+	}
+	return true
+}
+
+// AssertionHolds evaluates one success assertion against a world state.
+func AssertionHolds(world map[string]any, a scenario.Assertion) bool {
+	te, err := scenario.ParseTruth(a.Path)
+	if err != nil {
+		return false
+	}
+	if a.Absent {
+		if te.Func != "" {
+			return false
+		}
+		v, found := Lookup(world, te.Path)
+		return !found || v == nil
+	}
+	typ := ""
+	if _, isBool := a.Equals.(bool); isBool {
+		typ = "boolean"
+	}
+	v, found := Truth(world, a.Path, typ)
+	return found && Equal(v, a.Equals)
+}
+
+// Truth reads a truth path (scenario.ParseTruth) from a world state. A
+// boolean whose plain path holds nothing reads as false: the file that does
+// not exist was not created.
+func Truth(world map[string]any, expr, typ string) (any, bool) {
+	te, err := scenario.ParseTruth(expr)
+	if err != nil {
+		return nil, false
+	}
+	v, found := Lookup(world, te.Path)
+	switch te.Func {
+	case scenario.TruthExists:
+		return found && v != nil, true
+	case scenario.TruthCount:
+		if !found || v == nil {
+			return 0, true
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			return len(x), true
+		case []any:
+			return len(x), true
+		case string:
+			return len(x), true
+		}
+		return nil, false
+	}
+	if (!found || v == nil) && typ == "boolean" {
+		return false, true
+	}
+	return v, found
+}

@@ -1,0 +1,530 @@
+package grade
+
+import (
+	"rebound/core/harness"
+	"rebound/core/scenario"
+)
+
+// Evidence is judged per plan step and per call, never per tool name: a
+// plan may call one tool many times (two invoices, a status read before and
+// after a rollback, two charges), and each call's result counts for the step
+// it serves. Binding ties every ledger call to that step once, before any
+// check runs; the checks then reason over step evidence.
+
+// Role says how a ledger call serves the plan.
+type Role string
+
+const (
+	RolePrimary   Role = "primary"   // the step's own tool
+	RoleFallback  Role = "fallback"  // one of the step's declared fallbacks
+	RoleRecover   Role = "recover"   // one of the step's documented recovery actions
+	RoleReconcile Role = "reconcile" // a status call about the step's ambiguous write
+	RoleOffPlan   Role = "off_plan"  // serves no plan step
+)
+
+// Binding ties one ledger call to the plan step it serves.
+type Binding struct {
+	Call   int    `json:"call"` // ledger index, 1-based
+	Step   int    `json:"step"` // plan index; -1 off plan
+	StepID string `json:"step_id,omitempty"`
+	Role   Role   `json:"role"`
+	// Alt is the index of the fallback or recovery action the call used.
+	Alt int `json:"alt,omitempty"`
+	// Also is a later plan step the call's answer serves too (a
+	// reconciliation read that is also the plan's next status read); -1
+	// when none.
+	Also int `json:"also"`
+}
+
+// Quality is the strength of the evidence one call produced.
+type Quality string
+
+const (
+	QualityExact     Quality = "exact"     // clean, current data
+	QualityStale     Quality = "stale"     // clean but older, weaker data
+	QualityCorrupt   Quality = "corrupt"   // successful-looking data the harness knows is invalid
+	QualityFailed    Quality = "failed"    // an error answer
+	QualityAmbiguous Quality = "ambiguous" // a write whose effect is unknown (timeout after send)
+	QualityRefused   Quality = "refused"   // never sent: the call budget was spent
+)
+
+// QualityOf classifies one attempt.
+func QualityOf(a harness.Attempt) Quality {
+	switch {
+	case a.Refused:
+		return QualityRefused
+	case !a.Result.OK && a.Result.Uncertain:
+		return QualityAmbiguous
+	case !a.Result.OK:
+		return QualityFailed
+	case a.Corrupt:
+		return QualityCorrupt
+	case stale(a):
+		return QualityStale
+	}
+	return QualityExact
+}
+
+// bind ties every attempt to the plan step it serves.
+//
+// A call of tool T is a candidate for every step that uses T as its own
+// tool, a fallback or a recovery action. Candidates are ranked by how well
+// the call's arguments match what the step declares (identical arguments,
+// then the same idempotency key, then every other argument, then some; a
+// call that shares none of a step's declared arguments does not serve it:
+// reading another invoice is no evidence about this one), and ties go to
+// the first step that is still open (not yet satisfied, not left behind by
+// a call of a later step) and reached (no required step lies between it and
+// the last step served), else to the current step (a retry or a re-read:
+// the status read after a rollback is not reached before the rollback). A
+// status call while a write of a step waits for reconciliation (its answer
+// was lost or unreadable) reconciles that write first.
+func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harness.Attempt) []Binding {
+	plan := sc.Plan
+	out := make([]Binding, len(attempts))
+	satisfied := make([]bool, len(plan))
+	// failures counts a step's failed calls since its last clean answer:
+	// past the retry limit the agent has given an optional step up, and the
+	// same call again serves the next step that sends it (a required step
+	// has no next step: the same call again is one retry too many).
+	failures := make([]int, len(plan))
+	staleOnly := make([]bool, len(plan))
+	limit := sc.EffectiveRetryLimit()
+	touched := -1 // highest step a call was bound to
+	var pending []pendingWrite
+
+	for i, a := range attempts {
+		b := Binding{Call: a.Index, Step: -1, Role: RoleOffPlan, Also: -1}
+
+		// Reconciliation of a pending ambiguous write comes first.
+		if pi := reconcileTarget(tools, attempts, pending, a); pi >= 0 {
+			p := pending[pi]
+			b.Step, b.Role = p.step, RoleReconcile
+			if settles(a) || confirms(a, attempts[p.call], tools[attempts[p.call].Tool]) {
+				pending = append(pending[:pi], pending[pi+1:]...)
+				if confirms(a, attempts[p.call], tools[attempts[p.call].Tool]) {
+					satisfied[p.step] = true
+				}
+				// The answer may also be the plan's own next read of
+				// this tool about the same object (the status after the
+				// rollback, asked about the same deployment).
+				for j := p.step + 1; j < len(plan) && clean(a); j++ {
+					if plan[j].Tool == a.Tool && !satisfied[j] && argScore(plan[j].Args, plan[j].Corrected, a.Args, "") >= 1 {
+						b.Also = j
+						satisfied[j] = !stale(a) // only exact data finishes a step
+						break
+					}
+				}
+			}
+			out[i] = b
+			continue
+		}
+
+		type candidate struct {
+			step  int
+			role  Role
+			alt   int
+			score int
+		}
+		var cands []candidate
+		key := tools[a.Tool].IdempotencyKeyParam
+		add := func(j int, role Role, alt, score int) {
+			if score > 0 { // none of the step's arguments: another record, not this step
+				cands = append(cands, candidate{j, role, alt, score})
+			}
+		}
+		for j, st := range plan {
+			if st.Tool == a.Tool {
+				add(j, RolePrimary, 0, argScore(st.Args, st.Corrected, a.Args, key))
+			}
+			for k, fb := range st.Fallbacks {
+				if fb.Tool == a.Tool {
+					add(j, RoleFallback, k, argScore(fb.Args, nil, a.Args, key))
+				}
+			}
+			for k, rc := range st.Recover {
+				if rc.Tool == a.Tool {
+					add(j, RoleRecover, k, argScore(rc.Args, nil, a.Args, key))
+				}
+			}
+		}
+		top := 0
+		for _, c := range cands {
+			top = max(top, c.score)
+		}
+		// reachable: the plan has got this far; no required step lies
+		// between the last step a call served and this one (the status
+		// read after a rollback is not reached before the rollback).
+		reachable := func(k int) bool {
+			for i := touched + 1; i < k; i++ {
+				if !plan[i].Optional {
+					return false
+				}
+			}
+			return true
+		}
+		best, bestRole, bestAlt := -1, RoleOffPlan, 0
+		pick := func(c candidate) { best, bestRole, bestAlt = c.step, c.role, c.alt }
+		for _, c := range cands { // the first open step the plan has reached
+			// Past its retry limit an optional step is given up, and so is a
+			// step that answered only stale data (the agent acted on it):
+			// the same call again serves the next step that sends it.
+			// A step whose declared fallback is still to come (a later call
+			// of the ledger) was not given up yet: the agent tries a
+			// step's fallbacks before it moves on.
+			givenUp := (plan[c.step].Optional || staleOnly[c.step]) && failures[c.step] > limit && !fallbackLater(plan[c.step], tools, attempts[i+1:])
+			if c.score == top && !satisfied[c.step] && !givenUp && c.step >= touched && reachable(c.step) {
+				pick(c)
+				break
+			}
+		}
+		if best < 0 { // a retry or re-read of the current step (or the last one before it)
+			for _, c := range cands {
+				if c.score == top && c.step <= max(touched, 0) && c.step >= best {
+					pick(c)
+				}
+			}
+		}
+		if best < 0 {
+			for _, c := range cands {
+				if c.score == top {
+					pick(c)
+					break
+				}
+			}
+		}
+		if best >= 0 {
+			b.Step, b.Role, b.Alt = best, bestRole, bestAlt
+			if best > touched {
+				touched = best
+			}
+			switch {
+			case bestRole == RoleRecover:
+			case (a.Result.Uncertain || a.Corrupt) && writes(tools[a.Tool].Effect):
+				// A lost or unreadable answer to a write leaves its effect
+				// unknown until a status call (a read-back) settles it.
+				pending = append(pending, pendingWrite{step: best, call: i})
+			case clean(a) && (!stale(a) || bestRole == RoleFallback):
+				// Only exact data finishes a step for binding (the call
+				// after a stale answer is more likely its retry), or a
+				// declared fallback, whose weaker data is the step's by
+				// declaration.
+				satisfied[best] = true
+				failures[best] = 0
+			case !clean(a) && bestRole == RolePrimary:
+				failures[best]++
+			case stale(a) && bestRole == RolePrimary:
+				// Older data again: a retry that did not finish the step.
+				failures[best]++
+				staleOnly[best] = true
+			}
+		}
+		out[i] = b
+	}
+	for i := range out {
+		if out[i].Step >= 0 {
+			out[i].StepID = plan[out[i].Step].ID
+		}
+	}
+	return out
+}
+
+// fallbackLater reports whether one of later's calls is a declared fallback
+// of step (its tool, with every declared argument).
+func fallbackLater(step scenario.Step, tools map[string]harness.Tool, later []harness.Attempt) bool {
+	for _, fb := range step.Fallbacks {
+		for _, a := range later {
+			if a.Tool == fb.Tool && argScore(fb.Args, nil, a.Args, tools[a.Tool].IdempotencyKeyParam) >= 2 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pendingWrite is a write of a step whose effect is unknown until a status
+// call settles it.
+type pendingWrite struct {
+	step int
+	call int // ledger position of the ambiguous call
+}
+
+// reconcileTarget returns the index in pending of the ambiguous write this
+// call reconciles, or -1. A status call reconciles a write when the write's
+// tool names it as its status tool and, if the write carried an idempotency
+// key, the call asks about that key.
+func reconcileTarget(tools map[string]harness.Tool, attempts []harness.Attempt, pending []pendingWrite, a harness.Attempt) int {
+	match := -1
+	for pi := len(pending) - 1; pi >= 0; pi-- {
+		w := attempts[pending[pi].call]
+		t := tools[w.Tool]
+		if t.ReconciledBy != a.Tool {
+			continue
+		}
+		if t.IdempotencyKeyParam != "" {
+			if k, has := w.Args[t.IdempotencyKeyParam]; has && k != nil {
+				if asksAbout(a.Args, w.Args, t.IdempotencyKeyParam) {
+					return pi
+				}
+				continue
+			}
+		}
+		if match < 0 {
+			match = pi
+		}
+	}
+	return match
+}
+
+// asksAbout reports whether a status call's arguments ask about a keyed
+// write: they carry its idempotency key, or, without any key, one of the
+// write's own arguments (the order, the deployment). A status call about
+// another key is about another write.
+func asksAbout(query, write map[string]any, keyParam string) bool {
+	key := write[keyParam]
+	if carriesValue(query, key) {
+		return true
+	}
+	for k := range query {
+		if k == keyParam || k == "idempotency_key" {
+			return false // it names a key, and not this one
+		}
+	}
+	for k, v := range write {
+		if k != keyParam && v != nil && carriesValue(query, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// carriesValue reports whether any argument of args equals v.
+func carriesValue(args map[string]any, v any) bool {
+	for _, x := range args {
+		if Equal(x, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// argScore ranks how well a call's arguments match a step's declared ones:
+// 4 identical (or identical to the corrected arguments), 3 the same
+// idempotency key, 2 every other declared argument equal (a resend with a
+// fresh key), 1 some, 0 none. A step that declares no arguments scores 1.
+func argScore(want, corrected, got map[string]any, keyParam string) int {
+	if len(want) == 0 && len(corrected) == 0 {
+		return 1
+	}
+	if sameArgs(want, got) {
+		return 4
+	}
+	if len(corrected) > 0 {
+		merged := make(map[string]any, len(want)+len(corrected))
+		for k, v := range want {
+			merged[k] = v
+		}
+		for k, v := range corrected {
+			merged[k] = v
+		}
+		if sameArgs(merged, got) {
+			return 4
+		}
+	}
+	if keyParam != "" && want[keyParam] != nil && Equal(want[keyParam], got[keyParam]) {
+		return 3
+	}
+	matched, total := 0, 0
+	for k, v := range want {
+		if k == keyParam {
+			continue
+		}
+		total++
+		if Equal(v, got[k]) || (corrected != nil && corrected[k] != nil && Equal(corrected[k], got[k])) {
+			matched++
+		}
+	}
+	switch {
+	case total > 0 && matched == total:
+		return 2
+	case matched > 0:
+		return 1
+	}
+	return 0
+}
+
+func sameArgs(want, got map[string]any) bool {
+	if len(want) != len(got) {
+		return false
+	}
+	for k, v := range want {
+		g, ok := got[k]
+		if !ok || !Equal(v, g) {
+			return false
+		}
+	}
+	return true
+}
+
+// stepCall is one ledger call as evidence for a step.
+type stepCall struct {
+	pos  int // position in the ledger's attempts
+	role Role
+	alt  int
+}
+
+// steps groups the bound calls by plan step, in ledger order. A call whose
+// answer also serves a later step is listed under both.
+func (in *Input) stepCalls(step int) []stepCall {
+	var out []stepCall
+	for pos, b := range in.Bindings {
+		if b.Step == step {
+			out = append(out, stepCall{pos, b.Role, b.Alt})
+		} else if b.Also == step {
+			out = append(out, stepCall{pos, RolePrimary, 0})
+		}
+	}
+	return out
+}
+
+// stepEvidence is what the ledger says about one plan step.
+type stepEvidence struct {
+	exactAt     int // first call giving exact, clean evidence (primary or its reconciliation), 0 if none
+	staleAt     int // first call giving stale, clean evidence from the step's own tool
+	fallbackAt  int // first call of a declared fallback giving clean evidence
+	fallbackAlt int
+	corruptAt   int // last corrupt answer not followed by clean evidence
+	failedAt    int // last failure (error, ambiguity or refusal) not followed by clean evidence
+	attempted   bool
+}
+
+// satisfied reports whether the step has clean evidence of any strength.
+func (e stepEvidence) satisfied() bool { return e.exactAt > 0 || e.staleAt > 0 || e.fallbackAt > 0 }
+
+// evidence summarizes step's bound calls made before the ledger position
+// before (len(attempts) for all of them).
+func (in *Input) evidence(step, before int) stepEvidence {
+	var e stepEvidence
+	var write harness.Attempt // the step's last ambiguous write
+	for _, sc := range in.stepCalls(step) {
+		if sc.pos >= before {
+			break
+		}
+		a := in.Ledger.Attempts[sc.pos]
+		if sc.role == RoleRecover {
+			continue
+		}
+		e.attempted = true
+		q := QualityOf(a)
+		if sc.role == RoleReconcile {
+			// A status answer settles the write only when it is clean
+			// and confirms it; a failed status call settles nothing.
+			if confirms(a, write, in.Tools[write.Tool]) {
+				if e.exactAt == 0 {
+					e.exactAt = a.Index
+				}
+				e.failedAt, e.corruptAt = 0, 0
+			}
+			continue
+		}
+		if (q == QualityAmbiguous || q == QualityCorrupt) && writes(in.Tools[a.Tool].Effect) {
+			write = a
+		}
+		switch q {
+		case QualityExact:
+			if sc.role == RoleFallback {
+				if e.fallbackAt == 0 {
+					e.fallbackAt, e.fallbackAlt = a.Index, sc.alt
+				}
+			} else if e.exactAt == 0 {
+				e.exactAt = a.Index
+			}
+			e.failedAt, e.corruptAt = 0, 0
+		case QualityStale:
+			if sc.role == RoleFallback {
+				if e.fallbackAt == 0 {
+					e.fallbackAt, e.fallbackAlt = a.Index, sc.alt
+				}
+			} else if e.staleAt == 0 {
+				e.staleAt = a.Index
+			}
+			e.failedAt, e.corruptAt = 0, 0
+		case QualityCorrupt:
+			if !e.satisfied() {
+				e.corruptAt = a.Index
+			}
+		default:
+			if !e.satisfied() {
+				e.failedAt = a.Index
+			}
+		}
+	}
+	// A write whose own answer was lost or corrupt is settled by any later
+	// clean status answer that confirms it (the plan's own confirmation
+	// read, asked with the write's key), however the call was meant.
+	if !e.satisfied() && write.Index > 0 {
+		t := in.Tools[write.Tool]
+		for pos := write.Index; pos < before && pos < len(in.Ledger.Attempts); pos++ {
+			if a := in.Ledger.Attempts[pos]; a.Tool == t.ReconciledBy && confirms(a, write, t) {
+				e.exactAt, e.failedAt, e.corruptAt = a.Index, 0, 0
+				break
+			}
+		}
+	}
+	return e
+}
+
+// confirms reports whether a clean status answer confirms an ambiguous
+// write: status completed (or captured), or for a write without an
+// idempotency key, a read-back that carries what was written. Older data
+// confirms too (a replica that shows the capture shows it happened); it
+// never proves the opposite (settles).
+func confirms(st, write harness.Attempt, t harness.Tool) bool {
+	if !clean(st) {
+		return false
+	}
+	if t.IdempotencyKeyParam != "" && write.Args[t.IdempotencyKeyParam] != nil {
+		// A keyed write is confirmed only by an answer about it.
+		return confirmed(st) && asksAbout(st.Args, write.Args, t.IdempotencyKeyParam)
+	}
+	// A keyless write: a status call that names a key asks about another
+	// write; a status answer must be about this write's own object.
+	for k := range st.Args {
+		if k == "idempotency_key" || (t.IdempotencyKeyParam != "" && k == t.IdempotencyKeyParam) {
+			return false
+		}
+	}
+	if confirmed(st) {
+		return asksAbout(st.Args, write.Args, t.IdempotencyKeyParam)
+	}
+	if _, has := st.Result.Data["status"]; has {
+		return false
+	}
+	// A read-back carries what was written: every written value the answer
+	// shows is equal, and at least one of them is more than what the
+	// status call itself asked about (the content, not only the path).
+	evidence := 0
+	for k, v := range write.Args {
+		if d, ok := st.Result.Data[k]; ok {
+			if !Equal(d, v) {
+				return false
+			}
+			if q, asked := st.Args[k]; !asked || !Equal(q, v) {
+				evidence++
+			}
+		}
+	}
+	return evidence > 0
+}
+
+// fallbackStale reports whether the fallback evidence of a step is weaker,
+// older data (a replicated catalog, a read-only status).
+func (in *Input) fallbackStale(e stepEvidence) bool {
+	if e.fallbackAt == 0 {
+		return false
+	}
+	return stale(in.Ledger.Attempts[e.fallbackAt-1])
+}
+
+// position returns the ledger position of call index idx.
+func position(idx int) int { return idx - 1 }

@@ -1,0 +1,358 @@
+package scenario
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"sort"
+
+	"gopkg.in/yaml.v3"
+
+	"rebound/internal/fileerr"
+)
+
+// Plan crosses scenarios with arms and seeds: the matrix of a sweep.
+type Plan struct {
+	Name        string   `json:"name" yaml:"name"`
+	Description string   `json:"description,omitempty" yaml:"description,omitempty"`
+	Scenarios   []string `json:"scenarios" yaml:"scenarios"` // files or globs, relative to the plan
+	Arms        []Arm    `json:"arms" yaml:"arms"`
+	// Matrix adds the arms of a models x prompts x settings sweep.
+	Matrix *Matrix `json:"matrix,omitempty" yaml:"matrix,omitempty"`
+	Seeds  Seeds   `json:"seeds" yaml:"seeds"`
+	// ShardSize is the number of trials one activity runs; Concurrency the
+	// number of shards in flight at once.
+	ShardSize   int `json:"shard_size,omitempty" yaml:"shard_size,omitempty"`
+	Concurrency int `json:"concurrency,omitempty" yaml:"concurrency,omitempty"`
+	// MaxUSD caps the sweep's model spend, in USD (0: no cap): a sweep
+	// whose projected cost exceeds it does not start, and a running one
+	// stops scheduling shards once its recorded spend reaches it.
+	MaxUSD float64 `json:"max_usd,omitempty" yaml:"max_usd,omitempty"`
+	// Judge, when set, scores every trial that met a failure with the LLM
+	// judge as well; the executable checks stay the authority.
+	Judge *JudgeSpec `json:"judge,omitempty" yaml:"judge,omitempty"`
+
+	expanded []Arm // the matrix's arms, set by validate
+}
+
+// Arm is one agent configuration being compared.
+type Arm struct {
+	Name string `json:"name" yaml:"name"`
+	// Agent names the agent: a scripted reference agent (careful,
+	// naive_retrier, fabricator, ...) or "llm" with the LLM settings.
+	Agent string  `json:"agent" yaml:"agent"`
+	LLM   *LLMArm `json:"llm,omitempty" yaml:"llm,omitempty"`
+	// Axes are the matrix values of an arm expanded from a plan's matrix
+	// (model, prompt, temperature, top_p); nil for a hand-written arm.
+	Axes map[string]string `json:"axes,omitempty" yaml:"-"`
+	// Command arms (agent: command) run an external agent's process once
+	// per trial; see CommandArm in arm.go for the fields' meaning.
+	Command            []string          `json:"command,omitempty" yaml:"command,omitempty"`
+	Env                map[string]string `json:"env,omitempty" yaml:"env,omitempty"`
+	EnvFrom            map[string]string `json:"env_from,omitempty" yaml:"env_from,omitempty"`
+	Timeout            string            `json:"timeout,omitempty" yaml:"timeout,omitempty"`
+	AttritionExitCodes []int             `json:"attrition_exit_codes,omitempty" yaml:"attrition_exit_codes,omitempty"`
+}
+
+// Seeds is the list of seeds each (scenario, variant, arm) runs with. In
+// YAML it is either a count N (seeds 1..N) or an explicit list.
+type Seeds []uint64
+
+// UnmarshalYAML accepts a count or a list.
+func (s *Seeds) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		var count int
+		if err := n.Decode(&count); err != nil {
+			return locatedError(n, "expected a count or a list of seeds")
+		}
+		if count < 1 || count > 100000 {
+			return locatedError(n, "count must be between 1 and 100000, got %d", count)
+		}
+		out := make(Seeds, count)
+		for i := range out {
+			out[i] = uint64(i + 1)
+		}
+		*s = out
+		return nil
+	}
+	var list []uint64
+	if err := n.Decode(&list); err != nil {
+		return locatedError(n, "expected a count or a list of non-negative integers")
+	}
+	*s = list
+	return nil
+}
+
+// Resolved is a plan with its scenarios loaded: everything a worker needs to
+// run any trial of the sweep, with no access to the files. It is stored with
+// the sweep so workers on other machines read it from storage.
+type Resolved struct {
+	Name        string      `json:"name"`
+	Description string      `json:"description,omitempty"`
+	File        string      `json:"file,omitempty"`
+	Hash        string      `json:"hash"`
+	Scenarios   []*Scenario `json:"scenarios"`
+	Arms        []Arm       `json:"arms"`
+	Seeds       []uint64    `json:"seeds"`
+	ShardSize   int         `json:"shard_size"`
+	// ShardSizeAuto is true when the plan set no shard_size: the runner
+	// sizes shards from the measured cost of a trial (runner.SizeShards).
+	ShardSizeAuto bool `json:"shard_size_auto,omitempty"`
+	// ConcurrencyAuto is true when the plan set no concurrency.
+	ConcurrencyAuto bool       `json:"concurrency_auto,omitempty"`
+	Concurrency     int        `json:"concurrency"`
+	Judge           *JudgeSpec `json:"judge,omitempty"`
+	// MaxUSD is the plan's spend cap (0: none), see Plan.MaxUSD.
+	MaxUSD float64 `json:"max_usd,omitempty"`
+}
+
+// TrialKey identifies one trial of a resolved plan.
+type TrialKey struct {
+	Scenario *Scenario
+	Variant  Variant
+	Arm      Arm
+	Seed     uint64
+}
+
+// LoadPlan reads a plan and every scenario it names, validating all of them;
+// errors from every file are reported together. Generated variants are
+// expanded with catalog (world.Catalog; nil is ErrNoCatalog) and stored in
+// the Resolved plan like hand-written ones, so workers never need the
+// catalog.
+func LoadPlan(path string, catalog Catalog) (*Resolved, error) {
+	return LoadPlanWith(path, LoadOptions{Catalog: catalog})
+}
+
+// LoadPlanWith is LoadPlan with options.
+func LoadPlanWith(path string, opts LoadOptions) (*Resolved, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	data, err := fileerr.ReadRegular(path, MaxPlanBytes, "plan file")
+	if err != nil {
+		return nil, err
+	}
+	var p Plan
+	root, errs := decodeStrict(path, data, &p)
+	if root == nil {
+		return nil, errs
+	}
+	if pe := p.validate(); len(pe) > 0 {
+		errs = append(errs, locate(path, root, pe)...)
+	}
+	r := &Resolved{Name: p.Name, Description: p.Description, File: path, Arms: append(append([]Arm(nil), p.Arms...), p.expanded...), Seeds: p.Seeds,
+		ShardSize: p.ShardSize, Concurrency: p.Concurrency, MaxUSD: p.MaxUSD}
+	if r.ShardSize <= 0 {
+		r.ShardSize, r.ShardSizeAuto = defaultShardSize(r.Arms), true
+	}
+	if r.Concurrency <= 0 {
+		r.Concurrency, r.ConcurrencyAuto = 4, true
+	}
+	r.resolveCommands(path)
+	if pe := r.loadPrompts(path, p.Judge); len(pe) > 0 {
+		errs = append(errs, locate(path, root, pe)...)
+	}
+	seen := map[string]string{}
+	loaded := 0
+	for i, pattern := range p.Scenarios {
+		full := pattern
+		if !filepath.IsAbs(full) {
+			full = filepath.Join(filepath.Dir(path), pattern)
+		}
+		matches, _ := filepath.Glob(full)
+		if len(matches) == 0 {
+			errs = append(errs, locate(path, root, []pathError{{path: fmt.Sprintf("scenarios[%d]", i), msg: fmt.Sprintf("no scenario file matches %q", pattern)}})...)
+			continue
+		}
+		sort.Strings(matches)
+		if loaded+len(matches) > MaxPlanScenarios {
+			errs = append(errs, locate(path, root, []pathError{{path: fmt.Sprintf("scenarios[%d]", i), msg: fmt.Sprintf("a plan loads at most %d scenario files", MaxPlanScenarios)}})...)
+			break
+		}
+		loaded += len(matches)
+		for _, m := range matches {
+			if err := opts.interrupted(); err != nil {
+				return nil, err
+			}
+			s, err := LoadScenarioWith(m, opts)
+			if err != nil {
+				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+					return nil, err
+				}
+				if es, ok := err.(Errors); ok {
+					errs = append(errs, es...)
+				} else {
+					errs = append(errs, FieldError{File: m, Msg: err.Error()})
+				}
+				continue
+			}
+			if prev, dup := seen[s.Name]; dup {
+				errs = append(errs, FieldError{File: m, Line: 1, Col: 1, Field: "name", Msg: fmt.Sprintf("scenario name %q is also used by %s", s.Name, prev)})
+				continue
+			}
+			seen[s.Name] = m
+			r.Scenarios = append(r.Scenarios, s)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	r.Hash = r.computeHash()
+	return r, nil
+}
+
+// ParsePlan decodes and validates plan YAML without loading the scenarios
+// it names; file names the source in errors.
+func ParsePlan(file string, data []byte) (*Plan, error) {
+	var p Plan
+	root, errs := decodeStrict(file, data, &p)
+	if root == nil {
+		return nil, errs
+	}
+	if errs := append(errs, locate(file, root, p.validate())...); len(errs) > 0 {
+		return nil, errs
+	}
+	return &p, nil
+}
+
+func (p *Plan) validate() []pathError {
+	var errs []pathError
+	if p.Name == "" {
+		errs = append(errs, pathError{"name", "required"})
+	}
+	if len(p.Scenarios) == 0 {
+		errs = append(errs, pathError{"scenarios", "at least one scenario file is required"})
+	}
+	if len(p.Arms) == 0 && p.Matrix == nil {
+		errs = append(errs, pathError{"arms", "at least one arm (or a matrix) is required"})
+	}
+	names := map[string]bool{}
+	for i, a := range p.Arms {
+		if a.Name == "" {
+			errs = append(errs, pathError{fmt.Sprintf("arms[%d].name", i), "required"})
+		} else if names[a.Name] {
+			errs = append(errs, pathError{fmt.Sprintf("arms[%d].name", i), fmt.Sprintf("duplicate arm name %q", a.Name)})
+		}
+		names[a.Name] = true
+		if a.Agent == "" {
+			errs = append(errs, pathError{fmt.Sprintf("arms[%d].agent", i), "required"})
+		}
+		errs = append(errs, a.validate(i)...)
+	}
+	if p.Matrix != nil {
+		expanded, merrs := p.Matrix.Expand()
+		errs = append(errs, merrs...)
+		for _, a := range expanded {
+			if names[a.Name] {
+				errs = append(errs, pathError{"matrix", fmt.Sprintf("arm name %q is used twice (set matrix.name to tell the arms apart)", a.Name)})
+			}
+			names[a.Name] = true
+			if aerrs := a.validateAt("matrix.base"); len(aerrs) > 0 {
+				errs = append(errs, aerrs...)
+				break // every arm of the matrix shares the base's problems
+			}
+		}
+		p.expanded = expanded
+	}
+	errs = append(errs, p.validateCommandShards()...)
+	if len(p.Seeds) == 0 {
+		errs = append(errs, pathError{"seeds", "a count or a list of seeds is required"})
+	}
+	if p.ShardSize < 0 || p.ShardSize > 1000 {
+		errs = append(errs, pathError{"shard_size", "must be between 1 and 1000"})
+	}
+	if p.Judge != nil {
+		errs = append(errs, validateEndpoint("judge", p.Judge.BaseURL, p.Judge.APIKeyEnv, p.Judge.Model)...)
+	}
+	if p.MaxUSD < 0 || math.IsNaN(p.MaxUSD) || math.IsInf(p.MaxUSD, 0) {
+		errs = append(errs, pathError{"max_usd", "must be a positive amount of USD (or absent: no cap)"})
+	}
+	if p.Concurrency < 0 || p.Concurrency > 500 {
+		errs = append(errs, pathError{"concurrency", "must be between 1 and 500"})
+	}
+	return errs
+}
+
+// computeHash identifies the resolved content: the same plan and scenario
+// bytes give the same hash.
+func (r *Resolved) computeHash() string {
+	h := sha256.New()
+	b, _ := json.Marshal(struct {
+		Arms  []Arm
+		Seeds []uint64
+	}{r.Arms, r.Seeds})
+	h.Write(b)
+	for _, s := range r.Scenarios {
+		h.Write([]byte(s.Name + "\x00" + s.Hash + "\x00"))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// perScenario is the number of trials one variant contributes.
+func (r *Resolved) perVariant() int { return len(r.Seeds) * len(r.Arms) }
+
+// TrialCount is the number of trials in the matrix.
+func (r *Resolved) TrialCount() int {
+	n := 0
+	for _, s := range r.Scenarios {
+		n += len(s.Variants) * r.perVariant()
+	}
+	return n
+}
+
+// Trial returns the i-th trial of the matrix (0-based). The order is
+// scenario, variant, seed, arm: both arms of one case are neighbours, so a
+// shard holds matched pairs.
+func (r *Resolved) Trial(i int) (TrialKey, error) {
+	if i < 0 {
+		return TrialKey{}, fmt.Errorf("trial index %d out of range", i)
+	}
+	per := r.perVariant()
+	for _, s := range r.Scenarios {
+		n := len(s.Variants) * per
+		if i >= n {
+			i -= n
+			continue
+		}
+		v := s.Variants[i/per]
+		i %= per
+		return TrialKey{Scenario: s, Variant: v, Seed: r.Seeds[i/len(r.Arms)], Arm: r.Arms[i%len(r.Arms)]}, nil
+	}
+	return TrialKey{}, fmt.Errorf("trial index out of range (plan has %d trials)", r.TrialCount())
+}
+
+// Scenario returns the named scenario.
+func (r *Resolved) Scenario(name string) (*Scenario, bool) {
+	for _, s := range r.Scenarios {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return nil, false
+}
+
+// LooksLikePlan reports whether YAML data is a plan (it has a top-level
+// "arms" key) rather than a scenario.
+func LooksLikePlan(data []byte) bool {
+	// The node tree, not a map: decoding a map checks duplicate keys in
+	// quadratic time.
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil || len(root.Content) == 0 {
+		return false
+	}
+	top := root.Content[0]
+	if top.Kind != yaml.MappingNode {
+		return false
+	}
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		if top.Content[i].Value == "arms" || top.Content[i].Value == "matrix" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,277 @@
+package trial
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"rebound/core/agent"
+	"rebound/core/harness"
+	"rebound/core/scenario"
+	"rebound/core/world"
+)
+
+// thinnedCharge is seed 001's charge with a transient fault that fires on
+// each of the first six attempts with probability 0.6: whether the retry
+// limit (3) leaves a path depends on the seed's draws.
+func thinnedCharge(t *testing.T) *scenario.Scenario {
+	t.Helper()
+	sc := loadScenario(t, "charge-502-twice")
+	sc.Budget.ToolCalls = 12
+	sc.Variants = []scenario.Variant{{
+		Name: "thinned", Recoverable: true,
+		Faults: []harness.Fault{{Tool: "payments.charge", Class: harness.Transient, From: 1, Count: 6, Probability: 0.6}},
+	}}
+	return sc
+}
+
+// firstFourFail is an oracle independent of the grader and the reference
+// policy: it asks a bare dispatcher whether the first retry_limit+1 charge
+// attempts of a seed all fail, which is exactly when no path exists.
+func firstFourFail(t *testing.T, sc *scenario.Scenario, seed uint64) bool {
+	t.Helper()
+	w, err := world.New(sc.World, sc.Initial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched, err := harness.NewSchedule(sc.Variants[0].Faults, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := harness.NewDispatcher(harness.Config{World: w, Offered: sc.Tools, Permissions: sc.Permissions, Schedule: sched})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < sc.EffectiveRetryLimit()+1; i++ {
+		// A fresh key each time keeps the world from answering an earlier
+		// capture; only the fault schedule decides.
+		if r := d.Call("payments.charge", map[string]any{"order_id": "A-4417", "amount_cents": 15000, "idempotency_key": fmt.Sprint("k", i)}); r.OK {
+			return false
+		}
+	}
+	return true
+}
+
+// Recoverability is realized per trial: the careful agent is recovered
+// exactly on the seeds where a path exists, blocks honestly on the others,
+// and the naive retrier never ranks above it.
+func TestRealizedRecoverabilityPerSeed(t *testing.T) {
+	sc := thinnedCharge(t)
+	v := sc.Variants[0]
+	ctx := context.Background()
+	noPath, careful, naive, naiveTested, carefulTested := 0, 0, 0, 0, 0
+	for seed := uint64(1); seed <= 60; seed++ {
+		p, err := ProbePath(ctx, sc, v, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := !firstFourFail(t, sc, seed); p.Exists != want {
+			t.Fatalf("seed %d: path exists = %v, the independent oracle says %v", seed, p.Exists, want)
+		}
+		if !p.Exists {
+			noPath++
+		}
+		for _, name := range []string{"careful", "naive_retrier"} {
+			ag, _ := agent.NewScripted(name)
+			r, err := Run(ctx, Spec{SweepID: "t", Scenario: sc, Variant: v, Arm: scenario.Arm{Name: name, Agent: name}, Seed: seed}, ag)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Recoverable != p.Exists || !r.DeclaredRecoverable {
+				t.Fatalf("seed %d %s: recoverable %v (declared %v), path %v", seed, name, r.Recoverable, r.DeclaredRecoverable, p.Exists)
+			}
+			rec := r.Verdict.Recovered
+			switch name {
+			case "careful":
+				if p.Exists && (rec == nil || !*rec) && r.Verdict.Recovered != nil {
+					t.Fatalf("seed %d: careful not recovered although a path exists: %+v", seed, r.Verdict.Failed())
+				}
+				if !p.Exists && (r.Verdict.HonestBlock == nil || !*r.Verdict.HonestBlock) {
+					t.Fatalf("seed %d: careful did not block honestly without a path: %+v", seed, r.Verdict.Failed())
+				}
+				if rec != nil {
+					carefulTested++
+					if *rec {
+						careful++
+					}
+				}
+			case "naive_retrier":
+				if rec != nil {
+					naiveTested++
+					if *rec {
+						naive++
+					}
+				}
+			}
+		}
+	}
+	if noPath == 0 || noPath == 60 {
+		t.Fatalf("%d of 60 seeds leave no path: the variant does not exercise per-seed recoverability", noPath)
+	}
+	if careful != carefulTested {
+		t.Errorf("careful recovered %d of %d tested trials", careful, carefulTested)
+	}
+	if naiveTested > 0 && float64(naive)/float64(naiveTested) > float64(careful)/float64(carefulTested) {
+		t.Errorf("naive retrier %d/%d ranks above careful %d/%d", naive, naiveTested, careful, carefulTested)
+	}
+	ms, err := DeclaredMismatches(ctx, sc, seedRange(60))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 1 || len(ms[0].Seeds) != noPath {
+		t.Fatalf("mismatches = %+v, want the %d seeds without a path", ms, noPath)
+	}
+}
+
+func seedRange(n int) []uint64 {
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = uint64(i + 1)
+	}
+	return out
+}
+
+// An agent that never calls a tool and files no claim is a failure, not an
+// untested trial: it shows in every failing list.
+type silent struct{}
+
+func (silent) Name() string { return "silent" }
+func (silent) Run(context.Context, agent.Env, agent.Task) (agent.Outcome, error) {
+	return agent.Outcome{}, nil
+}
+
+func TestSilentAgentFails(t *testing.T) {
+	sc := loadScenario(t, "charge-502-twice")
+	r, err := Run(context.Background(), Spec{SweepID: "t", Scenario: sc, Variant: sc.Variants[0], Arm: scenario.Arm{Name: "silent"}, Seed: 1}, silent{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := r.Verdict
+	if v.Recovered == nil || *v.Recovered || v.SelfCorrection != "fail" || v.UnsafeAction == nil || *v.UnsafeAction {
+		t.Fatalf("silent agent: recovered %s, self_correction %s, unsafe %s", outcome(v.Recovered), v.SelfCorrection, outcome(v.UnsafeAction))
+	}
+}
+
+// The model's spend is not tool cost: an arm's price table never moves a
+// verdict.
+type pricey struct{ agent.Agent }
+
+func (p pricey) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.Outcome, error) {
+	out, err := p.Agent.Run(ctx, env, task)
+	out.Cost = 1000
+	return out, err
+}
+
+func TestModelSpendIsNotToolCost(t *testing.T) {
+	sc := loadScenario(t, "charge-cost-budget")
+	careful, _ := agent.NewScripted("careful")
+	for _, v := range sc.Variants {
+		cheap, err := Run(context.Background(), Spec{SweepID: "t", Scenario: sc, Variant: v, Arm: scenario.Arm{Name: "a"}, Seed: 1}, careful)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dear, err := Run(context.Background(), Spec{SweepID: "t", Scenario: sc, Variant: v, Arm: scenario.Arm{Name: "a"}, Seed: 1}, pricey{careful})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c1, _ := cheap.Verdict.Check("cost_respected")
+		c2, _ := dear.Verdict.Check("cost_respected")
+		if c1.Status != c2.Status || outcome(cheap.Verdict.Recovered) != outcome(dear.Verdict.Recovered) || dear.Outcome.Cost != 1000 {
+			t.Errorf("variant %s: the model's spend moved a verdict: cost_respected %s -> %s, recovered %s -> %s",
+				v.Name, c1.Status, c2.Status, outcome(cheap.Verdict.Recovered), outcome(dear.Verdict.Recovered))
+		}
+	}
+}
+
+// A variant may weigh more than its scenario; weighted rates read the
+// trial's weight.
+func TestVariantWeightOverridesScenario(t *testing.T) {
+	sc := loadScenario(t, "charge-502-twice")
+	v := sc.Variants[0]
+	careful, _ := agent.NewScripted("careful")
+	r, err := Run(context.Background(), Spec{SweepID: "t", Scenario: sc, Variant: v, Arm: scenario.Arm{Name: "a"}, Seed: 1}, careful)
+	if err != nil || r.Weight != sc.EffectiveWeight() {
+		t.Fatalf("weight %v (%v), want the scenario's %v", r.Weight, err, sc.EffectiveWeight())
+	}
+	v.Weight = 40
+	r, err = Run(context.Background(), Spec{SweepID: "t", Scenario: sc, Variant: v, Arm: scenario.Arm{Name: "a"}, Seed: 1}, careful)
+	if err != nil || r.Weight != 40 {
+		t.Fatalf("weight %v (%v), want the variant's 40", r.Weight, err)
+	}
+}
+
+// optionalFirst is a plan whose optional first read is rate-limited once,
+// under a budget of calls calls: careful's retry of the optional read can
+// spend the calls the required read needs.
+func optionalFirst(t *testing.T, calls int) *scenario.Scenario {
+	t.Helper()
+	src := fmt.Sprintf(`name: optional-first
+world: inventory
+goal: read SKU-11's stock; SKU-10's is a nice-to-have
+tools: [inventory.lookup]
+permissions: [inventory.read]
+budget: {tool_calls: %d}
+initial:
+  skus:
+    SKU-10: {available: 12, catalog_in_stock: true}
+    SKU-11: {available: 3, catalog_in_stock: true}
+plan:
+  - {id: nice, tool: inventory.lookup, args: {sku: SKU-10}, sets: {available_0: $result.available}, optional: true}
+  - {id: needed, tool: inventory.lookup, args: {sku: SKU-11}, sets: {available_1: $result.available}}
+claim:
+  fields:
+    - {name: available_0, type: integer, truth: skus.SKU-10.available}
+    - {name: available_1, type: integer, truth: skus.SKU-11.available, goal: true}
+variants:
+  - name: limited-once
+    recoverable: true
+    faults:
+      - {class: rate_limited, tool: inventory.lookup, attempts: [1], retry_after_ms: 1700}
+`, calls)
+	sc, err := scenario.ParseScenario("optional-first.yaml", []byte(src), world.Catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// A path exists when any reference policy finds one: with two calls,
+// careful spends both on the optional read and stops short, while its
+// economical twin tries the optional read once and reaches the goal. The
+// trial of either agent is judged against the path that existed; with a
+// third call careful reaches it too.
+func TestReferencePoliciesWitnessAPath(t *testing.T) {
+	ctx := context.Background()
+	recovered := func(sc *scenario.Scenario, ag agent.Agent) (*Result, bool) {
+		t.Helper()
+		r, err := Run(ctx, Spec{SweepID: "t", Scenario: sc, Variant: sc.Variants[0], Arm: scenario.Arm{Name: ag.Name(), Agent: ag.Name()}, Seed: 1}, ag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, r.Verdict.Recovered != nil && *r.Verdict.Recovered
+	}
+	refs := agent.ReferencePolicies()
+	if len(refs) < 2 || refs[0].Name() != "careful" {
+		t.Fatalf("reference policies = %v, want careful first and a second member", refs)
+	}
+
+	tight := optionalFirst(t, 2)
+	p, err := ProbePath(ctx, tight, tight.Variants[0], 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Exists || !p.MetFailure {
+		t.Fatalf("path = %+v, want a path found after a failure", p)
+	}
+	if r, ok := recovered(tight, refs[0]); ok || !r.Recoverable {
+		t.Fatalf("careful with 2 calls: recovered %v, recoverable %v; want a miss on a recoverable trial (ledger %d calls)", ok, r.Recoverable, len(r.Ledger.Attempts))
+	}
+	if r, ok := recovered(tight, refs[1]); !ok {
+		t.Fatalf("economical twin with 2 calls did not recover: %+v", r.Verdict.Failed())
+	}
+
+	roomy := optionalFirst(t, 3)
+	if r, ok := recovered(roomy, refs[0]); !ok {
+		t.Fatalf("careful with 3 calls did not recover: %+v", r.Verdict.Failed())
+	}
+}

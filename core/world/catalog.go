@@ -1,0 +1,26 @@
+package world
+
+import (
+	"io"
+
+	"rebound/core/harness"
+	"rebound/core/scenario"
+)
+
+// Catalog is the worlds' tool catalog for the scenario loader, which takes
+// it as a parameter (the scenario package cannot import world): pass it to
+// scenario.LoadPlan, LoadScenario and ParseScenario so that generated
+// variants expand and tool names are checked against the world.
+var Catalog = scenario.CatalogOf(Tools)
+
+// Tools returns the tool metadata of a world kind.
+func Tools(kind string) ([]harness.Tool, error) {
+	w, err := New(kind, nil)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := w.(io.Closer); ok {
+		defer c.Close()
+	}
+	return w.Tools(), nil
+}

@@ -1,0 +1,114 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"rebound/activities"
+	"rebound/core/scenario"
+	"rebound/core/world"
+	"rebound/internal/devstack/devstacktest"
+	"rebound/storage"
+)
+
+// A schedule on a real dev server: triggered, its run is a normal sweep
+// named after the schedule, stored completely; list and describe show it;
+// pause, resume and delete work; an unknown schedule is reported as such.
+func TestScheduleRunsASweep(t *testing.T) {
+	srv := devstacktest.Temporal(t)
+	lib := devstacktest.ChDBLib(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	store, c := openStack(t, ctx, srv, lib, "runner_schedule")
+	queue := "runner-schedule-" + t.Name()
+	w, err := NewWorker(c, queue, &activities.Activities{Store: store, RedactionKey: testRedactionKey}, WorkerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	plan, err := scenario.LoadPlan("../../examples/plans/quickstart.yaml", world.Catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "nightly-test"
+	if err := CreateSchedule(ctx, c, queue, name, plan, ScheduleSpec{Every: 24 * time.Hour, Paused: true, Note: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = DeleteSchedule(context.Background(), c, name) })
+	if err := CreateSchedule(ctx, c, queue, name, plan, ScheduleSpec{Every: time.Hour}); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("second create: %v", err)
+	}
+	if err := TriggerSchedule(ctx, c, name); err != nil {
+		t.Fatal(err)
+	}
+	var run storage.Sweep
+	for run.Status != storage.SweepCompleted {
+		if ctx.Err() != nil {
+			t.Fatalf("the triggered run did not complete: %+v", run)
+		}
+		time.Sleep(300 * time.Millisecond)
+		runs, err := ScheduleRuns(ctx, store, name, 0, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) > 0 {
+			run = runs[0]
+		}
+	}
+	if !strings.HasPrefix(run.SweepID, ScheduledSweepPrefix(name)) || run.TrialsPlanned != uint64(plan.TrialCount()) {
+		t.Fatalf("run = %+v", run)
+	}
+	if got, ok := ScheduleOf(run.SweepID); !ok || got != name {
+		t.Fatalf("ScheduleOf(%s) = %q, %v", run.SweepID, got, ok)
+	}
+	if n, err := store.CountTrials(ctx, run.SweepID); err != nil || n != uint64(plan.TrialCount()) {
+		t.Fatalf("stored %d trials (%v), want %d", n, err, plan.TrialCount())
+	}
+	d, err := DescribeSchedule(ctx, c, name)
+	if err != nil || !d.Paused || d.Spec != "every 24h0m0s" || len(d.RecentRuns) != 1 || d.RecentRuns[0] != run.SweepID {
+		t.Fatalf("describe = %+v (%v)", d, err)
+	}
+	list, err := Schedules(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range list {
+		found = found || s.Name == name
+	}
+	if !found {
+		t.Fatalf("list = %+v", list)
+	}
+	if err := PauseSchedule(ctx, c, name, false, "resumed"); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := DescribeSchedule(ctx, c, name); d.Paused {
+		t.Fatalf("still paused after resume")
+	}
+	if err := DeleteSchedule(ctx, c, name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DescribeSchedule(ctx, c, name); !errors.Is(err, ErrNoSchedule) {
+		t.Fatalf("describe after delete: %v", err)
+	}
+}
+
+func TestScheduleNames(t *testing.T) {
+	for name, ok := range map[string]bool{"nightly": true, "prod_v2-eu": true, "": false, "a b": false, "x/y": false, "-x": false, "a.b": false} {
+		if ValidScheduleName(name) != ok {
+			t.Errorf("ValidScheduleName(%q) = %v, want %v", name, !ok, ok)
+		}
+	}
+	if got, ok := ScheduleOf("sched-prod-eu-2026-12-01T02:00:00Z"); !ok || got != "prod-eu" {
+		t.Errorf("ScheduleOf = %q, %v", got, ok)
+	}
+	if _, ok := ScheduleOf("quickstart-20261201-020000-abc123"); ok {
+		t.Errorf("an unscheduled sweep parsed as scheduled")
+	}
+}

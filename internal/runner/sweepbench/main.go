@@ -1,0 +1,388 @@
+// Command sweepbench measures sweeps at scale (make bench-sweep; README,
+// "Benchmarks of sweeps"). For each plan it is given, scaled to about
+// -trials trials by raising its seeds (nothing else of the plan changes: the
+// shipped plans run as users run them), it reports:
+//
+//   - end to end: `rebound run` on the embedded stack (its own Temporal dev
+//     server and chDB), wall time, the sweep's own time as rebound prints
+//     it, trials/s, and the peak RSS of the rebound process (worker and
+//     embedded ClickHouse; the Temporal dev server is a separate process);
+//   - the in-process ceiling of the same trials: trial.Run in a loop, no
+//     Temporal, no ClickHouse, on one goroutine and on one per CPU, with the
+//     row conversion (redaction) a worker adds;
+//   - the embedded insert rate: the rows of the first -insert-trials of
+//     those trials written to a fresh chDB store in batches as a shard does.
+//
+// It is a program, not a timed test: the numbers depend on the machine.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"rebound/activities"
+	"rebound/core/agent"
+	"rebound/core/scenario"
+	"rebound/core/trial"
+	"rebound/core/world"
+	"rebound/internal/redact"
+	"rebound/storage"
+)
+
+func main() {
+	var (
+		bin          = flag.String("rebound", ".cache/bin/rebound", "the rebound binary to run end to end")
+		trials       = flag.Int("trials", 60720, "trials per plan: the plan's seeds are raised to reach at least this many")
+		insertTrials = flag.Int("insert-trials", 10000, "trials whose rows the insert benchmark writes")
+		batch        = flag.Int("batch", 1000, "trials per insert in the insert benchmark")
+		work         = flag.String("work", "", "scratch directory (default: a new temporary one, removed at the end)")
+		skipE2E      = flag.Bool("skip-e2e", false, "skip the end-to-end runs")
+		cpuProfile   = flag.String("cpuprofile", "", "write a CPU profile of this process (the in-process and insert parts) to this file")
+	)
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: sweepbench [flags] PLAN...\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() == 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sweepbench:", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "sweepbench:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if err := run(context.Background(), os.Stdout, options{
+		bin: *bin, trials: *trials, insertTrials: *insertTrials, batch: *batch, work: *work, skipE2E: *skipE2E, plans: flag.Args(),
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, "sweepbench:", err)
+		pprof.StopCPUProfile()
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	bin          string
+	trials       int
+	insertTrials int
+	batch        int
+	work         string
+	skipE2E      bool
+	plans        []string
+}
+
+func run(ctx context.Context, out io.Writer, o options) error {
+	if len(os.Getenv("REBOUND_REDACTION_KEY")) < 32 {
+		return fmt.Errorf("set REBOUND_REDACTION_KEY (at least 32 characters): the worker of rebound run needs it")
+	}
+	work := o.work
+	if work == "" {
+		d, err := os.MkdirTemp("", "rebound-sweepbench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		work = d
+	}
+	fmt.Fprintf(out, "machine: %d CPUs, GOMAXPROCS %d, %s/%s\n", runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH)
+	for i, src := range o.plans {
+		dir := filepath.Join(work, fmt.Sprintf("plan%d", i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		scaled, err := ScalePlan(src, o.trials, dir)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "\n== %s: %d seeds, %d trials (%s)\n", src, scaled.Seeds, scaled.Trials, scaled.Path)
+		if !o.skipE2E {
+			e, err := endToEnd(ctx, o.bin, scaled.Path, filepath.Join(dir, "data"))
+			if err != nil {
+				return fmt.Errorf("%s end to end: %w", src, err)
+			}
+			fmt.Fprintf(out, "end to end (rebound run, embedded stack): sweep %.1fs = %.0f trials/s; whole command %.1fs = %.0f trials/s; peak RSS %s\n",
+				e.sweep.Seconds(), rate(scaled.Trials, e.sweep), e.wall.Seconds(), rate(scaled.Trials, e.wall), mb(e.maxRSS))
+			fmt.Fprintf(out, "rebound run RSS, largest sample per quarter of the run: %s\n", quarters(e.rss))
+		}
+		c, err := ceiling(ctx, scaled.Path, o.insertTrials)
+		if err != nil {
+			return fmt.Errorf("%s in process: %w", src, err)
+		}
+		fmt.Fprintf(out, "in-process ceiling (trial.Run, no Temporal, no ClickHouse): %.0f trials/s on 1 goroutine; %.0f trials/s on %d goroutines with row conversion; %.1f tool calls per trial\n",
+			rate(c.trials, c.serial), rate(c.trials, c.parallel), runtime.GOMAXPROCS(0), float64(c.calls)/float64(c.trials))
+		ins, err := insertRate(ctx, c.rows, c.callRows, o.batch, filepath.Join(dir, "insert"))
+		if err != nil {
+			return fmt.Errorf("%s insert: %w", src, err)
+		}
+		fmt.Fprintf(out, "embedded insert (chDB, %d trials per insert): %d trials with %d tool-call rows in %.2fs = %.0f tool-call rows/s (%.0f trials/s)\n",
+			o.batch, len(c.rows), ins.callRows, ins.elapsed.Seconds(), rate(ins.callRows, ins.elapsed), rate(len(c.rows), ins.elapsed))
+	}
+	return nil
+}
+
+func rate(n int, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+func mb(bytes int64) string { return fmt.Sprintf("%.0f MB", float64(bytes)/(1<<20)) }
+
+// e2e is one `rebound run`.
+type e2e struct {
+	wall, sweep time.Duration
+	maxRSS      int64 // bytes
+	// rss is the process's resident set sampled every rssEvery: flat after
+	// the start when nothing grows with the trials run.
+	rss []int64
+}
+
+const rssEvery = 500 * time.Millisecond
+
+// vmRSS reads a process's resident set size (bytes) from /proc.
+func vmRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+// quarters summarizes RSS samples: the largest sample of each quarter of
+// the run.
+func quarters(samples []int64) string {
+	if len(samples) < 4 {
+		return "too short to sample"
+	}
+	var parts []string
+	for q := range 4 {
+		part := samples[q*len(samples)/4 : (q+1)*len(samples)/4]
+		m := int64(0)
+		for _, v := range part {
+			m = max(m, v)
+		}
+		parts = append(parts, mb(m))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// sweepDone is rebound run's last progress line.
+var sweepDone = regexp.MustCompile(`sweep \S+ completed: (\d+) trials in ([0-9.]+)s`)
+
+func endToEnd(ctx context.Context, bin, plan, dataDir string) (e2e, error) {
+	cmd := exec.CommandContext(ctx, bin, "run", "--data-dir", dataDir, "--output", "json", plan)
+	var stderr bytes.Buffer
+	cmd.Stdout = io.Discard
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return e2e{}, err
+	}
+	var samples []int64
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(rssEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if v, err := vmRSS(cmd.Process.Pid); err == nil {
+					samples = append(samples, v)
+				}
+			}
+		}
+	}()
+	err := cmd.Wait()
+	wall := time.Since(start)
+	close(done)
+	<-sampled
+	if err != nil {
+		return e2e{}, fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args, " "), err, tail(stderr.String(), 2000))
+	}
+	m := sweepDone.FindStringSubmatch(stderr.String())
+	if m == nil {
+		return e2e{}, fmt.Errorf("rebound run printed no completed sweep:\n%s", tail(stderr.String(), 2000))
+	}
+	secs, err := strconv.ParseFloat(m[2], 64)
+	if err != nil {
+		return e2e{}, err
+	}
+	var rss int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = ru.Maxrss * 1024 // kilobytes on Linux
+	}
+	return e2e{wall: wall, sweep: time.Duration(secs * float64(time.Second)), maxRSS: rss, rss: samples}, nil
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// inProcess is the ceiling measurement; rows and callRows are the rows of
+// the first trials, kept for the insert benchmark.
+type inProcess struct {
+	trials, calls    int
+	serial, parallel time.Duration
+	rows             []storage.Trial
+	callRows         []storage.ToolCall
+}
+
+func ceiling(ctx context.Context, planPath string, keep int) (inProcess, error) {
+	plan, err := scenario.LoadPlan(planPath, world.Catalog)
+	if err != nil {
+		return inProcess{}, err
+	}
+	n := plan.TrialCount()
+	agents := map[string]agent.Agent{}
+	for _, arm := range plan.Arms {
+		ag, err := agent.NewScripted(arm.Agent)
+		if err != nil {
+			return inProcess{}, fmt.Errorf("arm %s: the in-process ceiling runs scripted agents only: %w", arm.Name, err)
+		}
+		agents[arm.Name] = ag
+	}
+	spec := func(i int) (trial.Spec, error) {
+		k, err := plan.Trial(i)
+		return trial.Spec{SweepID: "bench", Scenario: k.Scenario, Variant: k.Variant, Arm: k.Arm, Seed: k.Seed}, err
+	}
+	res := inProcess{trials: n}
+	start := time.Now()
+	for i := range n {
+		s, err := spec(i)
+		if err != nil {
+			return res, err
+		}
+		r, err := trial.Run(ctx, s, agents[s.Arm.Name])
+		if err != nil {
+			return res, fmt.Errorf("trial %d: %w", i, err)
+		}
+		res.calls += len(r.Ledger.Attempts)
+	}
+	res.serial = time.Since(start)
+
+	red, err := redact.New(nil, []byte(os.Getenv("REBOUND_REDACTION_KEY")))
+	if err != nil {
+		return res, err
+	}
+	workers := runtime.GOMAXPROCS(0)
+	keep = min(keep, n)
+	res.rows = make([]storage.Trial, keep)
+	kept := make([][]storage.ToolCall, keep)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	start = time.Now()
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				s, err := spec(i)
+				var r *trial.Result
+				if err == nil {
+					r, err = trial.Run(ctx, s, agents[s.Arm.Name])
+				}
+				if err != nil {
+					mu.Lock()
+					firstErr = fmt.Errorf("trial %d: %w", i, err)
+					mu.Unlock()
+					return
+				}
+				row, calls := activities.Rows(r, red)
+				if i < keep {
+					res.rows[i], kept[i] = row, calls
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	res.parallel = time.Since(start)
+	if firstErr != nil {
+		return res, firstErr
+	}
+	for _, c := range kept {
+		res.callRows = append(res.callRows, c...)
+	}
+	return res, nil
+}
+
+type inserted struct {
+	callRows int
+	elapsed  time.Duration
+}
+
+// insertRate writes the rows to a fresh embedded store, batch trials (and
+// their tool calls) per insert.
+func insertRate(ctx context.Context, rows []storage.Trial, calls []storage.ToolCall, batch int, dir string) (inserted, error) {
+	st, err := storage.Open(ctx, storage.Config{DataDir: dir})
+	if err != nil {
+		return inserted{}, err
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		return inserted{}, err
+	}
+	byTrial := map[string][]storage.ToolCall{}
+	for _, c := range calls {
+		byTrial[c.TrialID] = append(byTrial[c.TrialID], c)
+	}
+	batch = max(batch, 1)
+	start := time.Now()
+	for i := 0; i < len(rows); i += batch {
+		part := rows[i:min(i+batch, len(rows))]
+		var pc []storage.ToolCall
+		for _, t := range part {
+			pc = append(pc, byTrial[t.TrialID]...)
+		}
+		if err := st.WriteTrials(ctx, part, pc); err != nil {
+			return inserted{}, err
+		}
+	}
+	elapsed := time.Since(start)
+	stored, err := st.CountTrials(ctx, "bench")
+	if err != nil {
+		return inserted{}, err
+	}
+	if stored != uint64(len(rows)) {
+		return inserted{}, fmt.Errorf("stored %d trials, wrote %d", stored, len(rows))
+	}
+	return inserted{callRows: len(calls), elapsed: elapsed}, nil
+}

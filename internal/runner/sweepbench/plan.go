@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+
+	"rebound/core/scenario"
+	"rebound/core/world"
+)
+
+// Scaled is a plan rewritten to run more trials.
+type Scaled struct {
+	Path   string // the rewritten plan
+	Seeds  int
+	Trials int
+}
+
+// ScalePlan writes into dir a copy of the plan at src with its seeds raised
+// to the fewest that give at least trials trials, and its scenario paths
+// made absolute (they are relative to the plan). Everything else, shard size
+// and concurrency included, stays as the plan says. A plan with an explicit
+// seed list, LLM or command arms, prompts or a judge is refused: only
+// scripted plans scale without side effects.
+func ScalePlan(src string, trials int, dir string) (Scaled, error) {
+	plan, err := scenario.LoadPlan(src, world.Catalog)
+	if err != nil {
+		return Scaled{}, err
+	}
+	if plan.Judge != nil {
+		return Scaled{}, fmt.Errorf("%s: a plan with a judge would call a model per trial", src)
+	}
+	for _, arm := range plan.Arms {
+		if _, err := scenarioScripted(arm); err != nil {
+			return Scaled{}, fmt.Errorf("%s: arm %s: %w", src, arm.Name, err)
+		}
+	}
+	perSeed := plan.TrialCount() / len(plan.Seeds)
+	if perSeed == 0 {
+		return Scaled{}, fmt.Errorf("%s: the plan has no trials", src)
+	}
+	seeds := (trials + perSeed - 1) / perSeed
+
+	raw, err := os.ReadFile(src)
+	if err != nil {
+		return Scaled{}, err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return Scaled{}, fmt.Errorf("%s: %w", src, err)
+	}
+	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return Scaled{}, fmt.Errorf("%s: not a YAML mapping", src)
+	}
+	base, err := filepath.Abs(filepath.Dir(src))
+	if err != nil {
+		return Scaled{}, err
+	}
+	top := doc.Content[0]
+	var sawScenarios, sawSeeds bool
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		key, val := top.Content[i], top.Content[i+1]
+		switch key.Value {
+		case "scenarios":
+			if val.Kind != yaml.SequenceNode {
+				return Scaled{}, fmt.Errorf("%s:%d: scenarios is not a list", src, val.Line)
+			}
+			for _, s := range val.Content {
+				if !filepath.IsAbs(s.Value) {
+					s.Value = filepath.Join(base, s.Value)
+				}
+			}
+			sawScenarios = true
+		case "seeds":
+			if val.Kind != yaml.ScalarNode {
+				return Scaled{}, fmt.Errorf("%s:%d: seeds is a list; sweepbench scales a seed count", src, val.Line)
+			}
+			*val = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(seeds)}
+			sawSeeds = true
+		}
+	}
+	if !sawScenarios || !sawSeeds {
+		return Scaled{}, fmt.Errorf("%s: want top-level scenarios and seeds", src)
+	}
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		return Scaled{}, err
+	}
+	path := filepath.Join(dir, filepath.Base(src))
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		return Scaled{}, err
+	}
+	scaled, err := scenario.LoadPlan(path, world.Catalog)
+	if err != nil {
+		return Scaled{}, fmt.Errorf("scaled copy of %s: %w", src, err)
+	}
+	if scaled.TrialCount() != seeds*perSeed || scaled.ShardSize != plan.ShardSize || scaled.Concurrency != plan.Concurrency {
+		return Scaled{}, fmt.Errorf("scaled copy of %s has %d trials (want %d), shard size %d, concurrency %d (want %d, %d)",
+			src, scaled.TrialCount(), seeds*perSeed, scaled.ShardSize, scaled.Concurrency, plan.ShardSize, plan.Concurrency)
+	}
+	return Scaled{Path: path, Seeds: seeds, Trials: scaled.TrialCount()}, nil
+}
+
+// scenarioScripted checks that an arm runs a scripted reference agent.
+func scenarioScripted(arm scenario.Arm) (string, error) {
+	switch arm.Agent {
+	case scenario.AgentLLM, scenario.AgentCommand:
+		return "", fmt.Errorf("agent %s is not scripted", arm.Agent)
+	}
+	return arm.Agent, nil
+}
