@@ -12,24 +12,25 @@ import (
 // plan sets no shard_size; a plan's explicit size stands; model and process
 // arms get small shards.
 func TestSizeShards(t *testing.T) {
-	quick, err := scenario.LoadPlan("../../examples/plans/quickstart.yaml", world.Catalog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if quick.ShardSizeAuto { // the quickstart sets shard_size: 10
-		t.Fatalf("quickstart.yaml sets shard_size, yet ShardSizeAuto")
-	}
-	sz, err := SizeShards(context.Background(), quick)
-	if err != nil || sz.ShardSize != 10 || quick.ShardSize != 10 || sz.Reason != "set by the plan" {
+	explicit := &scenario.Resolved{ShardSize: 10, Arms: []scenario.Arm{{Name: "c", Agent: "careful"}}}
+	sz, err := SizeShards(context.Background(), explicit)
+	if err != nil || sz.ShardSize != 10 || explicit.ShardSize != 10 || sz.Reason != "set by the plan" {
 		t.Fatalf("explicit size changed: %+v (%v)", sz, err)
 	}
 
+	// The shipped plans set neither: nobody should have to tune them.
+	for _, f := range []string{"quickstart", "library"} {
+		p, err := scenario.LoadPlan("../../examples/plans/"+f+".yaml", world.Catalog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.ShardSizeAuto || !p.ConcurrencyAuto {
+			t.Fatalf("%s.yaml sets shard_size or concurrency (auto %v %v)", f, p.ShardSizeAuto, p.ConcurrencyAuto)
+		}
+	}
 	plan, err := scenario.LoadPlan("../../examples/plans/library.yaml", world.Catalog)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if !plan.ShardSizeAuto || !plan.ConcurrencyAuto {
-		t.Fatalf("library.yaml sets no shard_size or concurrency, yet %v %v", plan.ShardSizeAuto, plan.ConcurrencyAuto)
 	}
 	sz, err = SizeShards(context.Background(), plan)
 	if err != nil {

@@ -334,10 +334,12 @@ func wantStatus(t *testing.T, ctx context.Context, run client.WorkflowRun, statu
 
 const carefulArm = "  - {name: careful, agent: careful}"
 
-// The quickstart as `make run` runs it: 60 trials in shards of 10.
+// The quickstart's 60 trials in shards of 10 (several shards, so the
+// history holds a window of activities).
 func recordQuickstart(t *testing.T, ctx context.Context, r *recording) []*historypb.History {
 	queue := r.worker(t, "quickstart", &activities.Activities{})
 	plan := r.load(t, filepath.Join(r.root, "examples/plans/quickstart.yaml"))
+	plan.ShardSize, plan.ShardSizeAuto, plan.Concurrency, plan.ConcurrencyAuto = 10, false, 4, false
 	run, _ := r.start(t, ctx, queue, plan, 0)
 	wantStatus(t, ctx, run, workflows.StatusCompleted)
 	return r.histories(t, ctx, run)
