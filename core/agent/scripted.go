@@ -591,6 +591,11 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 					return false, nil, tool.ReconciledBy // the answer shows nothing either way
 				}
 				if key != nil && harness.ArgsKey(query) != harness.ArgsKey(keyed) {
+					if current {
+						// The plan's own read answered, current: it serves
+						// that read even though it cannot settle the write.
+						*a.answers = append(*a.answers, answer{tool: tool.ReconciledBy, query: query, data: st.Data})
+					}
 					query = keyed // the plan's read did not say; ask with the key
 					continue
 				}

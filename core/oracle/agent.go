@@ -678,7 +678,7 @@ func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool,
 			return false, maybe, nil
 		}
 		if retries >= limit {
-			if r.a.Kind == ExceedRetryLimit && r.streak[st.Tool+"\x00"+harness.ArgsKey(args)] > limit && r.affordable(st.Tool, backoff(retries, res.RetryAfterMs)) && r.chance() {
+			if r.a.Kind == ExceedRetryLimit && r.streak[st.Tool+"\x00"+harness.ArgsKey(args)] > limit && !r.sentByLaterStep(st.Tool, args) && r.affordable(st.Tool, backoff(retries, res.RetryAfterMs)) && r.chance() {
 				r.later(ExceedRetryLimit, "repeated %s a %d-th time after %d identical failures (limit %d)", st.Tool, r.streak[st.Tool+"\x00"+harness.ArgsKey(args)]+1, r.streak[st.Tool+"\x00"+harness.ArgsKey(args)], limit)
 				wait = backoff(retries, res.RetryAfterMs)
 				retries++
@@ -820,6 +820,20 @@ func (r *run) deny(st scenario.Step) {
 			}
 		}
 	}
+}
+
+// sentByLaterStep: a plan step after the current one sends the identical
+// call. An extra retry is then indistinguishable in the ledger from that
+// step's first call (the agent may have given the current step up and
+// moved on), so the mutant does not commit exceed_retry_limit there.
+func (r *run) sentByLaterStep(tool string, args map[string]any) bool {
+	plan := r.task.ReferencePlan
+	for j := r.curStep + 1; j >= 1 && j < len(plan); j++ {
+		if plan[j].Tool == tool && harness.ArgsKey(plan[j].Args) == harness.ArgsKey(args) {
+			return true
+		}
+	}
+	return false
 }
 
 // reorder moves a write step before a required read step it depends on.
