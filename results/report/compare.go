@@ -329,9 +329,39 @@ func Compare(in CompareInput) Comparison {
 		rb = flatten(bc)
 	}
 
-	// Merge join on the sorted keys.
-	var pairs []pair
-	multi := 0
+	pairs, multi := pairCases(&out, ac, bc, ai, bi, ra, rb)
+	countTrials(&out, ac, bc, ai, bi)
+	out.Cases = len(pairs)
+	scen, cases := map[string]bool{}, map[caseKey]bool{}
+	var varA, varB []stats.CaseOutcome
+	for _, p := range pairs {
+		c := &ac[p.a]
+		scen[c.Scenario] = true
+		cases[caseKey{c.Scenario, c.Variant}] = true
+	}
+	out.Scenarios, out.DistinctCases = len(scen), len(cases)
+	out.BaselineVariation, out.CandidateVariation = rowVariation(pairs, ac, ra, rb, &varA, &varB)
+
+	pc := &pairer{conf: conf, a: ac, ra: ra, rb: rb, unit: out.Unit}
+	for i := range pairs {
+		c := &ac[pairs[i].a]
+		pairs[i].ck = pc.caseKeyOf(c)
+		pairs[i].cl = pairs[i].ck
+		if out.Unit == UnitScenario {
+			pairs[i].cl = c.Scenario
+		}
+	}
+	out.Metrics = metricDiffs(pc, pairs, in)
+	out.ByScenario, out.ByFaultClass = breakdowns(pc, pairs, ac, in.Cases)
+	compareWarnings(&out, in, len(ai), len(bi), multi)
+	return out
+}
+
+// pairCases merge-joins the two arms' cells on their sorted keys: a case
+// graded on both sides is a pair; every other one is listed as unmatched,
+// with the side that has it. multi counts pairs holding more than one
+// trial per arm.
+func pairCases(out *Comparison, ac, bc []storage.Cell, ai, bi []int32, ra, rb []row) (pairs []pair, multi int) {
 	unmatched := func(c *storage.Cell, side, reason string) {
 		out.Unmatched = append(out.Unmatched, Unmatched{Key: keyOf(c), Side: side, Reason: reason})
 	}
@@ -386,6 +416,12 @@ func Compare(in CompareInput) Comparison {
 			j++
 		}
 	}
+	return pairs, multi
+}
+
+// countTrials totals each arm's trials and attrition, and warns when
+// attrition could bias the comparison.
+func countTrials(out *Comparison, ac, bc []storage.Cell, ai, bi []int32) {
 	for _, k := range ai {
 		out.BaselineTrials += int(ac[k].Trials)
 		out.BaselineAttrition += int(ac[k].Attrition)
@@ -397,51 +433,40 @@ func Compare(in CompareInput) Comparison {
 	if w := attritionWarning(out.BaselineAttrition, out.BaselineTrials, out.CandidateAttrition, out.CandidateTrials); w != "" {
 		out.Warnings = append(out.Warnings, w)
 	}
-	out.Cases = len(pairs)
-	scen, cases := map[string]bool{}, map[caseKey]bool{}
-	var varA, varB []stats.CaseOutcome
-	for _, p := range pairs {
-		c := &ac[p.a]
-		scen[c.Scenario] = true
-		cases[caseKey{c.Scenario, c.Variant}] = true
-	}
-	out.Scenarios, out.DistinctCases = len(scen), len(cases)
-	out.BaselineVariation, out.CandidateVariation = rowVariation(pairs, ac, ra, rb, &varA, &varB)
+}
 
-	pc := &pairer{conf: conf, a: ac, ra: ra, rb: rb, unit: out.Unit}
-	for i := range pairs {
-		c := &ac[pairs[i].a]
-		pairs[i].ck = pc.caseKeyOf(c)
-		pairs[i].cl = pairs[i].ck
-		if out.Unit == UnitScenario {
-			pairs[i].cl = c.Scenario
-		}
-	}
+// metricDiffs computes every reported metric's paired difference, with the
+// cluster bootstrap when asked for.
+func metricDiffs(pc *pairer, pairs []pair, in CompareInput) []MetricDiff {
+	var out []MetricDiff
 	for j := range metricNames() {
 		d := pc.diff(pairs, j)
 		if in.BootstrapReps > 0 && d.Pairs > 0 {
-			b := stats.BootstrapPairedDiff(pc.obs, in.BootstrapReps, conf, in.BootstrapSeed)
+			b := stats.BootstrapPairedDiff(pc.obs, in.BootstrapReps, pc.conf, in.BootstrapSeed)
 			d.BootLo, d.BootHi = b.CI.Lo, b.CI.Hi
-			wb := stats.BootstrapWeightedPairedDiff(pc.wobs, in.BootstrapReps, conf, in.BootstrapSeed)
+			wb := stats.BootstrapWeightedPairedDiff(pc.wobs, in.BootstrapReps, pc.conf, in.BootstrapSeed)
 			d.Weighted.BootLo, d.Weighted.BootHi = wb.CI.Lo, wb.CI.Hi
 		}
-		out.Metrics = append(out.Metrics, d)
+		out = append(out, d)
 	}
+	return out
+}
 
-	// Breakdowns: by scenario (pairs are grouped by scenario already, since
-	// keys sort by scenario first) and by fault class.
+// breakdowns groups the pairs by scenario (they sort by scenario first) and,
+// when the cases' fault classes are known, by fault class.
+func breakdowns(pc *pairer, pairs []pair, ac []storage.Cell, caseFaults map[Key]Case) (byScenario, byFaultClass []GroupDiff) {
 	for lo := 0; lo < len(pairs); {
 		hi := lo
 		for hi < len(pairs) && ac[pairs[hi].a].Scenario == ac[pairs[lo].a].Scenario {
 			hi++
 		}
-		out.ByScenario = append(out.ByScenario, pc.group(ac[pairs[lo].a].Scenario, pairs[lo:hi]))
+		byScenario = append(byScenario, pc.group(ac[pairs[lo].a].Scenario, pairs[lo:hi]))
 		lo = hi
 	}
-	if in.Cases != nil {
+	if caseFaults != nil {
 		byClass := map[string][]pair{}
 		for _, p := range pairs {
-			classes := in.Cases[keyOf(&ac[p.a])].FaultClasses
+			classes := caseFaults[keyOf(&ac[p.a])].FaultClasses
 			if len(classes) == 0 {
 				classes = []string{NoFault}
 			}
@@ -450,10 +475,16 @@ func Compare(in CompareInput) Comparison {
 			}
 		}
 		for _, fc := range sortedClasses(byClass) {
-			out.ByFaultClass = append(out.ByFaultClass, pc.group(fc, byClass[fc]))
+			byFaultClass = append(byFaultClass, pc.group(fc, byClass[fc]))
 		}
 	}
+	return byScenario, byFaultClass
+}
 
+// compareWarnings adds what a reader must know before trusting the
+// numbers: unpaired cases, an empty arm, cases with several trials, a
+// scenario file that changed between the sweeps.
+func compareWarnings(out *Comparison, in CompareInput, baseCells, candCells, multi int) {
 	sort.SliceStable(out.Unmatched, func(i, j int) bool {
 		return compareKeys(out.Unmatched[i].Key, out.Unmatched[j].Key) < 0
 	})
@@ -461,10 +492,10 @@ func Compare(in CompareInput) Comparison {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d case(s) could not be paired and are excluded: %d graded only in the baseline, %d only in the candidate, %d in neither (listed below)",
 			n, out.UnmatchedBaseline, out.UnmatchedCandidate, out.UnmatchedNeither))
 	}
-	if len(ai) == 0 {
+	if baseCells == 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("the baseline arm %q has no trials in sweep %s", in.Baseline.Arm, in.Baseline.SweepID))
 	}
-	if len(bi) == 0 {
+	if candCells == 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("the candidate arm %q has no trials in sweep %s", in.Candidate.Arm, in.Candidate.SweepID))
 	}
 	if multi > 0 {
@@ -474,7 +505,6 @@ func Compare(in CompareInput) Comparison {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("scenario %q was run from different files in the two sweeps (hash %s vs %s): its pairs may not be the same cases",
 			sc, short(in.BaselineHashes[sc]), short(in.CandidateHashes[sc])))
 	}
-	return out
 }
 
 func short(h string) string {
