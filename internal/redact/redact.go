@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Mask replaces every secret.
@@ -64,6 +65,10 @@ const minValue = 8
 
 // Redactor scrubs values before persistence.
 type Redactor struct {
+	// memo remembers what short strings redact to: a worker redacts the
+	// same tool names, argument keys, identifiers and answers for every
+	// trial of a scenario, and each string costs one pass per pattern.
+	memo     *memo
 	patterns []pattern
 	values   []string // exact secret values, longest first
 	hashKey  []byte
@@ -97,7 +102,7 @@ func New(extra []string, hashKey []byte) (*Redactor, error) {
 
 // NewWith builds a redactor from options.
 func NewWith(o Options) (*Redactor, error) {
-	r := &Redactor{hashKey: o.HashKey, hashedKeys: map[string]bool{"idempotency_key": true, "idempotencykey": true, "operation_id": true}}
+	r := &Redactor{memo: newMemo(), hashKey: o.HashKey, hashedKeys: map[string]bool{"idempotency_key": true, "idempotencykey": true, "operation_id": true}}
 	for _, p := range append(append([]string(nil), DefaultPatterns...), o.Patterns...) {
 		re, err := regexp.Compile(p)
 		if err != nil {
@@ -128,6 +133,20 @@ func NewWith(o Options) (*Redactor, error) {
 // String replaces every secret in s with [REDACTED]: known values first,
 // then every pattern.
 func (r *Redactor) String(s string) string {
+	if r.memo == nil || len(s) > memoMaxLen {
+		return r.redact(s)
+	}
+	if out, ok := r.memo.get(s); ok {
+		return out
+	}
+	out := r.redact(s)
+	r.memo.put(s, out)
+	return out
+}
+
+// redact is String without the memo: known values first, then every
+// pattern.
+func (r *Redactor) redact(s string) string {
 	for _, v := range r.values {
 		s = strings.ReplaceAll(s, v, Mask)
 	}
@@ -252,4 +271,37 @@ func isSensitive(key string) bool {
 		}
 	}
 	return false
+}
+
+// memo is a bounded map from a string to its redaction, safe for the
+// concurrent shards of a worker. Redaction is a pure function of the string
+// (the patterns and values are fixed when the Redactor is built), so a
+// remembered answer is always the one String would compute. When full it
+// starts over: a worker's working set is a few scenarios' strings.
+type memo struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const (
+	memoMax    = 1 << 15 // strings remembered before the memo starts over
+	memoMaxLen = 512     // longer strings (documents, recordings) are not remembered
+)
+
+func newMemo() *memo { return &memo{m: make(map[string]string)} }
+
+func (c *memo) get(s string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out, ok := c.m[s]
+	return out, ok
+}
+
+func (c *memo) put(s, out string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= memoMax {
+		c.m = make(map[string]string, memoMax)
+	}
+	c.m[s] = out
 }
