@@ -14,6 +14,7 @@ import (
 	"rebound/core/world"
 	"rebound/internal/redact"
 	"rebound/results/judge"
+	"rebound/results/judge/judgestore"
 	"rebound/storage"
 	"rebound/workflows"
 )
@@ -71,7 +72,7 @@ func (a *Activities) JudgeShard(ctx context.Context, in workflows.ShardInput) (w
 		if err != nil {
 			return out, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
 		}
-		res, err := j.Score(ctx, judge.NewInput(sc, variant, catalog, judge.TraceFromStored(sc.Goal, t, calls)))
+		res, err := j.Score(ctx, judge.NewInput(sc, variant, catalog, judgestore.TraceFromStored(sc.Goal, t, calls)))
 		switch {
 		case errors.Is(err, judge.ErrNothingToJudge):
 			continue
@@ -80,7 +81,7 @@ func (a *Activities) JudgeShard(ctx context.Context, in workflows.ShardInput) (w
 		case err != nil && !(errors.Is(err, judge.ErrCache) && res.Status != ""):
 			return out, err
 		}
-		if err := judge.Record(ctx, store, in.SweepID, id, res); err != nil {
+		if err := judgestore.Record(ctx, store, in.SweepID, id, res); err != nil {
 			return out, err
 		}
 		out.Trials++
@@ -93,7 +94,7 @@ func (a *Activities) JudgeShard(ctx context.Context, in workflows.ShardInput) (w
 
 func (a *Activities) newJudge(spec *scenario.JudgeSpec, store storage.Store) (*judge.Judge, error) {
 	cfg := judge.Config{BaseURL: spec.BaseURL, APIKeyEnv: spec.APIKeyEnv, Model: spec.Model, Prompt: spec.PromptText}
-	opts := append([]judge.Option{judge.WithCache(judge.StoreCache{Store: store})}, a.JudgeOptions...)
+	opts := append([]judge.Option{judge.WithCache(judgestore.StoreCache{Store: store})}, a.JudgeOptions...)
 	return judge.New(cfg, opts...)
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"rebound/results/judge"
+	"rebound/results/judge/judgestore"
 	"rebound/storage"
 )
 
@@ -88,7 +89,7 @@ func judgeQueue(ctx context.Context, store storage.Store, sweepID, output string
 }
 
 func judgeAgreement(ctx context.Context, store storage.Store, sweepID, output string, stdout io.Writer) error {
-	pairs, err := judge.PairsFromStore(ctx, store, sweepID)
+	pairs, err := judgestore.PairsFromStore(ctx, store, sweepID)
 	if err != nil {
 		return err
 	}

@@ -46,6 +46,14 @@ func TestOfflineCommandsDoNotLinkTemporal(t *testing.T) {
 	}
 }
 
+// The LLM judge is pure: it scores an input; reading trials and writing
+// judgements is its edge package's work (results/judge/judgestore).
+func TestJudgeIsPure(t *testing.T) {
+	for _, bad := range forbiddenDeps(t, "./results/judge") {
+		t.Errorf("results/judge links %s; storage belongs in results/judge/judgestore", bad)
+	}
+}
+
 // TestDetectorSeesForbiddenDeps keeps the test above honest: the same
 // check run on the storage package, which is built on the ClickHouse
 // driver, must report it.

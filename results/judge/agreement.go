@@ -1,14 +1,11 @@
 package judge
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 
 	"rebound/core/grade"
 	"rebound/core/outcome"
-	"rebound/storage"
 )
 
 // PassScore is the lowest judge score that counts as a pass when the judge
@@ -197,44 +194,4 @@ func kappa(a, b, c, d int) (po, k float64) {
 		return po, math.NaN()
 	}
 	return po, (po - pe) / (1 - pe)
-}
-
-// ScoresOf returns a stored judgement's scores by dimension.
-func ScoresOf(j storage.Judgement) map[Dimension]int {
-	return map[Dimension]int{
-		ErrorDetection: int(j.ErrorDetection), RetryDecision: int(j.RetryDecision),
-		BackoffBehavior: int(j.BackoffBehavior), EscalationCorrectness: int(j.EscalationCorrectness),
-		ContextPreservation: int(j.ContextPreservation),
-	}
-}
-
-// PairsFromStore pairs a sweep's judgements with its trials' stored
-// verdicts. Attrition trials (never graded) and trials without a judgement
-// are left out.
-func PairsFromStore(ctx context.Context, st storage.Store, sweepID string) ([]Pair, error) {
-	js, err := st.Judgements(ctx, sweepID)
-	if err != nil {
-		return nil, err
-	}
-	trials, err := st.Trials(ctx, sweepID)
-	if err != nil {
-		return nil, err
-	}
-	byID := make(map[string]storage.Trial, len(trials))
-	for _, t := range trials {
-		byID[t.TrialID] = t
-	}
-	pairs := make([]Pair, 0, len(js))
-	for _, j := range js {
-		t, ok := byID[j.TrialID]
-		if !ok || t.Attrition {
-			continue
-		}
-		var v grade.Verdict
-		if err := json.Unmarshal([]byte(t.Verdicts), &v); err != nil {
-			return nil, fmt.Errorf("judge: trial %s: stored verdicts are unreadable: %w", t.TrialID, err)
-		}
-		pairs = append(pairs, Pair{TrialID: j.TrialID, Scores: ScoresOf(j), Verdict: v})
-	}
-	return pairs, nil
 }

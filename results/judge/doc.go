@@ -40,7 +40,9 @@
 //
 // # Storage
 //
-// StoreCache is the cache over storage's judge_cache table; Record writes a
-// Judged result to judgements and a ReviewNeeded one to review_queue.
-// PairsFromStore and Agreement compute the calibration of a sweep.
+// The judge reads and writes nothing itself (a test holds it to that):
+// package judgestore is its edge: StoreCache over storage's judge_cache
+// table, TraceFromStored from stored rows, Record writing a Judged result to
+// judgements and a ReviewNeeded one to review_queue, and PairsFromStore,
+// which with Agreement computes the calibration of a sweep.
 package judge

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"rebound/results/artifact"
-	"rebound/storage"
 )
 
 // Input is what the judge grades: one trial's trace and the scenario side
@@ -103,55 +102,6 @@ func TraceFromArtifact(a artifact.Artifact) Trace {
 		t.Calls = append(t.Calls, tc)
 	}
 	return t
-}
-
-// storedResult is the normalized result as activities.Rows stores it
-// (harness.Result, redacted).
-type storedResult struct {
-	OK           bool            `json:"ok"`
-	Data         json.RawMessage `json:"data"`
-	Code         string          `json:"code"`
-	Retryable    bool            `json:"retryable"`
-	RetryAfterMs int64           `json:"retry_after_ms"`
-	Message      string          `json:"message"`
-	Uncertain    bool            `json:"uncertain"`
-	Evidence     json.RawMessage `json:"evidence"`
-}
-
-// TraceFromStored builds the trace from a trial's stored rows (already
-// redacted by the writer): every call with the full result the agent saw
-// (message, retry-after, data), the trial's answer and claim. goal is the
-// scenario's goal (from the sweep's plan).
-func TraceFromStored(goal string, t storage.Trial, calls []storage.ToolCall) Trace {
-	tr := Trace{Goal: goal, Answer: t.Answer, Claim: t.Claim, Calls: make([]TraceCall, 0, len(calls))}
-	for _, c := range calls {
-		tc := TraceCall{Index: int(c.CallIndex), AtMs: int64(c.AtMS), Tool: c.Tool, OK: c.OK, Code: c.Code,
-			RetryAfterMs: int64(c.RetryAfterMS), Fault: c.FaultClass, Committed: c.Committed}
-		if c.Args != "" {
-			tc.Args = json.RawMessage(c.Args)
-		}
-		var res storedResult
-		if c.Result != "" && json.Unmarshal([]byte(c.Result), &res) == nil {
-			tc.Message, tc.Uncertain = res.Message, res.Uncertain
-			tc.Data, tc.Evidence = nonNull(res.Data), nonNull(res.Evidence)
-			if res.RetryAfterMs > 0 {
-				tc.RetryAfterMs = res.RetryAfterMs
-			}
-		}
-		if !c.OK {
-			r := c.Retryable
-			tc.Retryable = &r
-		}
-		tr.Calls = append(tr.Calls, tc)
-	}
-	return tr
-}
-
-func nonNull(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	return raw
 }
 
 // The judged document: the user message sent to the model, the bytes the

@@ -1,15 +1,23 @@
-package judge
+package judgestore
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
+	"rebound/core/agent"
 	"rebound/core/agent/llm/llmtest"
 	"rebound/core/grade"
+	"rebound/core/scenario"
+	"rebound/core/trial"
+	"rebound/core/world"
 	"rebound/internal/devstack/devstacktest"
+	"rebound/internal/redact"
+	"rebound/results/artifact"
+	"rebound/results/judge"
 	"rebound/storage"
 )
 
@@ -39,9 +47,9 @@ func TestWithStore(t *testing.T) {
 	const secret = "sk-judge-store-test-K3Y-987654321"
 	t.Setenv("REBOUND_JUDGE_STORE_KEY", secret)
 	srv := llmtest.New(t)
-	fs := &fakeSleep{}
-	j, err := New(Config{BaseURL: srv.BaseURL(), APIKeyEnv: "REBOUND_JUDGE_STORE_KEY", Model: "judge-model"},
-		WithSleep(fs.Sleep), WithCache(StoreCache{Store: st}))
+	fs := &llmtest.Sleeps{}
+	j, err := judge.New(judge.Config{BaseURL: srv.BaseURL(), APIKeyEnv: "REBOUND_JUDGE_STORE_KEY", Model: "judge-model"},
+		judge.WithSleep(fs.Sleep), judge.WithCache(StoreCache{Store: st}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +73,7 @@ func TestWithStore(t *testing.T) {
 	// Judged, with the key echoed by the provider.
 	srv.Push(llmtest.Text(strings.Replace(outputJSON(5, 2, 1, 4, 4), "see calls 1-3.", "key="+secret, 1)))
 	res, err := j.Score(ctx, naiveIn)
-	if err != nil || res.Status != Judged {
+	if err != nil || res.Status != judge.Judged {
 		t.Fatalf("%+v, %v", res, err)
 	}
 	for i := 0; i < 2; i++ { // an activity retry writes it again
@@ -82,7 +90,7 @@ func TestWithStore(t *testing.T) {
 	// Review needed: the provider keeps failing, echoing the key.
 	srv.Always(llmtest.Error(500).WithBody(`{"error":{"message":"upstream said ` + secret + `","type":"server_error"}}`))
 	rev, err := j.Score(ctx, blockedIn)
-	if err != nil || rev.Status != ReviewNeeded || rev.Attempts != 3 {
+	if err != nil || rev.Status != judge.ReviewNeeded || rev.Attempts != 3 {
 		t.Fatalf("%+v, %v", rev, err)
 	}
 	if err := Record(ctx, st, sweep, "t-blocked", rev); err != nil {
@@ -91,7 +99,7 @@ func TestWithStore(t *testing.T) {
 
 	js, err := st.Judgements(ctx, sweep)
 	if err != nil || len(js) != 1 || js[0].TrialID != "t-naive" || js[0].BackoffBehavior != 1 || js[0].JudgeModel != "judge-model" ||
-		js[0].JudgePromptHash != j.PromptHash() || js[0].TraceHash != res.TraceHash || js[0].Attempts != 1 || js[0].Recommendation != Review {
+		js[0].JudgePromptHash != j.PromptHash() || js[0].TraceHash != res.TraceHash || js[0].Attempts != 1 || js[0].Recommendation != judge.Review {
 		t.Fatalf("judgements %+v, %v", js, err)
 	}
 	q, err := st.ReviewQueue(ctx, sweep)
@@ -101,7 +109,7 @@ func TestWithStore(t *testing.T) {
 	}
 
 	pairs, err := PairsFromStore(ctx, st, sweep)
-	if err != nil || len(pairs) != 1 || pairs[0].TrialID != "t-naive" || pairs[0].Scores[BackoffBehavior] != 1 {
+	if err != nil || len(pairs) != 1 || pairs[0].TrialID != "t-naive" || pairs[0].Scores[judge.BackoffBehavior] != 1 {
 		t.Fatalf("pairs %+v, %v", pairs, err)
 	}
 	got, _ := pairs[0].Verdict.Check(grade.CheckBackoffHonoured)
@@ -124,4 +132,59 @@ func TestWithStore(t *testing.T) {
 	if !strings.Contains(js[0].RawOutput, "[REDACTED]") || !strings.Contains(q[0].Reason, "[REDACTED]") {
 		t.Fatalf("echoed key not redacted: %q / %q", js[0].RawOutput, q[0].Reason)
 	}
+}
+
+// outputJSON is a valid judge answer for the five scores (in Dimensions
+// order): the mean as the aggregate, the recommendation the thresholds give.
+func outputJSON(scores ...int) string {
+	m := map[string]any{}
+	sum := 0
+	for i, d := range judge.Dimensions {
+		m[string(d)] = map[string]any{"score": scores[i], "justification": fmt.Sprintf("%s scored %d: see calls 1-3.", d, scores[i])}
+		sum += scores[i]
+	}
+	m["aggregate_score"] = float64(sum) / 5
+	m["failure_mode_summary"] = "none"
+	m["recommendation"] = judge.RecommendationFor(sum)
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// realInput runs a real trial of a scripted agent on an example scenario
+// and builds the judge's input from its failure artifact, as the
+// activities do.
+func realInput(t testing.TB, scenarioName, variant, agentName string) (judge.Input, *trial.Result) {
+	t.Helper()
+	sc, err := scenario.LoadScenario("../../../examples/scenarios/"+scenarioName+".yaml", world.Catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, ok := sc.Variant(variant)
+	if !ok {
+		t.Fatalf("no variant %s in %s", variant, scenarioName)
+	}
+	ag, err := agent.NewScripted(agentName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := trial.Run(context.Background(), trial.Spec{SweepID: "judge-test", Scenario: sc, Variant: v,
+		Arm: scenario.Arm{Name: agentName, Agent: agentName}, Seed: 1}, ag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	red, err := redact.New(nil, []byte("judge-test-key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := world.New(sc.World, sc.Initial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := w.(io.Closer); ok {
+		defer c.Close()
+	}
+	return judge.NewInput(sc, v, w.Tools(), judge.TraceFromArtifact(artifact.FromResult(res, sc, red))), res
 }

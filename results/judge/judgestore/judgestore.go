@@ -1,0 +1,185 @@
+// Package judgestore connects the LLM judge to storage: the judge_cache
+// table as the judge's Cache, stored trials as the judge's Trace, results
+// written to judgements or the review queue, and stored judgements paired
+// with verdicts for the agreement report. Package judge itself reads and
+// writes nothing.
+package judgestore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+
+	"rebound/core/grade"
+	"rebound/results/judge"
+	"rebound/storage"
+)
+
+// StoreCache is the judge.Cache over the store's judge_cache table.
+type StoreCache struct {
+	Store storage.Store
+}
+
+func (c StoreCache) Get(ctx context.Context, key judge.CacheKey) (string, bool, error) {
+	return c.Store.CachedJudgement(ctx, storeKey(key))
+}
+
+func (c StoreCache) Put(ctx context.Context, key judge.CacheKey, output string) error {
+	return c.Store.PutCachedJudgement(ctx, storeKey(key), output)
+}
+
+func storeKey(k judge.CacheKey) storage.JudgeCacheKey {
+	return storage.JudgeCacheKey{Scenario: k.Scenario, TraceHash: k.TraceHash, JudgeModel: k.Model, JudgePromptHash: k.PromptHash}
+}
+
+// Judgement is the judgements row of a Judged result.
+func Judgement(r judge.Result, sweepID, trialID string) (storage.Judgement, error) {
+	if r.Status != judge.Judged {
+		return storage.Judgement{}, fmt.Errorf("judge: trial %s was not judged (%s): it belongs in the review queue", trialID, r.Status)
+	}
+	o := r.Output
+	return storage.Judgement{
+		SweepID: sweepID, TrialID: trialID, Scenario: r.Scenario, TraceHash: r.TraceHash,
+		JudgeModel: r.Model, JudgePromptHash: r.PromptHash,
+		ErrorDetection:           uint8(o.ErrorDetection.Score),
+		RetryDecision:            uint8(o.RetryDecision.Score),
+		BackoffBehavior:          uint8(o.BackoffBehavior.Score),
+		EscalationCorrectness:    uint8(o.EscalationCorrectness.Score),
+		ContextPreservation:      uint8(o.ContextPreservation.Score),
+		ErrorDetectionWhy:        o.ErrorDetection.Justification,
+		RetryDecisionWhy:         o.RetryDecision.Justification,
+		BackoffBehaviorWhy:       o.BackoffBehavior.Justification,
+		EscalationCorrectnessWhy: o.EscalationCorrectness.Justification,
+		ContextPreservationWhy:   o.ContextPreservation.Justification,
+		Aggregate:                o.AggregateScore,
+		Recommendation:           o.Recommendation,
+		FailureModeSummary:       o.FailureModeSummary,
+		RawOutput:                r.RawOutput,
+		Attempts:                 uint8(min(r.Attempts, math.MaxUint8)),
+	}, nil
+}
+
+// ReviewItem is the review_queue row of a ReviewNeeded result.
+func ReviewItem(r judge.Result, sweepID, trialID string) (storage.ReviewItem, error) {
+	if r.Status != judge.ReviewNeeded {
+		return storage.ReviewItem{}, fmt.Errorf("judge: trial %s was judged: it belongs in judgements", trialID)
+	}
+	return storage.ReviewItem{
+		SweepID: sweepID, TrialID: trialID, Scenario: r.Scenario, TraceHash: r.TraceHash,
+		JudgeModel: r.Model, JudgePromptHash: r.PromptHash, Reason: r.Reason,
+		RawTrace: r.Document, PartialOutput: r.PartialOutput,
+		Attempts: uint8(min(r.Attempts, math.MaxUint8)),
+	}, nil
+}
+
+// Record writes a result where it belongs: a Judged one to judgements, a
+// ReviewNeeded one to the review queue. Both writes are idempotent (the
+// latest write of a (sweep, trial) wins), so an activity may retry it.
+func Record(ctx context.Context, st storage.Store, sweepID, trialID string, r judge.Result) error {
+	switch r.Status {
+	case judge.Judged:
+		j, err := Judgement(r, sweepID, trialID)
+		if err != nil {
+			return err
+		}
+		return st.PutJudgement(ctx, j)
+	case judge.ReviewNeeded:
+		item, err := ReviewItem(r, sweepID, trialID)
+		if err != nil {
+			return err
+		}
+		return st.EnqueueReview(ctx, item)
+	}
+	return errors.New("judge: Record: a result without a status (Score failed?)")
+}
+
+// TraceFromStored builds the trace from a trial's stored rows (already
+// redacted by the writer): every call with the full result the agent saw
+// (message, retry-after, data), the trial's answer and claim. goal is the
+// scenario's goal (from the sweep's plan).
+func TraceFromStored(goal string, t storage.Trial, calls []storage.ToolCall) judge.Trace {
+	tr := judge.Trace{Goal: goal, Answer: t.Answer, Claim: t.Claim, Calls: make([]judge.TraceCall, 0, len(calls))}
+	for _, c := range calls {
+		tc := judge.TraceCall{Index: int(c.CallIndex), AtMs: int64(c.AtMS), Tool: c.Tool, OK: c.OK, Code: c.Code,
+			RetryAfterMs: int64(c.RetryAfterMS), Fault: c.FaultClass, Committed: c.Committed}
+		if c.Args != "" {
+			tc.Args = json.RawMessage(c.Args)
+		}
+		var res storedResult
+		if c.Result != "" && json.Unmarshal([]byte(c.Result), &res) == nil {
+			tc.Message, tc.Uncertain = res.Message, res.Uncertain
+			tc.Data, tc.Evidence = nonNull(res.Data), nonNull(res.Evidence)
+			if res.RetryAfterMs > 0 {
+				tc.RetryAfterMs = res.RetryAfterMs
+			}
+		}
+		if !c.OK {
+			r := c.Retryable
+			tc.Retryable = &r
+		}
+		tr.Calls = append(tr.Calls, tc)
+	}
+	return tr
+}
+
+func nonNull(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	return raw
+}
+
+// storedResult is the normalized result as activities.Rows stores it
+// (harness.Result, redacted).
+type storedResult struct {
+	OK           bool            `json:"ok"`
+	Data         json.RawMessage `json:"data"`
+	Code         string          `json:"code"`
+	Retryable    bool            `json:"retryable"`
+	RetryAfterMs int64           `json:"retry_after_ms"`
+	Message      string          `json:"message"`
+	Uncertain    bool            `json:"uncertain"`
+	Evidence     json.RawMessage `json:"evidence"`
+}
+
+// ScoresOf returns a stored judgement's scores by dimension.
+func ScoresOf(j storage.Judgement) map[judge.Dimension]int {
+	return map[judge.Dimension]int{
+		judge.ErrorDetection: int(j.ErrorDetection), judge.RetryDecision: int(j.RetryDecision),
+		judge.BackoffBehavior: int(j.BackoffBehavior), judge.EscalationCorrectness: int(j.EscalationCorrectness),
+		judge.ContextPreservation: int(j.ContextPreservation),
+	}
+}
+
+// PairsFromStore pairs a sweep's judgements with its trials' stored
+// verdicts. Attrition trials (never graded) and trials without a judgement
+// are left out.
+func PairsFromStore(ctx context.Context, st storage.Store, sweepID string) ([]judge.Pair, error) {
+	js, err := st.Judgements(ctx, sweepID)
+	if err != nil {
+		return nil, err
+	}
+	trials, err := st.Trials(ctx, sweepID)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]storage.Trial, len(trials))
+	for _, t := range trials {
+		byID[t.TrialID] = t
+	}
+	pairs := make([]judge.Pair, 0, len(js))
+	for _, j := range js {
+		t, ok := byID[j.TrialID]
+		if !ok || t.Attrition {
+			continue
+		}
+		var v grade.Verdict
+		if err := json.Unmarshal([]byte(t.Verdicts), &v); err != nil {
+			return nil, fmt.Errorf("judge: trial %s: stored verdicts are unreadable: %w", t.TrialID, err)
+		}
+		pairs = append(pairs, judge.Pair{TrialID: j.TrialID, Scores: ScoresOf(j), Verdict: v})
+	}
+	return pairs, nil
+}
