@@ -526,6 +526,7 @@ func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool,
 		return true, false, nil
 	}
 	wait := int64(0)
+	cleanSeen := false // the step got a clean (exact or stale) answer
 	for {
 		if err := r.ctx.Err(); err != nil {
 			return false, maybe, err
@@ -584,10 +585,16 @@ func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool,
 		}
 		res := r.call(st.Tool, args)
 		call := r.calls
+		wasClean := cleanSeen
+		cleanSeen = cleanSeen || (res.OK && !corrupt(res.Data))
 		if res.OK {
 			switch {
 			case corrupt(res.Data):
-				if (r.a.Kind == WriteAfterCorrupt || r.a.Kind == ClaimFromCorrupt) && r.chance() {
+				// A mutant acts on corrupt data only where the step has no
+				// clean answer yet: after one (an older, stale answer, say)
+				// the values it would act on may be the clean answer's, and
+				// the ledger cannot tell which it used.
+				if (r.a.Kind == WriteAfterCorrupt || r.a.Kind == ClaimFromCorrupt) && !wasClean && r.chance() {
 					r.accept(st, res.Data, taint{kind: ClaimFromCorrupt, call: call})
 					if !st.Optional {
 						r.corruptAccepted = call // later writes depend on a required step
