@@ -114,7 +114,16 @@ func PairedClustered(obs []WeightedPair, conf float64, seed uint64) ClusteredDif
 		e := o.W * (o.B - o.A - res.Diff)
 		ssI += e * e
 	}
-	g, n := float64(res.Clusters), float64(len(obs))
+	return clusteredDiffSE(res, ssC, ssI, float64(len(obs)), totW, conf)
+}
+
+// clusteredDiffSE finishes a clustered paired difference from the cluster
+// residual sum of squares ssC, the iid one ssI, the n observations and the
+// total weight: estimability, design effect, the cluster-robust SE, its t
+// interval and p-value (g − 1 degrees of freedom). PairedClustered and
+// PairedClusteredFromTotals share it, so both routes agree to rounding.
+func clusteredDiffSE(res ClusteredDiff, ssC, ssI, n, totW, conf float64) ClusteredDiff {
+	g := float64(res.Clusters)
 	// Residuals below rounding noise of the totals are zero.
 	tiny := 1e-24 * totW * totW
 	switch {

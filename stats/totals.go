@@ -206,26 +206,7 @@ func PairedClusteredFromTotals(clusters []PairedClusterTotal, conf float64, seed
 	}
 	// Σ_i (w_i (d_i − Δ))² = Σw²d² − 2Δ Σw²d + Δ² Σw², never negative.
 	ssI := math.Max(0, totW2D2-2*res.Diff*totW2D+res.Diff*res.Diff*totW2)
-	g, n := float64(res.Clusters), float64(res.N)
-	tiny := 1e-24 * totW * totW
-	switch {
-	case res.Clusters < 2:
-		res.NotEstimable = OneCluster
-	case ssC <= tiny:
-		res.NotEstimable = NoVariation
-	}
-	if ssC > tiny && ssI > tiny && n > 1 && res.Clusters > 1 {
-		res.DesignEffect = (g / (g - 1) * ssC) / (n / (n - 1) * ssI)
-		res.EffectiveN = n / res.DesignEffect
-	}
-	if res.NotEstimable != "" {
-		return res
-	}
-	res.SE = math.Sqrt(g/(g-1)*ssC) / totW
-	t := tCrit(conf, g-1)
-	res.CI = Interval{res.Diff - t*res.SE, res.Diff + t*res.SE}
-	res.TP = 2 * StudentTCDF(-math.Abs(res.Diff)/res.SE, g-1)
-	return res
+	return clusteredDiffSE(res, ssC, ssI, float64(res.N), totW, conf)
 }
 
 // BootstrapRatioTotals is the cluster bootstrap of a ratio Σnum/Σden from
