@@ -20,9 +20,6 @@ import (
 // its max_usd is refused at registration, for good, and the sweep is never
 // stored; under the cap it registers.
 func TestRegisterSweepRefusesOverMaxUSD(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration")
-	}
 	lib := devstacktest.ChDBLib(t)
 	ctx := context.Background()
 	st, err := storage.Open(ctx, storage.Config{DataDir: t.TempDir(), LibPath: lib})

@@ -125,9 +125,6 @@ func TestPower(t *testing.T) {
 // attrition and other scenarios and models left out, priced with the
 // plan's prices.
 func TestHistoryOnClickHouse(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration")
-	}
 	lib := devstacktest.ChDBLib(t)
 	dir := t.TempDir()
 	ctx := context.Background()

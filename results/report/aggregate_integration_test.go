@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -15,8 +14,8 @@ import (
 	"rebound/activities"
 	"rebound/core/scenario"
 	"rebound/core/world"
+	"rebound/internal/devstack/devstacktest"
 	"rebound/storage"
-	"rebound/storage/chdb"
 	"rebound/workflows"
 )
 
@@ -29,16 +28,7 @@ var integrationKey = []byte("report-aggregate-integration-test-key-0123456789")
 
 func openIntegrationStore(t *testing.T) storage.Store {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test (-short)")
-	}
-	lib := chdb.LibPath("")
-	if _, err := os.Stat(lib); err != nil {
-		if os.Getenv("REBOUND_REQUIRE_INTEGRATION") != "" {
-			t.Fatalf("libchdb not found at %s (REBOUND_REQUIRE_INTEGRATION is set)", lib)
-		}
-		t.Skipf("libchdb not found at %s: run `make setup` or set %s", lib, chdb.EnvLib)
-	}
+	lib := devstacktest.ChDBLib(t) // skips in -short, fails when required and missing
 	st, err := storage.Open(context.Background(), storage.Config{DataDir: t.TempDir(), LibPath: lib, Database: "report_aggregate"})
 	if err != nil {
 		t.Fatal(err)
