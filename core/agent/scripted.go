@@ -62,6 +62,11 @@ type careful struct {
 	// failure (unavailable, forbidden, unauthorized): sending them again
 	// changes nothing.
 	down map[string]string
+	// refused holds the calls refused definitively (not retryable, not
+	// ambiguous) for an earlier step since the last write: with nothing
+	// written since, the identical call for a later step would meet the
+	// same answer.
+	refused map[string]string
 	// calls and replans count what the agent spent of its budgets: it
 	// never relies on the harness refusing a call it should not send.
 	calls, replans *int
@@ -91,11 +96,24 @@ func (a careful) call(ctx context.Context, env Env, task Task, tool string, args
 		env.Sleep(until - env.Now())
 	}
 	*a.calls++
+	if e := a.effect(env, tool); e != harness.EffectRead && e != "" {
+		clear(a.refused) // a write may change how a refused call is answered
+	}
 	r := env.Call(ctx, tool, args)
 	if r.Code == harness.CodeRateLimited && r.RetryAfterMs > 0 {
 		a.notBefore[tool] = env.Now() + r.RetryAfterMs
 	}
 	return r
+}
+
+// effect is a tool's documented effect.
+func (a careful) effect(env Env, tool string) harness.Effect {
+	for _, t := range env.Tools() {
+		if t.Name == tool {
+			return t.Effect
+		}
+	}
+	return ""
 }
 
 // latency is a tool's documented latency.
@@ -148,6 +166,7 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 	a.spent = new(float64)
 	a.answers = new([]answer)
 	a.down = map[string]string{}
+	a.refused = map[string]string{}
 	a.calls, a.replans = new(int), new(int)
 	a.stale = map[string]bool{}
 	a.notBefore = map[string]int64{}
@@ -227,6 +246,10 @@ func (a careful) noteStanding(tool string, args map[string]any, r harness.Result
 	switch r.Code {
 	case harness.CodeToolUnavailable, harness.CodeForbidden, harness.CodeUnauthorized, harness.CodeInvalidInput:
 		a.down[tool+"\x00"+harness.ArgsKey(args)] = r.Code
+	default:
+		if !r.OK && !r.Retryable && !r.Uncertain && r.Code != harness.CodeBudgetExhausted && r.Code != harness.CodeDeadlineExceeded {
+			a.refused[tool+"\x00"+harness.ArgsKey(args)] = r.Code
+		}
 	}
 }
 
@@ -309,6 +332,12 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 	// mayHaveCommitted: a write of this step reached the world with its
 	// answer lost; the step is never claimed as not having happened.
 	mayHaveCommitted := false
+	if a.refused[step.Tool+"\x00"+harness.ArgsKey(args)] != "" {
+		// An earlier step's identical call was refused for good, and
+		// nothing was written since: this step would meet the same answer.
+		c.deny(step)
+		return false, step.Tool, nil
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return false, "", err

@@ -70,9 +70,13 @@ func truthString(v any, found bool) string {
 // fallback's fields; a clean recovery action its own.
 func (in *Input) supportedFields() map[string]bool {
 	out := map[string]bool{}
-	for j, st := range in.plan() {
+	answered := make([]bool, len(in.plan()))
+	for j := range in.plan() {
 		e := in.evidence(j, len(in.attempts()))
-		if e.exactAt > 0 || e.staleAt > 0 {
+		answered[j] = e.exactAt > 0 || e.staleAt > 0
+	}
+	for j, st := range in.plan() {
+		if answered[j] || in.answeredBySameQuestion(j, answered) {
 			for k := range st.Sets {
 				out[k] = true
 			}
@@ -95,6 +99,35 @@ func (in *Input) supportedFields() map[string]bool {
 		}
 	}
 	return out
+}
+
+// answeredBySameQuestion reports whether another plan step that asks step
+// j's very question (the same read tool, the same declared arguments, no
+// write step between the two) has clean evidence. Its answer answers step
+// j too: when an earlier step is retried and the next step sends the
+// identical call, the ledger cannot say which step the answer was meant
+// for, and nothing between them could make the answers differ.
+func (in *Input) answeredBySameQuestion(j int, answered []bool) bool {
+	plan := in.plan()
+	if writes(in.Tools[plan[j].Tool].Effect) {
+		return false
+	}
+	for i := range plan {
+		if i == j || !answered[i] || plan[i].Tool != plan[j].Tool || !sameArgs(plan[i].Args, plan[j].Args) {
+			continue
+		}
+		between := false
+		for m := min(i, j) + 1; m < max(i, j); m++ {
+			if writes(in.Tools[plan[m].Tool].Effect) {
+				between = true
+				break
+			}
+		}
+		if !between {
+			return true
+		}
+	}
+	return false
 }
 
 // claimSupported: a claimed positive fact needs clean evidence from a step

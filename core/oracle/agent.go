@@ -369,6 +369,14 @@ func (r *run) call(tool string, args map[string]any) harness.Result {
 	if e := r.tools[tool].Effect; e != harness.EffectRead && e != "" {
 		r.writes++
 		r.writeArgs = append(r.writeArgs, maps.Clone(args))
+		// A write (a rollback, an unlock) may change how a call refused
+		// before is answered: only standing refusals (invalid arguments,
+		// a denial, a missing tool) still hold for it.
+		for key, code := range r.rejected {
+			if !standingCode(code) {
+				delete(r.rejected, key)
+			}
+		}
 	}
 	res := r.env.Call(r.ctx, tool, args)
 	r.calls++
@@ -439,6 +447,16 @@ func corrupt(data map[string]any) bool {
 	}
 	ok, present := data["checksum_ok"].(bool)
 	return present && !ok
+}
+
+// standingCode reports whether a failure code refuses the identical call
+// whatever happens in between.
+func standingCode(code string) bool {
+	switch code {
+	case harness.CodeInvalidInput, harness.CodeToolUnavailable, harness.CodeForbidden, harness.CodeUnauthorized:
+		return true
+	}
+	return false
 }
 
 func isStale(res harness.Result) bool {

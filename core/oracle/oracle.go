@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -619,6 +620,12 @@ func bindingViolations(c *Case, res *trial.Result, ag *Agent, report func(*trial
 		switch {
 		case string(g.Role) != mine.Role:
 			class = fmt.Sprintf("binding %s call bound as %s", mine.Role, g.Role)
+		case g.Step != mine.Step && sameQuestion(c.Scenario, g.Step, mine.Step):
+			// Both steps send this very read with nothing written between:
+			// which one the agent meant is not in the ledger, and the
+			// answer answers both (the grader counts it as evidence for
+			// either).
+			continue
 		case g.Step != mine.Step:
 			class = fmt.Sprintf("binding %s call bound to another step", mine.Role)
 		case mine.Also >= 0 && g.Also != mine.Also:
@@ -631,6 +638,26 @@ func bindingViolations(c *Case, res *trial.Result, ag *Agent, report func(*trial
 		return []Violation{{Class: class + situation(c.Scenario, res), Seed: c.Seed, Agent: ag.Name(), Report: report(res, nil, why)}}
 	}
 	return nil
+}
+
+// sameQuestion reports whether plan steps i and j send the same read (the
+// same read tool with the same declared arguments) with no write step
+// between them.
+func sameQuestion(sc *scenario.Scenario, i, j int) bool {
+	if i < 0 || j < 0 || i >= len(sc.Plan) || j >= len(sc.Plan) {
+		return false
+	}
+	cat := catalogOf(sc.World)
+	a, b := sc.Plan[i], sc.Plan[j]
+	if a.Tool != b.Tool || cat[a.Tool].Effect != harness.EffectRead || !reflect.DeepEqual(a.Args, b.Args) {
+		return false
+	}
+	for m := min(i, j) + 1; m < max(i, j); m++ {
+		if cat[sc.Plan[m].Tool].Effect != harness.EffectRead {
+			return false
+		}
+	}
+	return true
 }
 
 // pathViolations compares the grader's realized recoverability (its
