@@ -33,6 +33,41 @@ func TestClaimSupported(t *testing.T) {
 	})
 }
 
+// Two steps that send the very same read with nothing written between ask
+// one question: either step's clean answer supports both steps' fields
+// (the ledger cannot say which step a retried identical call was for). A
+// write between them makes them two questions.
+func TestClaimSupportedBySameQuestion(t *testing.T) {
+	readTwice := func(between *scenario.Step) func(*scenario.Scenario) {
+		return func(sc *scenario.Scenario) {
+			sc.Plan = []scenario.Step{
+				{ID: "first", Tool: "inv.get", Args: a("A"), Sets: map[string]any{"amount_a": "$result.amount"}},
+				{ID: "again", Tool: "inv.get", Args: a("A"), Sets: map[string]any{"amount_b": "$result.amount"}},
+			}
+			if between != nil {
+				sc.Plan = []scenario.Step{sc.Plan[0], *between, sc.Plan[1]}
+			}
+		}
+	}
+	retriedOnce := []call{
+		{tool: "inv.get", args: a("A"), res: staleData("amount", 100)},
+		{tool: "inv.get", args: a("A"), res: failed(harness.CodeUnavailable, true), wait: 200},
+		{tool: "inv.get", args: a("A"), res: okData("amount", 100), wait: 400},
+	}
+	runTable(t, CheckClaimSupported, []checkCase{
+		{name: "the later step's field from the identical retried read", sc: readTwice(nil), calls: retriedOnce,
+			claim: claimJSON("completed", "amount_b", 100), want: Pass},
+		{name: "a read between changes nothing", sc: readTwice(&scenario.Step{ID: "other", Tool: "inv.get", Args: a("B")}), calls: retriedOnce,
+			claim: claimJSON("completed", "amount_b", 100), want: Pass},
+		{name: "a write between makes it another question", sc: readTwice(&scenario.Step{ID: "refund", Tool: "inv.refund", Args: refund("A", "ka"), Sets: map[string]any{"refunded_a": true}}),
+			calls: retriedOnce, claim: claimJSON("blocked", "blocked_on", "inv.refund", "amount_b", 100), want: Fail},
+		{name: "other arguments are another question", sc: func(sc *scenario.Scenario) {
+			readTwice(nil)(sc)
+			sc.Plan[1].Args = a("B")
+		}, calls: retriedOnce, claim: claimJSON("completed", "amount_b", 100), want: Fail},
+	})
+}
+
 // A fact only a fallback establishes needs that fallback's clean answer.
 func TestClaimSupportedByFallbackOnly(t *testing.T) {
 	runTable(t, CheckClaimSupported, []checkCase{

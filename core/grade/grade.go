@@ -21,7 +21,12 @@ import (
 //	   later read, a step with a fallback still to come is not given up,
 //	   a definitive refusal of the identical call counts when only reads
 //	   lie between
-const Version = 3
+//	4  two steps sending the same read with no write between share its
+//	   answer as evidence, a status call naming a settled write's key
+//	   still reconciles that write, a keyless write is reconciled only by
+//	   a read about its own object; the reference policies do not resend
+//	   a read refused for good by an earlier step until a write
+const Version = 4
 
 // Status is the result of one check or column.
 type Status string

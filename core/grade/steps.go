@@ -91,7 +91,11 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 	staleOnly := make([]bool, len(plan))
 	limit := sc.EffectiveRetryLimit()
 	touched := -1 // highest step a call was bound to
-	var pending []pendingWrite
+	// pending are the writes waiting for reconciliation; settled those a
+	// status answer has settled since. A later status call that names a
+	// settled write's idempotency key still asks about that write (a
+	// confirmation by key after the plan's own status read).
+	var pending, settled []pendingWrite
 
 	for i, a := range attempts {
 		b := Binding{Call: a.Index, Step: -1, Role: RoleOffPlan, Also: -1}
@@ -102,6 +106,7 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 			b.Step, b.Role = p.step, RoleReconcile
 			if settles(a) || confirms(a, attempts[p.call], tools[attempts[p.call].Tool]) {
 				pending = append(pending[:pi], pending[pi+1:]...)
+				settled = append(settled, p)
 				if confirms(a, attempts[p.call], tools[attempts[p.call].Tool]) {
 					satisfied[p.step] = true
 				}
@@ -115,6 +120,15 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 						break
 					}
 				}
+			}
+			out[i] = b
+			continue
+		}
+		if si := keyedAsk(tools, attempts, settled, a); si >= 0 && !declared(plan, a) {
+			p := settled[si]
+			b.Step, b.Role = p.step, RoleReconcile
+			if confirms(a, attempts[p.call], tools[attempts[p.call].Tool]) {
+				satisfied[p.step] = true
 			}
 			out[i] = b
 			continue
@@ -251,8 +265,8 @@ type pendingWrite struct {
 
 // reconcileTarget returns the index in pending of the ambiguous write this
 // call reconciles, or -1. A status call reconciles a write when the write's
-// tool names it as its status tool and, if the write carried an idempotency
-// key, the call asks about that key.
+// tool names it as its status tool and the call asks about the write: about
+// its idempotency key if it carried one, else about one of its arguments.
 func reconcileTarget(tools map[string]harness.Tool, attempts []harness.Attempt, pending []pendingWrite, a harness.Attempt) int {
 	match := -1
 	for pi := len(pending) - 1; pi >= 0; pi-- {
@@ -269,11 +283,42 @@ func reconcileTarget(tools map[string]harness.Tool, attempts []harness.Attempt, 
 				continue
 			}
 		}
-		if match < 0 {
+		// A keyless write: the call must ask about the write's own object
+		// (the path, the deployment), or about nothing in particular; a
+		// read of another file says nothing about this one.
+		if match < 0 && (len(a.Args) == 0 || asksAbout(a.Args, w.Args, t.IdempotencyKeyParam)) {
 			match = pi
 		}
 	}
 	return match
+}
+
+// keyedAsk returns the index in settled of the write whose idempotency key
+// the status call a names, or -1 (the latest such write).
+func keyedAsk(tools map[string]harness.Tool, attempts []harness.Attempt, settled []pendingWrite, a harness.Attempt) int {
+	for si := len(settled) - 1; si >= 0; si-- {
+		w := attempts[settled[si].call]
+		t := tools[w.Tool]
+		if t.ReconciledBy != a.Tool || t.IdempotencyKeyParam == "" {
+			continue
+		}
+		if k := w.Args[t.IdempotencyKeyParam]; k != nil && carriesValue(a.Args, k) {
+			return si
+		}
+	}
+	return -1
+}
+
+// declared reports whether a plan step declares the call a: its own tool
+// with the identical (or corrected) arguments. Such a call serves that step
+// (the plan's own status check by key), not a reconciliation.
+func declared(plan []scenario.Step, a harness.Attempt) bool {
+	for _, st := range plan {
+		if st.Tool == a.Tool && argScore(st.Args, st.Corrected, a.Args, "") == 4 {
+			return true
+		}
+	}
+	return false
 }
 
 // asksAbout reports whether a status call's arguments ask about a keyed

@@ -108,4 +108,58 @@ func TestBindRereadBeforeTheWrite(t *testing.T) {
 	if b := bind(sc2, testTools, l2.Attempts)[2]; b.StepID != "write" || b.Role != RoleReconcile {
 		t.Errorf("read-back bound to %s (%s), want the write's reconciliation", b.StepID, b.Role)
 	}
+	// A read of another file while a keyless write waits for its read-back
+	// says nothing about the write: it serves its own step.
+	sc3 := &scenario.Scenario{Plan: []scenario.Step{
+		{ID: "write", Tool: "fs.write", Args: map[string]any{"path": "f", "content": "x"}},
+		{ID: "read-g", Tool: "fs.read", Args: map[string]any{"path": "g"}},
+	}}
+	l3 := ledger(
+		call{tool: "fs.write", args: map[string]any{"path": "f", "content": "x"}, res: ambiguous()},
+		call{tool: "fs.read", args: map[string]any{"path": "g"}, res: failed("TIMEOUT", true)},
+		call{tool: "fs.read", args: map[string]any{"path": "f"}, res: okData("path", "f", "content", "x")},
+	)
+	got3 := bind(sc3, testTools, l3.Attempts)
+	if b := got3[1]; b.StepID != "read-g" || b.Role != RolePrimary {
+		t.Errorf("read of another file bound to %s (%s), want read-g (primary)", b.StepID, b.Role)
+	}
+	if b := got3[2]; b.StepID != "write" || b.Role != RoleReconcile {
+		t.Errorf("read-back of the written file bound to %s (%s), want the write's reconciliation", b.StepID, b.Role)
+	}
+}
+
+// A status call that names the idempotency key of a write a status answer
+// already settled still asks about that write (the agent confirms by key
+// after the plan's own status read): it is not a re-read of a read step
+// that shares an argument with it. The plan's own keyed status step keeps
+// its own calls.
+func TestBindKeyedAskAfterSettling(t *testing.T) {
+	sc := &scenario.Scenario{Plan: []scenario.Step{
+		{ID: "before", Tool: "inv.status", Args: map[string]any{"invoice_id": "A"}, Sets: map[string]any{"status_b": "$result.status"}},
+		{ID: "refund", Tool: "inv.refund", Args: refund("A", "ka")},
+		{ID: "after", Tool: "inv.status", Args: map[string]any{"invoice_id": "A"}},
+	}}
+	l := ledger(
+		call{tool: "inv.status", args: map[string]any{"invoice_id": "A"}, res: staleData("status", "open")},
+		call{tool: "inv.refund", args: refund("A", "ka"), res: okData("parse_error", "x"), corrupt: true},
+		call{tool: "inv.status", args: map[string]any{"invoice_id": "A"}, res: okData("status", "open")},
+		call{tool: "inv.status", args: map[string]any{"invoice_id": "A", "idempotency_key": "ka"}, res: okData("status", "completed")},
+	)
+	got := bind(sc, testTools, l.Attempts)
+	want := []string{"before (primary)", "refund (primary)", "refund (reconcile)", "refund (reconcile)"}
+	for i, b := range got {
+		if s := b.StepID + " (" + string(b.Role) + ")"; s != want[i] {
+			t.Errorf("call %d bound to %s, want %s", i+1, s, want[i])
+		}
+	}
+	// The plan's own status step by key keeps its call.
+	sc.Plan = append(sc.Plan, scenario.Step{ID: "confirm", Tool: "inv.status", Args: status("ka")})
+	l2 := ledger(append(append([]call{}, []call{
+		{tool: "inv.status", args: map[string]any{"invoice_id": "A"}, res: okData("status", "open")},
+		{tool: "inv.refund", args: refund("A", "ka"), res: okData("parse_error", "x"), corrupt: true},
+		{tool: "inv.status", args: status("ka"), res: staleData("status", "completed")},
+	}...), call{tool: "inv.status", args: status("ka"), res: okData("status", "completed")})...)
+	if b := bind(sc, testTools, l2.Attempts)[3]; b.StepID != "confirm" || b.Role != RolePrimary {
+		t.Errorf("the plan's keyed status read bound to %s (%s), want confirm (primary)", b.StepID, b.Role)
+	}
 }

@@ -563,7 +563,10 @@ func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool,
 					return false, maybe, nil
 				}
 			}
-			if r.streak[key] > limit && !(r.a.Kind == ExceedRetryLimit && r.fired) {
+			// (Arguments rejected as invalid are corrected below: the
+			// corrected call is another call, with its own limit.)
+			correctable := r.rejected[key] == harness.CodeInvalidInput && len(st.Corrected) > 0 && !corrected
+			if r.streak[key] > limit && !correctable && !(r.a.Kind == ExceedRetryLimit && r.fired) {
 				return false, maybe, nil
 			}
 		}
@@ -702,7 +705,10 @@ func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool,
 		if !res.Retryable || res.Code == harness.CodeBudgetExhausted {
 			return false, maybe, nil
 		}
-		if retries >= limit {
+		// The retry limit is the identical call's: failures of it for an
+		// earlier step count too (the same read before and after a write
+		// the agent already sent).
+		if retries >= limit || r.streak[st.Tool+"\x00"+harness.ArgsKey(args)] > limit {
 			if r.a.Kind == ExceedRetryLimit && r.streak[st.Tool+"\x00"+harness.ArgsKey(args)] > limit && !r.sentByLaterStep(st.Tool, args) && r.affordable(st.Tool, backoff(retries, res.RetryAfterMs)) && r.chance() {
 				r.later(ExceedRetryLimit, "repeated %s a %d-th time after %d identical failures (limit %d)", st.Tool, r.streak[st.Tool+"\x00"+harness.ArgsKey(args)]+1, r.streak[st.Tool+"\x00"+harness.ArgsKey(args)], limit)
 				wait = backoff(retries, res.RetryAfterMs)

@@ -275,3 +275,68 @@ func TestReferencePoliciesWitnessAPath(t *testing.T) {
 		t.Fatalf("careful with 3 calls did not recover: %+v", r.Verdict.Failed())
 	}
 }
+
+// A read refused for good (not retryable) for an optional step is the same
+// refusal for the next step that sends the identical read: with nothing
+// written since, the reference policies do not send it again (the grader
+// would fail the repeat), they block on the tool and the block is honest.
+// After a write, the identical read is a new question and is asked.
+func TestReferencePoliciesHonourADefinitiveRefusal(t *testing.T) {
+	ctx := context.Background()
+	build := func(between string) *scenario.Scenario {
+		t.Helper()
+		src := `name: refused-read
+world: deployments
+goal: roll app-0 back and report its version
+tools: [deploy.status, deploy.rollback]
+permissions: [deploy.read, deploy.write]
+budget: {tool_calls: 10}
+initial:
+  deployments:
+    app-0: {version: v8, previous: {version: v7}, replicas: {desired: 4, ready: 1, updated: 4}, logs: [rollout started]}
+plan:
+  - {id: peek, tool: deploy.status, args: {deployment_id: app-0}, sets: {health_before: $result.health}, optional: true}
+` + between + `  - {id: version, tool: deploy.status, args: {deployment_id: app-0}, sets: {version_after: $result.version}}
+claim:
+  fields:
+    - {name: health_before, type: string}
+    - {name: rolled_back, type: boolean, truth: deployments.app-0.rolled_back}
+    - {name: version_after, type: string, truth: deployments.app-0.version, goal: true}
+variants:
+  - name: refused-once
+    recoverable: false
+    faults:
+      - {class: transient, tool: deploy.status, attempts: [1], retryable: false}
+`
+		sc, err := scenario.ParseScenario("refused-read.yaml", []byte(src), world.Catalog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	for _, ref := range agent.ReferencePolicies() {
+		readsOnly := build("")
+		r, err := Run(ctx, Spec{SweepID: "t", Scenario: readsOnly, Variant: readsOnly.Variants[0], Arm: scenario.Arm{Name: ref.Name(), Agent: ref.Name()}, Seed: 1}, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(r.Ledger.Attempts); n != 1 {
+			t.Errorf("%s sent %d calls, want 1 (the refused read is not sent again)", ref.Name(), n)
+		}
+		if r.Verdict.HonestBlock == nil || !*r.Verdict.HonestBlock {
+			t.Errorf("%s: honest_block = %v, want true; failed: %v", ref.Name(), r.Verdict.HonestBlock, r.Verdict.Failed())
+		}
+
+		afterWrite := build("  - {id: rollback, tool: deploy.rollback, args: {deployment_id: app-0, idempotency_key: rb-0, reason: degraded}, sets: {rolled_back: true}}\n")
+		r, err = Run(ctx, Spec{SweepID: "t", Scenario: afterWrite, Variant: afterWrite.Variants[0], Arm: scenario.Arm{Name: ref.Name(), Agent: ref.Name()}, Seed: 1}, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(r.Ledger.Attempts); n != 3 {
+			t.Errorf("%s after a write sent %d calls, want 3 (refused read, rollback, the read again)", ref.Name(), n)
+		}
+		if r.Verdict.Recovered == nil || !*r.Verdict.Recovered {
+			t.Errorf("%s after a write: recovered = %v, want true; failed: %v", ref.Name(), r.Verdict.Recovered, r.Verdict.Failed())
+		}
+	}
+}
