@@ -155,7 +155,8 @@ type run struct {
 	// stale: an unresolved dependency a block may name.
 	bad     map[string]bool
 	lastBad string
-	// streak counts consecutive failed identical calls (tool + args).
+	// streak counts consecutive failed identical calls (tool + args)
+	// since the last write.
 	streak map[string]int
 	// corruptAccepted is the call whose corrupt data a mutant accepted,
 	// until the next write logs it.
@@ -377,6 +378,9 @@ func (r *run) call(tool string, args map[string]any) harness.Result {
 				delete(r.rejected, key)
 			}
 		}
+		// The identical call after the write asks anew: its retry limit
+		// starts again (the grader counts a step's own retries).
+		clear(r.streak)
 	}
 	res := r.env.Call(r.ctx, tool, args)
 	r.calls++

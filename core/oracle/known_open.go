@@ -3,7 +3,7 @@ package oracle
 import "strings"
 
 // KnownOpen lists violation classes the oracle finds in the CURRENT grader
-// and reference agent (grader v2, issue 9), keyed by "FAMILY check kind"
+// and reference agents (issue 9), keyed by "FAMILY check kind"
 // without the bracketed situation tag (a key may also carry the tag to pin
 // one situation). They are printed loudly on every run and do not fail it.
 // Two classes remain, both limits of what a ledger or a fixed policy can
