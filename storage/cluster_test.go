@@ -204,11 +204,7 @@ func shardingColumns(key string) []string {
 // TestMigrateOnCluster: Migrate on a cluster sends the cluster DDL (and the
 // migration rows go through the Distributed schema_migrations).
 func TestMigrateOnCluster(t *testing.T) {
-	fc := &fakeConn{selects: map[string]any{}}
-	st, err := newStore(&serverTransport{conn: fc, distributedSync: true}, "rebound")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, fc := recordingStore(t, "rebound")
 	st.cluster = testCluster
 	if err := st.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
@@ -225,28 +221,24 @@ func TestMigrateOnCluster(t *testing.T) {
 	}
 }
 
-func TestInsertSettings(t *testing.T) {
-	single := (&serverTransport{}).insertSettings(asyncInsertBelow)
-	if _, ok := single["insert_distributed_sync"]; ok {
-		t.Errorf("single node insert sets insert_distributed_sync: %v", single)
-	}
-	clustered := (&serverTransport{distributedSync: true}).insertSettings(asyncInsertBelow)
-	if clustered["insert_distributed_sync"] != 1 {
-		t.Errorf("cluster insert settings %v lack insert_distributed_sync=1", clustered)
-	}
-	if small := (&serverTransport{distributedSync: true}).insertSettings(1); small["async_insert"] != 1 || small["insert_distributed_sync"] != 1 {
-		t.Errorf("small cluster insert settings %v", small)
-	}
-}
-
 func TestOpenClusterNeedsServer(t *testing.T) {
 	_, err := Open(context.Background(), Config{DataDir: t.TempDir(), Cluster: Cluster{Name: "c"}})
 	if err == nil || !strings.Contains(err.Error(), "needs a server DSN") {
 		t.Fatalf("err = %v", err)
 	}
-	for _, c := range []Cluster{{Name: "a b"}, {Name: "c", ReplicaName: "it's"}, {ReplicationPath: "/x"}} {
-		if _, err := Open(context.Background(), Config{DSN: "clickhouse://h:9000", Cluster: c}); err == nil {
-			t.Errorf("Open accepted cluster %+v", c)
+	// Refused before any server is reached (no transport is registered in
+	// this test binary: a refusal for that reason would not count).
+	for _, tc := range []struct {
+		c       Cluster
+		wantErr string
+	}{
+		{Cluster{Name: "a b"}, "invalid ClickHouse cluster name"},
+		{Cluster{Name: "c", ReplicaName: "it's"}, "invalid ClickHouse replica name"},
+		{Cluster{ReplicationPath: "/x"}, "without a cluster name"},
+	} {
+		_, err := Open(context.Background(), Config{DSN: "clickhouse://h:9000", Cluster: tc.c})
+		if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("Open with cluster %+v: err = %v, want one containing %q", tc.c, err, tc.wantErr)
 		}
 	}
 }

@@ -3,8 +3,6 @@ package storage
 import (
 	"errors"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
-
 	"rebound/storage/chdb"
 )
 
@@ -13,16 +11,31 @@ import (
 // schema, settings, or a table function reaching outside the store.
 var ErrReadOnly = errors.New("storage: refused by the read-only session")
 
-// readOnlyCode is the engine's READONLY error code.
-const readOnlyCode = 164
+// ReadOnlyCode is the engine's READONLY error code (the same on a server
+// and in chDB).
+const ReadOnlyCode = 164
+
+// EngineError is an error the engine reported, with its numeric code
+// (ClickHouse's error codes). A registered Transport returns the engine's
+// errors wrapped in one, so the store tells a refusal from a failure
+// without knowing the driver's error types; Err stays reachable
+// (errors.As) for callers that do.
+type EngineError struct {
+	Code int
+	Err  error
+}
+
+func (e *EngineError) Error() string { return e.Err.Error() }
+
+func (e *EngineError) Unwrap() error { return e.Err }
 
 // IsReadOnlyRefusal reports whether err is the engine's READONLY error,
 // from the embedded engine or from a server.
 func IsReadOnlyRefusal(err error) bool {
 	var qe *chdb.QueryError
-	if errors.As(err, &qe) && qe.Code == readOnlyCode {
+	if errors.As(err, &qe) && qe.Code == ReadOnlyCode {
 		return true
 	}
-	var ex *clickhouse.Exception
-	return errors.As(err, &ex) && ex.Code == readOnlyCode
+	var ee *EngineError
+	return errors.As(err, &ee) && ee.Code == ReadOnlyCode
 }

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
-
 	"rebound/storage/chdb"
 )
 
@@ -173,22 +171,4 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
-}
-
-// A server connection opened read-only sends readonly=1 with every query,
-// whatever the DSN says.
-func TestServerReadOnlySettings(t *testing.T) {
-	opts, _, err := parseServerDSN("clickhouse://u:p@127.0.0.1:9000/rebound?readonly=0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readOnlySettings(opts)
-	if v := opts.Settings["readonly"]; v != 1 {
-		t.Fatalf("readonly = %#v, want 1", v)
-	}
-	opts = &clickhouse.Options{}
-	readOnlySettings(opts)
-	if opts.Settings["readonly"] != 1 {
-		t.Fatalf("settings %v", opts.Settings)
-	}
 }

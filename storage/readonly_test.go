@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
-
 	"rebound/storage/chdb"
 )
 
@@ -19,9 +17,9 @@ func TestIsReadOnlyRefusal(t *testing.T) {
 		want bool
 	}{
 		{"embedded", fmt.Errorf("query: %w", &chdb.QueryError{Code: 164, Message: "Cannot execute query in readonly mode"}), true},
-		{"server", fmt.Errorf("query: %w", &clickhouse.Exception{Code: 164, Message: "readonly"}), true},
+		{"server", fmt.Errorf("query: %w", &EngineError{Code: 164, Err: errors.New("readonly")}), true},
 		{"other embedded code", &chdb.QueryError{Code: 60, Message: "Unknown table"}, false},
-		{"other server code", &clickhouse.Exception{Code: 62, Message: "Syntax error"}, false},
+		{"other server code", &EngineError{Code: 62, Err: errors.New("Syntax error")}, false},
 		{"plain", errors.New("readonly"), false},
 		{"nil", nil, false},
 	} {

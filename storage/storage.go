@@ -1,10 +1,13 @@
 // Package storage keeps rebound's sweeps, trials and tool calls in ClickHouse.
 //
-// One SQL dialect, two transports: a ClickHouse server reached with
-// clickhouse-go (Native protocol), or the embedded engine (chDB, loaded lazily
-// from libchdb.so by package storage/chdb). The DDL, the views and every query
-// are the same text on both; only the way rows travel differs (Native blocks
-// from PrepareBatch on a server, JSONEachRow with chDB).
+// One SQL dialect, two transports: the embedded engine (chDB, loaded lazily
+// from libchdb.so by package storage/chdb), or a ClickHouse server reached
+// with clickhouse-go (Native protocol) through package
+// storage/clickhouseserver, which registers itself (RegisterServer) when a
+// program imports it; storage itself does not link the driver. The DDL, the
+// views and every query are the same text on both; only the way rows travel
+// differs (Native blocks from PrepareBatch on a server, JSONEachRow with
+// chDB).
 //
 // Writers run at least once (Temporal activities retry). Every table is a
 // ReplacingMergeTree keyed on derived IDs with written_at/updated_at as the
@@ -386,7 +389,9 @@ type Store interface {
 type Config struct {
 	// DSN of a ClickHouse server, Native protocol:
 	// clickhouse://user:pass@host:9000/db. A database in the path is used
-	// when Database is empty.
+	// when Database is empty. The program must link the server transport
+	// (import _ "rebound/storage/clickhouseserver"); Open fails with
+	// ErrNoServerTransport otherwise.
 	DSN string
 	// DataDir is the embedded engine's data directory (created if missing).
 	DataDir string
@@ -426,13 +431,16 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 		return nil, fmt.Errorf("storage: ClickHouse cluster %q needs a server DSN (the embedded engine has no clusters)", cfg.Cluster.Name)
 	}
 	if cfg.DSN != "" {
-		t, dsnDB, err := openServer(ctx, cfg.DSN, cfg.ReadOnly)
+		t, dsnDB, err := openServer(ctx, cfg.DSN, ServerOptions{
+			ReadOnly: cfg.ReadOnly,
+			// A write acknowledged by a Distributed table must be on its
+			// shard, not queued on this node, before the activity that made
+			// it completes.
+			DistributedSync: cfg.Cluster.Enabled(),
+		})
 		if err != nil {
 			return nil, err
 		}
-		// A write acknowledged by a Distributed table must be on its shard,
-		// not queued on this node, before the activity that made it completes.
-		t.distributedSync = cfg.Cluster.Enabled()
 		db := cfg.Database
 		if db == "" {
 			db = dsnDB

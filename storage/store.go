@@ -13,15 +13,12 @@ import (
 	"rebound/internal/sweepstatus"
 )
 
-// stmt is one SQL statement of the shared dialect, with its ClickHouse query
-// parameters ({name:Type} placeholders; raw values, each transport encodes
-// them). Both transports send SQL exactly as given.
-type stmt struct {
-	SQL    string
-	Params map[string]string
-}
+// stmt is the store's spelling of Stmt.
+type stmt = Stmt
 
-// transport is what differs between a ClickHouse server and chDB.
+// transport is Transport as the store calls it: the embedded engine
+// implements it directly, a registered server Transport through registered
+// (transport.go).
 type transport interface {
 	// exec runs a statement without a result (DDL).
 	exec(ctx context.Context, q stmt) error

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
 // Unit tests: no engine needed.
@@ -40,43 +38,6 @@ func TestRedactDSN(t *testing.T) {
 				t.Errorf("RedactDSN(%q) leaks %q: %q", c.in, secret, got)
 			}
 		}
-	}
-}
-
-func TestParseServerDSN(t *testing.T) {
-	opts, db, err := parseServerDSN("clickhouse://alice:s3cret@ch1:9000,ch2:9000/analytics?dial_timeout=3s&compress=lz4")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if db != "analytics" || opts.Auth.Database != "" || opts.Auth.Username != "alice" || opts.Auth.Password != "s3cret" {
-		t.Fatalf("db %q, auth %+v", db, opts.Auth)
-	}
-	if !reflect.DeepEqual(opts.Addr, []string{"ch1:9000", "ch2:9000"}) || opts.DialTimeout != 3*time.Second || opts.Compression == nil {
-		t.Fatalf("options %+v", opts)
-	}
-	if _, db, err := parseServerDSN("clickhouse://localhost:9000"); err != nil || db != "" {
-		t.Fatalf("no database: %q, %v", db, err)
-	}
-	for _, bad := range []string{
-		"http://u:s3cret@host:8123/db",        // not the Native protocol
-		"clickhouse://u:s3cret@host:9000/a-b", // not an identifier
-		"clickhouse://u:s3/cret@host:9000/db", // unescaped slash in the password
-		"clickhouse://u:s3cret@/db",           // no host
-		"clickhouse://u:s3cret@host:9000/db?dial_timeout=soon",
-	} {
-		_, _, err := parseServerDSN(bad)
-		if err == nil {
-			t.Errorf("parseServerDSN(%q) accepted", bad)
-			continue
-		}
-		if strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "s3/cret") {
-			t.Errorf("error for %q leaks the password: %v", bad, err)
-		}
-	}
-	// Open fails before dialing and without leaking.
-	_, err = Open(context.Background(), Config{DSN: "clickhouse://u:s3cret@host:9000/bad-db"})
-	if err == nil || strings.Contains(err.Error(), "s3cret") {
-		t.Fatalf("Open with a bad DSN: %v", err)
 	}
 }
 
@@ -370,82 +331,71 @@ func TestDecodeJSONEachRow(t *testing.T) {
 	}
 }
 
-// ---- the server transport sends exactly the shared SQL ----
+// ---- the store sends exactly the shared SQL ----
 
 type sent struct {
-	kind string // exec, select, batch
+	kind string // exec, select, insert, query
 	sql  string
 	rows [][]any
 }
 
-// fakeConn records what the server transport hands to clickhouse-go.
-type fakeConn struct {
+// recorder is a Transport that records what the store hands it: what a
+// registered server transport receives (and, through the same calls, what
+// the embedded one does). Package clickhouseserver checks what its
+// transport then hands to clickhouse-go.
+type recorder struct {
 	log     []sent
 	selects map[string]any // canned results by SQL (a slice value)
+	closed  bool
 }
 
-func (f *fakeConn) Exec(ctx context.Context, query string, args ...any) error {
-	f.log = append(f.log, sent{kind: "exec", sql: query})
+func (r *recorder) Exec(ctx context.Context, q Stmt) error {
+	r.log = append(r.log, sent{kind: "exec", sql: q.SQL})
 	return nil
 }
 
-func (f *fakeConn) Select(ctx context.Context, dest any, query string, args ...any) error {
-	f.log = append(f.log, sent{kind: "select", sql: query})
-	if v, ok := f.selects[query]; ok {
+func (r *recorder) Select(ctx context.Context, dest any, q Stmt) error {
+	r.log = append(r.log, sent{kind: "select", sql: q.SQL})
+	if v, ok := r.selects[q.SQL]; ok {
 		reflect.ValueOf(dest).Elem().Set(reflect.ValueOf(v))
 	}
 	return nil
 }
 
-func (f *fakeConn) PrepareBatch(ctx context.Context, query string, opts ...driver.PrepareBatchOption) (driver.Batch, error) {
-	f.log = append(f.log, sent{kind: "batch", sql: query})
-	return &fakeBatch{conn: f, idx: len(f.log) - 1}, nil
-}
-
-// Query records the statement; the server transport's ad-hoc path is only
-// checked for sending the SQL as given (no server to scan rows from here).
-func (f *fakeConn) Query(ctx context.Context, query string, args ...any) (driver.Rows, error) {
-	f.log = append(f.log, sent{kind: "query", sql: query})
-	return nil, errNoServer
-}
-
-var errNoServer = errors.New("no server in unit tests")
-
-func (f *fakeConn) Ping(ctx context.Context) error { return nil }
-func (f *fakeConn) Close() error                   { return nil }
-
-type fakeBatch struct {
-	driver.Batch // unimplemented methods panic
-	conn         *fakeConn
-	idx          int
-	sent, closed bool
-}
-
-func (b *fakeBatch) Append(v ...any) error {
-	b.conn.log[b.idx].rows = append(b.conn.log[b.idx].rows, v)
-	return nil
-}
-func (b *fakeBatch) Send() error {
-	if b.sent {
-		return errors.New("sent twice")
+func (r *recorder) Insert(ctx context.Context, insertSQL string, cols []string, rows [][]any) error {
+	for _, row := range rows {
+		if len(row) != len(cols) {
+			return errors.New("row length differs from the column list")
+		}
 	}
-	b.sent = true
-	return nil
-}
-func (b *fakeBatch) Close() error {
-	b.closed = true
-	if !b.sent {
-		b.conn.log[b.idx].kind = "batch-aborted"
-	}
+	r.log = append(r.log, sent{kind: "insert", sql: insertSQL, rows: rows})
 	return nil
 }
 
-func TestServerTransportSendsSharedSQL(t *testing.T) {
-	fc := &fakeConn{selects: map[string]any{}}
-	st, err := newStore(&serverTransport{conn: fc}, "rb")
+func (r *recorder) Query(ctx context.Context, sql string) (Table, error) {
+	r.log = append(r.log, sent{kind: "query", sql: sql})
+	return Table{}, nil
+}
+
+func (r *recorder) Close() error {
+	r.closed = true
+	return nil
+}
+
+// recordingStore is a store on a recorder, as Open builds one on a
+// registered server transport.
+func recordingStore(t *testing.T, db string) (*store, *recorder) {
+	t.Helper()
+	rec := &recorder{selects: map[string]any{}}
+	st, err := newStore(registered{rec}, db)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st, rec
+}
+
+func TestStoreSendsSharedSQL(t *testing.T) {
+	st, fc := recordingStore(t, "rb")
 	ctx := context.Background()
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
@@ -459,7 +409,7 @@ func TestServerTransportSendsSharedSQL(t *testing.T) {
 		for _, q := range m.Statements {
 			want = append(want, sent{kind: "exec", sql: render(q, "rb")})
 		}
-		want = append(want, sent{kind: "batch", sql: "INSERT INTO `rb`.schema_migrations (version, name, applied_at)"})
+		want = append(want, sent{kind: "insert", sql: "INSERT INTO `rb`.schema_migrations (version, name, applied_at)"})
 	}
 	if len(fc.log) != len(want) {
 		t.Fatalf("sent %d statements, want %d: %+v", len(fc.log), len(want), fc.log)
@@ -503,7 +453,7 @@ func TestServerTransportSendsSharedSQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(fc.log) != 2 || fc.log[0].sql != insertPrefix("rb", "tool_calls", toolCallCols) ||
-		fc.log[1].sql != insertPrefix("rb", "trials", trialCols) || fc.log[0].kind != "batch" || fc.log[1].kind != "batch" {
+		fc.log[1].sql != insertPrefix("rb", "trials", trialCols) || fc.log[0].kind != "insert" || fc.log[1].kind != "insert" {
 		t.Fatalf("WriteTrials sent %+v", fc.log)
 	}
 	if len(fc.log[0].rows) != 4 || len(fc.log[1].rows) != 2 || len(fc.log[1].rows[0]) != len(trialCols) {
@@ -540,12 +490,8 @@ func TestServerTransportSendsSharedSQL(t *testing.T) {
 	}
 }
 
-func TestServerTransportJudgeSQL(t *testing.T) {
-	fc := &fakeConn{selects: map[string]any{}}
-	st, err := newStore(&serverTransport{conn: fc}, "rb")
-	if err != nil {
-		t.Fatal(err)
-	}
+func TestStoreJudgeSQL(t *testing.T) {
+	st, fc := recordingStore(t, "rb")
 	ctx := context.Background()
 	key := JudgeCacheKey{Scenario: "sc", TraceHash: "h", JudgeModel: "m", JudgePromptHash: "p"}
 	j := Judgement{SweepID: "s", TrialID: "t", ErrorDetection: 4, RetryDecision: 4, BackoffBehavior: 4,
@@ -563,9 +509,9 @@ func TestServerTransportJudgeSQL(t *testing.T) {
 	_, _, _ = st.CachedJudgement(ctx, key)
 	_, _ = st.ReviewQueue(ctx, "s")
 	want := []sent{
-		{kind: "batch", sql: insertPrefix("rb", "judgements", judgementCols)},
-		{kind: "batch", sql: insertPrefix("rb", "judge_cache", judgeCacheCols)},
-		{kind: "batch", sql: insertPrefix("rb", "review_queue", reviewCols)},
+		{kind: "insert", sql: insertPrefix("rb", "judgements", judgementCols)},
+		{kind: "insert", sql: insertPrefix("rb", "judge_cache", judgeCacheCols)},
+		{kind: "insert", sql: insertPrefix("rb", "review_queue", reviewCols)},
 		{kind: "select", sql: render(qJudgements, "rb")},
 		{kind: "select", sql: render(qJudgeCache, "rb")},
 		{kind: "select", sql: render(qReviewQueue, "rb")},
@@ -583,13 +529,6 @@ func TestServerTransportJudgeSQL(t *testing.T) {
 	}
 	if at, ok := fc.log[0].rows[0][len(judgementCols)-1].(time.Time); !ok || at.Location() != time.UTC {
 		t.Fatalf("judged_at %v", fc.log[0].rows[0][len(judgementCols)-1])
-	}
-}
-
-func TestServerParamsAreEscaped(t *testing.T) {
-	p := serverParams(map[string]string{"a": "x\ty\\z\n'q'", "b": "plain"})
-	if p["a"] != `x\ty\\z\n'q'` || p["b"] != "plain" {
-		t.Fatalf("%q", p)
 	}
 }
 

@@ -23,6 +23,8 @@ import (
 	"rebound/internal/runner"
 	"rebound/internal/telemetry"
 	"rebound/storage"
+	// --clickhouse-dsn: the ClickHouse server transport registers itself.
+	_ "rebound/storage/clickhouseserver"
 )
 
 // storeConfig is the store the storage flags name: a ClickHouse server, or

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"rebound/storage"
 )
 
 // corePackages are the domain core: plain Go that injects faults, runs
@@ -34,15 +36,24 @@ func TestCoreLinksNeitherTemporalNorClickHouse(t *testing.T) {
 	}
 }
 
-// offlinePackages read stored results (or re-run one trial) without a
-// Temporal cluster: the reports, the gate, the judge, replay and regrade.
-var offlinePackages = []string{"./results/..."}
+// resultsPackages turn stored rows into numbers and documents: the
+// reports, the gate, the judge, replay and regrade. They run without a
+// Temporal cluster and read the store through package storage, so they link
+// neither Temporal nor the ClickHouse server driver (which only programs
+// that may open a server DSN link, by importing storage.ServerPackage).
+var resultsPackages = []string{"./results/..."}
 
-func TestOfflineCommandsDoNotLinkTemporal(t *testing.T) {
-	for _, bad := range forbiddenDeps(t, offlinePackages...) {
-		if strings.HasPrefix(bad, "go.temporal.io/") {
-			t.Errorf("an offline results package links %s; orchestration stays in activities/, workflows/ and runner/", bad)
-		}
+func TestResultsLinkNeitherTemporalNorClickHouse(t *testing.T) {
+	for _, bad := range forbiddenDeps(t, resultsPackages...) {
+		t.Errorf("a results package links %s; orchestration stays in activities/, workflows/ and runner/, the server driver in %s", bad, storage.ServerPackage)
+	}
+}
+
+// Storage without its server transport is the shared SQL and the embedded
+// engine: the driver is linked only through storage.ServerPackage.
+func TestStorageLinksNoServerDriver(t *testing.T) {
+	for _, bad := range forbiddenDeps(t, "./storage") {
+		t.Errorf("storage links %s; the server driver belongs in %s", bad, storage.ServerPackage)
 	}
 }
 
@@ -52,21 +63,47 @@ func TestJudgeIsPure(t *testing.T) {
 	for _, bad := range forbiddenDeps(t, "./results/judge") {
 		t.Errorf("results/judge links %s; storage belongs in results/judge/judgestore", bad)
 	}
+	if deps := goListDeps(t, "./results/judge"); slices.Contains(deps, "rebound/storage") {
+		t.Errorf("results/judge links rebound/storage; storage belongs in results/judge/judgestore")
+	}
 }
 
-// TestDetectorSeesForbiddenDeps keeps the test above honest: the same
-// check run on the storage package, which is built on the ClickHouse
+// The binary that serves --clickhouse-dsn (the CLI and its worker) links the
+// server transport; without it a server DSN is refused at run time.
+func TestCLILinksServerTransport(t *testing.T) {
+	if deps := goListDeps(t, "./cmd/rebound"); !slices.Contains(deps, storage.ServerPackage) {
+		t.Fatalf("cmd/rebound does not link %s: --clickhouse-dsn would fail with storage.ErrNoServerTransport", storage.ServerPackage)
+	}
+}
+
+// TestDetectorSeesForbiddenDeps keeps the tests above honest: the same
+// check run on the server transport, which is built on the ClickHouse
 // driver, must report it.
 func TestDetectorSeesForbiddenDeps(t *testing.T) {
-	got := forbiddenDeps(t, "./storage")
+	got := forbiddenDeps(t, "./storage/clickhouseserver")
 	if !slices.ContainsFunc(got, func(p string) bool { return strings.HasPrefix(p, "github.com/ClickHouse/") }) {
-		t.Fatalf("forbiddenDeps(./storage) = %v, want the ClickHouse driver among them", got)
+		t.Fatalf("forbiddenDeps(./storage/clickhouseserver) = %v, want the ClickHouse driver among them", got)
 	}
 }
 
 // forbiddenDeps lists the forbidden packages in the transitive
 // dependencies of patterns (production code, not tests).
 func forbiddenDeps(t *testing.T, patterns ...string) []string {
+	t.Helper()
+	var bad []string
+	for _, pkg := range goListDeps(t, patterns...) {
+		for _, prefix := range forbidden {
+			if strings.HasPrefix(pkg, prefix) {
+				bad = append(bad, pkg)
+			}
+		}
+	}
+	return bad
+}
+
+// goListDeps lists the transitive dependencies of patterns (production
+// code, not tests), the patterns' own packages included.
+func goListDeps(t *testing.T, patterns ...string) []string {
 	t.Helper()
 	gobin, err := exec.LookPath("go") // go test puts its own GOROOT/bin first on PATH
 	if err != nil {
@@ -82,15 +119,7 @@ func forbiddenDeps(t *testing.T, patterns ...string) []string {
 		}
 		t.Fatalf("go list -deps %s: %v\n%s", strings.Join(patterns, " "), err, stderr)
 	}
-	var bad []string
-	for _, pkg := range strings.Fields(string(out)) {
-		for _, prefix := range forbidden {
-			if strings.HasPrefix(pkg, prefix) {
-				bad = append(bad, pkg)
-			}
-		}
-	}
-	return bad
+	return strings.Fields(string(out))
 }
 
 // repoRoot is two directories above this file.

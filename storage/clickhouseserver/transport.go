@@ -1,21 +1,33 @@
-package storage
+// Package clickhouseserver is rebound's ClickHouse server transport: the
+// shared SQL of package storage, sent over the Native protocol with
+// clickhouse-go. It registers itself with storage in its init, the way a
+// database/sql driver does; import it for that side effect in every program
+// that may open a server DSN (clickhouse://… or tcp://…):
+//
+//	import _ "rebound/storage/clickhouseserver"
+//
+// Without it, storage.Open refuses a DSN (storage.ErrNoServerTransport) and
+// the program does not link the driver.
+package clickhouseserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net/url"
 	"reflect"
-	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"rebound/storage"
 	"rebound/storage/chdb"
 )
 
-// serverConn is the part of clickhouse-go's driver.Conn the server transport
-// uses (an interface so tests can record what is sent).
-type serverConn interface {
+func init() { storage.RegisterServer(open) }
+
+// conn is the part of clickhouse-go's driver.Conn the transport uses (an
+// interface so tests can record what is sent).
+type conn interface {
 	Exec(ctx context.Context, query string, args ...any) error
 	Select(ctx context.Context, dest any, query string, args ...any) error
 	Query(ctx context.Context, query string, args ...any) (driver.Rows, error)
@@ -24,86 +36,61 @@ type serverConn interface {
 	Close() error
 }
 
-// serverTransport runs the shared SQL on a ClickHouse server over the Native
+// dial opens a connection pool with opts (it does not connect yet); tests
+// replace it with a recording fake.
+var dial = func(opts *clickhouse.Options) (conn, error) { return clickhouse.Open(opts) }
+
+// transport runs the shared SQL on a ClickHouse server over the Native
 // protocol. Reads are scanned with ScanStruct (via Select) into the same row
 // structs the embedded transport decodes from JSON; inserts are batches.
 //
 // It is not integration-tested here: the machine has no ClickHouse server
 // recent enough for clickhouse-go v2 (Debian's is 18.16). The tests check
-// that it sends exactly the shared statements (server_test.go).
-type serverTransport struct {
-	conn serverConn
-	dsn  string // redacted, for messages
+// that it sends exactly the shared statements (testdata/server_sql.golden).
+type transport struct {
+	conn conn
 	// distributedSync makes every insert wait until a Distributed table has
 	// written the rows to their shards (a cluster schema).
 	distributedSync bool
 }
 
-// openServer connects with a DSN and returns the transport and the database
-// named in the DSN path ("" if none). The connection itself uses the user's
-// default database, since rebound's may not exist before Migrate; every
-// statement names its database.
-func openServer(ctx context.Context, dsn string, readOnly bool) (*serverTransport, string, error) {
-	red := RedactDSN(dsn)
-	opts, db, err := parseServerDSN(dsn)
+// open is the registered storage.ServerOpener: it connects with a DSN and
+// returns the transport and the database named in the DSN path ("" if
+// none). The connection itself uses the user's default database, since
+// rebound's may not exist before Migrate; every statement names its
+// database.
+func open(ctx context.Context, dsn string, o storage.ServerOptions) (storage.Transport, string, error) {
+	red := storage.RedactDSN(dsn)
+	opts, db, err := parseDSN(dsn)
 	if err != nil {
 		return nil, "", err
 	}
-	if readOnly {
+	if o.ReadOnly {
 		readOnlySettings(opts)
 	}
-	conn, err := clickhouse.Open(opts)
+	c, err := dial(opts)
 	if err != nil {
 		return nil, "", fmt.Errorf("storage: open ClickHouse %s: %w", red, err)
 	}
-	if err := conn.Ping(ctx); err != nil {
-		_ = conn.Close()
-		return nil, "", fmt.Errorf("storage: connect to ClickHouse %s: %w", red, err)
+	if err := c.Ping(ctx); err != nil {
+		_ = c.Close()
+		return nil, "", fmt.Errorf("storage: connect to ClickHouse %s: %w", red, engineError(err))
 	}
-	return &serverTransport{conn: conn, dsn: red}, db, nil
+	return &transport{conn: c, distributedSync: o.DistributedSync}, db, nil
 }
 
-// parseServerDSN parses a Native-protocol DSN. It returns the options to
-// connect with (database cleared: the connection uses the user's default)
-// and the database named in the DSN, if any. Errors never contain the
-// password.
-func parseServerDSN(dsn string) (*clickhouse.Options, string, error) {
-	red := RedactDSN(dsn)
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return nil, "", fmt.Errorf("storage: invalid ClickHouse DSN %s (URL-encode special characters in the user and password)", red)
+// engineError wraps an error that carries a server exception in a
+// storage.EngineError with its code (storage.IsReadOnlyRefusal reads it);
+// the exception stays reachable with errors.As.
+func engineError(err error) error {
+	var ex *clickhouse.Exception
+	if err == nil || !errors.As(err, &ex) {
+		return err
 	}
-	switch u.Scheme {
-	case "clickhouse", "tcp":
-	default:
-		return nil, "", fmt.Errorf("storage: ClickHouse DSN %s: scheme must be clickhouse:// (Native protocol, e.g. clickhouse://user:pass@host:9000/rebound)", red)
-	}
-	opts, err := clickhouse.ParseDSN(dsn)
-	if err != nil {
-		return nil, "", fmt.Errorf("storage: invalid ClickHouse DSN %s: %s", red, strings.ReplaceAll(err.Error(), dsn, red))
-	}
-	db := opts.Auth.Database
-	opts.Auth.Database = ""
-	if db != "" && !identRe.MatchString(db) {
-		return nil, "", fmt.Errorf("storage: ClickHouse DSN %s: invalid database name %q", red, db)
-	}
-	return opts, db, nil
+	return &storage.EngineError{Code: int(ex.Code), Err: err}
 }
 
-// readOnlySettings makes every query of the connection run with the
-// server's readonly=1: clickhouse-go sends the setting with each query, and
-// in readonly=1 the server refuses writes, DDL, any change of a setting
-// (SETTINGS readonly=0 included) and table functions beyond read access.
-func readOnlySettings(opts *clickhouse.Options) {
-	if opts.Settings == nil {
-		opts.Settings = clickhouse.Settings{}
-	}
-	opts.Settings["readonly"] = 1
-}
-
-func (t *serverTransport) name() string { return "server" }
-
-func (t *serverTransport) close() error { return t.conn.Close() }
+func (t *transport) Close() error { return t.conn.Close() }
 
 // withParams binds {name:Type} parameters server-side. The server parses
 // values in its Escaped format, exactly as chDB does, so both transports use
@@ -123,21 +110,26 @@ func serverParams(params map[string]string) clickhouse.Parameters {
 	return p
 }
 
-func (t *serverTransport) exec(ctx context.Context, q stmt) error {
-	return t.conn.Exec(withParams(ctx, q.Params), q.SQL)
+func (t *transport) Exec(ctx context.Context, q storage.Stmt) error {
+	return engineError(t.conn.Exec(withParams(ctx, q.Params), q.SQL))
 }
 
-func (t *serverTransport) selectRows(ctx context.Context, dest any, q stmt) error {
-	return t.conn.Select(withParams(ctx, q.Params), dest, q.SQL)
+func (t *transport) Select(ctx context.Context, dest any, q storage.Stmt) error {
+	return engineError(t.conn.Select(withParams(ctx, q.Params), dest, q.SQL))
 }
 
-func (t *serverTransport) query(ctx context.Context, sql string) (Table, error) {
+func (t *transport) Query(ctx context.Context, sql string) (storage.Table, error) {
+	tab, err := t.query(ctx, sql)
+	return tab, engineError(err)
+}
+
+func (t *transport) query(ctx context.Context, sql string) (storage.Table, error) {
 	rows, err := t.conn.Query(ctx, sql)
 	if err != nil {
-		return Table{}, err
+		return storage.Table{}, err
 	}
 	defer rows.Close()
-	var tab Table
+	var tab storage.Table
 	tab.Columns = rows.Columns()
 	types := rows.ColumnTypes()
 	for _, ct := range types {
@@ -149,7 +141,7 @@ func (t *serverTransport) query(ctx context.Context, sql string) (Table, error) 
 			ptrs[i] = reflect.New(ct.ScanType()).Interface()
 		}
 		if err := rows.Scan(ptrs...); err != nil {
-			return Table{}, err
+			return storage.Table{}, err
 		}
 		row := make([]any, len(ptrs))
 		for i, p := range ptrs {
@@ -171,7 +163,7 @@ const asyncInsertBelow = 10_000
 // cluster the Distributed table forwards the rows before answering
 // (insert_distributed_sync; ClickHouse 23.x+ also calls it
 // distributed_foreground_insert).
-func (t *serverTransport) insertSettings(n int) clickhouse.Settings {
+func (t *transport) insertSettings(n int) clickhouse.Settings {
 	s := clickhouse.Settings{}
 	if n < asyncInsertBelow {
 		s["async_insert"] = 1
@@ -183,7 +175,11 @@ func (t *serverTransport) insertSettings(n int) clickhouse.Settings {
 	return s
 }
 
-func (t *serverTransport) insert(ctx context.Context, insertSQL string, cols []string, rows [][]any) error {
+func (t *transport) Insert(ctx context.Context, insertSQL string, cols []string, rows [][]any) error {
+	return engineError(t.insert(ctx, insertSQL, cols, rows))
+}
+
+func (t *transport) insert(ctx context.Context, insertSQL string, cols []string, rows [][]any) error {
 	if settings := t.insertSettings(len(rows)); len(settings) > 0 {
 		ctx = clickhouse.Context(ctx, clickhouse.WithSettings(settings))
 	}

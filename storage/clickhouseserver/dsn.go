@@ -1,0 +1,50 @@
+package clickhouseserver
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"rebound/storage"
+)
+
+// parseDSN parses a Native-protocol DSN. It returns the options to connect
+// with (database cleared: the connection uses the user's default) and the
+// database named in the DSN, if any. Errors never contain the password.
+func parseDSN(dsn string) (*clickhouse.Options, string, error) {
+	red := storage.RedactDSN(dsn)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return nil, "", fmt.Errorf("storage: invalid ClickHouse DSN %s (URL-encode special characters in the user and password)", red)
+	}
+	switch u.Scheme {
+	case "clickhouse", "tcp":
+	default:
+		return nil, "", fmt.Errorf("storage: ClickHouse DSN %s: scheme must be clickhouse:// (Native protocol, e.g. clickhouse://user:pass@host:9000/rebound)", red)
+	}
+	opts, err := clickhouse.ParseDSN(dsn)
+	if err != nil {
+		return nil, "", fmt.Errorf("storage: invalid ClickHouse DSN %s: %s", red, strings.ReplaceAll(err.Error(), dsn, red))
+	}
+	db := opts.Auth.Database
+	opts.Auth.Database = ""
+	if db != "" {
+		if err := storage.ValidateDatabase(db); err != nil {
+			return nil, "", fmt.Errorf("storage: ClickHouse DSN %s: %w", red, err)
+		}
+	}
+	return opts, db, nil
+}
+
+// readOnlySettings makes every query of the connection run with the
+// server's readonly=1: clickhouse-go sends the setting with each query, and
+// in readonly=1 the server refuses writes, DDL, any change of a setting
+// (SETTINGS readonly=0 included) and table functions beyond read access.
+func readOnlySettings(opts *clickhouse.Options) {
+	if opts.Settings == nil {
+		opts.Settings = clickhouse.Settings{}
+	}
+	opts.Settings["readonly"] = 1
+}
