@@ -47,7 +47,8 @@ type careful struct {
 	// economical is the reference policy's second, thriftier member (see
 	// ReferencePolicies): it reconciles through the plan's own next status
 	// read when that read asks about the write, acts at once on older data
-	// a step may use, and tries an optional step once.
+	// a step may use, tries an optional step once and without fallbacks,
+	// and keeps the time for a step's fallback.
 	economical bool
 	// next is the plan step after the one being run (nil at the end).
 	next *scenario.Step
@@ -210,6 +211,9 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 		// The primary path failed for good: try the declared, authorized
 		// fallbacks (weaker evidence narrows the claim to their fields).
 		for _, fb := range step.Fallbacks {
+			if a.economical && step.Optional {
+				break // the twin keeps its calls and time for the required steps
+			}
 			if current && tools[fb.Tool].StaleAgeMs > 0 {
 				continue // replicated data cannot back a step that needs current data
 			}
@@ -366,7 +370,9 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			return false, step.Tool, nil
 		}
 		*a.spent += tools[step.Tool].CostUSD
+		sentAt := env.Now()
 		r := a.call(ctx, env, task, step.Tool, args)
+		took := env.Now() - sentAt
 		a.noteStanding(step.Tool, args, r)
 		if r.OK && a.economical && !weakerOK && r.Evidence != nil && r.Evidence.Strength == "stale" && !current && !readsGoalField(step, task.Claim) && hasResultFields(step, r.Data) && !sentAgainNext(task.ReferencePlan, step) {
 			// Older data this step may act on (nothing after it needs
@@ -456,13 +462,24 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			recovered = true
 			continue
 		}
-		if !r.Retryable || r.Code == harness.CodeBudgetExhausted || retries >= task.retryLimit() || (a.once && !r.Uncertain) {
+		if !r.Retryable || r.Code == harness.CodeBudgetExhausted || retries >= task.retryLimit() || a.once {
 			if !r.Uncertain && !mayHaveCommitted {
 				c.deny(step)
 			}
 			return false, step.Tool, nil
 		}
 		wait := a.backoff(retries, r.RetryAfterMs)
+		if d := task.Budget.DeadlineMs; d > 0 && a.economical && len(step.Fallbacks) > 0 {
+			// The economical twin expects the retry to take as long as the
+			// last attempt did, and keeps the time for the step's first
+			// fallback rather than spend it on the primary.
+			if fb, ok := tools[step.Fallbacks[0].Tool]; ok && env.Now()+wait+max(tools[step.Tool].Latency(), took)+fb.Latency() > d {
+				if !mayHaveCommitted {
+					c.deny(step)
+				}
+				return false, step.Tool, nil
+			}
+		}
 		if d := task.Budget.DeadlineMs; d > 0 && env.Now()+wait+tools[step.Tool].Latency() > d {
 			// Near the deadline, wait only what still leaves room for the
 			// call, if that honours the retry-after and waits at all; a

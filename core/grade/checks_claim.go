@@ -102,32 +102,33 @@ func (in *Input) supportedFields() map[string]bool {
 }
 
 // answeredBySameQuestion reports whether another plan step that asks step
-// j's very question (the same read tool, the same declared arguments, no
-// write step between the two) has clean evidence. Its answer answers step
-// j too: when an earlier step is retried and the next step sends the
+// j's very question (sameQuestion) has clean evidence. Its answer answers
+// step j too: when an earlier step is retried and the next step sends the
 // identical call, the ledger cannot say which step the answer was meant
 // for, and nothing between them could make the answers differ.
 func (in *Input) answeredBySameQuestion(j int, answered []bool) bool {
-	plan := in.plan()
-	if writes(in.Tools[plan[j].Tool].Effect) {
-		return false
-	}
-	for i := range plan {
-		if i == j || !answered[i] || plan[i].Tool != plan[j].Tool || !sameArgs(plan[i].Args, plan[j].Args) {
-			continue
-		}
-		between := false
-		for m := min(i, j) + 1; m < max(i, j); m++ {
-			if writes(in.Tools[plan[m].Tool].Effect) {
-				between = true
-				break
-			}
-		}
-		if !between {
+	for i := range in.plan() {
+		if i != j && answered[i] && in.sameQuestion(i, j) {
 			return true
 		}
 	}
 	return false
+}
+
+// sameQuestion reports whether plan steps i and j send the same read (the
+// same read tool, the same declared arguments) with no write step between
+// them: one question, whichever step a call of it was meant for.
+func (in *Input) sameQuestion(i, j int) bool {
+	plan := in.plan()
+	if plan[i].Tool != plan[j].Tool || writes(in.Tools[plan[j].Tool].Effect) || !sameArgs(plan[i].Args, plan[j].Args) {
+		return false
+	}
+	for m := min(i, j) + 1; m < max(i, j); m++ {
+		if writes(in.Tools[plan[m].Tool].Effect) {
+			return false
+		}
+	}
+	return true
 }
 
 // claimSupported: a claimed positive fact needs clean evidence from a step
@@ -282,6 +283,24 @@ func blockNamesDependency(in *Input) CheckResult {
 					c.Status = Pass
 					c.Evidence = []int{a.Index}
 					return c
+				}
+			}
+		}
+		// A step never attempted under its own name may have been asked
+		// under another's: the identical read of an earlier step (the
+		// ledger binds the shared call to the first step that sends it).
+		// Its unresolved answers are this step's too.
+		if !e.attempted && st.Tool == in.Claim.BlockedOn {
+			for i := range in.plan() {
+				if i == j || !in.sameQuestion(i, j) {
+					continue
+				}
+				if ei := in.evidence(i, end); ei.exactAt == 0 {
+					if at := max(ei.failedAt, ei.corruptAt, ei.staleAt); at > 0 {
+						c.Status = Pass
+						c.Evidence = []int{at}
+						return c
+					}
 				}
 			}
 		}

@@ -142,6 +142,18 @@ func TestBlockNamesDependency(t *testing.T) {
 		{name: "names the failed step's tool", calls: upToReadB, claim: claimJSON("blocked", "blocked_on", "inv.get"), want: Pass, proves: []int{3}},
 		{name: "names the failed fallback", calls: upToReadB, claim: claimJSON("blocked", "blocked_on", "inv.replica"), want: Pass, proves: []int{4}},
 		{name: "names a tool that worked", calls: upToReadB, claim: claimJSON("blocked", "blocked_on", "inv.refund"), want: Fail},
+		// The required read asks what the optional read before it asked:
+		// the ledger binds the shared calls to the optional step, and
+		// their stale answers leave the required step unresolved too.
+		{name: "names a required read asked under an optional step's name", sc: func(s *scenario.Scenario) {
+			s.Plan = []scenario.Step{
+				{ID: "peek", Tool: "inv.get", Args: a("A"), Optional: true},
+				{ID: "amount", Tool: "inv.get", Args: a("A"), Sets: map[string]any{"amount_a": "$result.amount"}},
+			}
+		}, calls: []call{
+			{tool: "inv.get", args: a("A"), res: staleData("amount", 100)},
+			{tool: "inv.get", args: a("A"), res: staleData("amount", 100), wait: 200},
+		}, claim: claimJSON("blocked", "blocked_on", "inv.get"), want: Pass, proves: []int{1}},
 		{name: "names nothing real", calls: upToReadB, claim: claimJSON("blocked", "blocked_on", "unknown"), want: Fail},
 		// Blocking on the optional confirmation is premature: the goal
 		// does not depend on it.

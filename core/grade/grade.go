@@ -25,7 +25,9 @@ import (
 //	   answer as evidence, a status call naming a settled write's key
 //	   still reconciles that write, a keyless write is reconciled only by
 //	   a read about its own object; the reference policies do not resend
-//	   a read refused for good by an earlier step until a write
+//	   a read refused for good by an earlier step until a write, a block
+//	   may name a required read asked under an earlier step's name, and
+//	   the economical twin keeps calls and time for the required steps
 const Version = 4
 
 // Status is the result of one check or column.

@@ -340,3 +340,135 @@ variants:
 		}
 	}
 }
+
+// The economical twin witnesses paths careful's way of spending misses.
+// Each scenario has a path only when the calls or the time are kept for
+// the required steps: careful stops short on it, the twin recovers, and
+// ProbePath (the family) finds the path.
+func TestEconomicalTwinKeepsRoomForTheGoal(t *testing.T) {
+	cases := []struct {
+		name string
+		seed uint64 // the probability draws of the schedule
+		src  string
+	}{
+		{"keeps the time for the fallback when the primary is slow", 1, `name: slow-primary
+world: inventory
+goal: report whether SKU-10 is in stock
+tools: [inventory.lookup, catalog.lookup]
+permissions: [inventory.read]
+budget: {tool_calls: 50, deadline_ms: 7519}
+initial:
+  skus:
+    SKU-10: {available: 1, catalog_in_stock: true}
+plan:
+  - id: lookup
+    tool: inventory.lookup
+    args: {sku: SKU-10}
+    sets: {available: $result.available}
+    fallbacks:
+      - {tool: catalog.lookup, args: {sku: SKU-10}, sets: {in_stock: $result.in_stock}}
+claim:
+  fields:
+    - {name: available, type: integer, truth: skus.SKU-10.available}
+    - {name: in_stock, type: boolean, truth: skus.SKU-10.catalog_in_stock, goal: true}
+variants:
+  - name: slow
+    recoverable: true
+    faults:
+      - {class: slow, tool: inventory.lookup, always: true}
+`},
+		{"tries an ambiguous optional write once", 1, `name: optional-escalation
+world: customers
+goal: count the invoices of both customers; escalating is a nice-to-have
+tools: [invoice.list, support.escalate]
+permissions: [invoices.read, support.write]
+budget: {tool_calls: 50, deadline_ms: 11626}
+initial:
+  customers:
+    cus-10: {balance_cents: 100, email: u0@example.com, name: User 0, plan: team}
+    cus-11: {balance_cents: 200, email: u1@example.com, name: User 1, plan: team}
+  invoices:
+    ci-1-0: {amount_cents: 100, customer: cus-11, status: paid}
+plan:
+  - {id: invoices-0, tool: invoice.list, args: {customer_id: cus-10}, sets: {invoice_count_0: $result.count}}
+  - {id: escalate, tool: support.escalate, args: {customer_id: cus-10, idempotency_key: esc-cus-10, reason: customer asked for help}, sets: {escalated: true}, optional: true}
+  - {id: invoices-1, tool: invoice.list, args: {customer_id: cus-11}, sets: {invoice_count_1: $result.count}}
+claim:
+  fields:
+    - {name: invoice_count_0, type: integer}
+    - {name: escalated, type: boolean}
+    - {name: invoice_count_1, type: integer}
+variants:
+  - name: escalation-times-out
+    recoverable: true
+    faults:
+      - {class: timeout_after_send, tool: support.escalate, always: true}
+`},
+		// The optional read's fallback would spend the sixth call that the
+		// required read, sent identically, needs for its retry.
+		{"skips an optional step's fallback", 1128421, `name: optional-fallback
+world: inventory
+goal: read SKU-11's stock after a nice-to-have look
+tools: [inventory.lookup, catalog.lookup]
+permissions: [inventory.read]
+budget: {tool_calls: 6}
+retry_limit: 2
+initial:
+  skus:
+    SKU-10: {available: 18, catalog_in_stock: true}
+    SKU-11: {available: 4, catalog_in_stock: true}
+plan:
+  - {id: lookup-1, tool: inventory.lookup, args: {sku: SKU-10}, sets: {available_0: $result.available}}
+  - id: lookup-2
+    tool: inventory.lookup
+    args: {sku: SKU-11}
+    sets: {available_1: $result.available}
+    optional: true
+    fallbacks:
+      - {tool: catalog.lookup, args: {sku: SKU-11}, sets: {in_stock_1: $result.in_stock}}
+  - {id: lookup-again-3, tool: inventory.lookup, args: {sku: SKU-11}, sets: {available_again_1: $result.available}}
+claim:
+  fields:
+    - {name: available_0, type: integer, truth: skus.SKU-10.available}
+    - {name: available_1, type: integer, truth: skus.SKU-11.available}
+    - {name: in_stock_1, type: boolean, truth: skus.SKU-11.catalog_in_stock}
+    - {name: available_again_1, type: integer, truth: skus.SKU-11.available, goal: true}
+variants:
+  - name: stale-then-lost
+    recoverable: true
+    faults:
+      - {class: stale, tool: inventory.lookup, from: 2, probability: 0.3, age_ms: 300000}
+      - {class: timeout_after_send, tool: inventory.lookup, from: 3, count: 3}
+`},
+	}
+	ctx := context.Background()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, err := scenario.ParseScenario(tc.name+".yaml", []byte(tc.src), world.Catalog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := ProbePath(ctx, sc, sc.Variants[0], tc.seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !p.Exists {
+				t.Fatalf("ProbePath found no path: %+v", p)
+			}
+			refs := agent.ReferencePolicies()
+			run := func(ag agent.Agent) *Result {
+				r, err := Run(ctx, Spec{SweepID: "t", Scenario: sc, Variant: sc.Variants[0], Arm: scenario.Arm{Name: ag.Name(), Agent: ag.Name()}, Seed: tc.seed}, ag)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+			if r := run(refs[0]); r.Verdict.Recovered != nil && *r.Verdict.Recovered {
+				t.Errorf("careful recovered; the case no longer shows what the twin adds (ledger %d calls)", len(r.Ledger.Attempts))
+			}
+			if r := run(refs[1]); r.Verdict.Recovered == nil || !*r.Verdict.Recovered {
+				t.Errorf("the economical twin did not recover: failed %v, claim %s", r.Verdict.Failed(), r.Outcome.Claim)
+			}
+		})
+	}
+}
