@@ -90,7 +90,9 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 	failures := make([]int, len(plan))
 	staleOnly := make([]bool, len(plan))
 	limit := sc.EffectiveRetryLimit()
-	touched := -1 // highest step a call was bound to
+	touched := -1                    // highest step a call was bound to
+	asked := make([]bool, len(plan)) // steps a call was bound to
+	lastStep := -1                   // the step the last bound call served
 	// pending are the writes waiting for reconciliation; settled those a
 	// status answer has settled since. A later status call that names a
 	// settled write's idempotency key still asks about that write (a
@@ -192,10 +194,31 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 				break
 			}
 		}
+		if best < 0 && lastStep >= 0 {
+			// A retry of the step the previous call served (after a call
+			// sent out of plan order, that step may lie behind touched).
+			for _, c := range cands {
+				if c.score == top && c.step == lastStep && c.step <= touched {
+					pick(c)
+					break
+				}
+			}
+		}
 		if best < 0 { // a retry or re-read of the current step (or the last one before it)
 			for _, c := range cands {
 				if c.score == top && c.step <= max(touched, 0) && c.step >= best {
 					pick(c)
+				}
+			}
+			// No call has served that step yet: the agent went back to the
+			// first open step it had jumped over (a write sent ahead of its
+			// reads), not on to a later step it never started.
+			if best >= 0 && !asked[best] {
+				for _, c := range cands {
+					if c.score == top && c.step <= touched && !satisfied[c.step] {
+						pick(c)
+						break
+					}
 				}
 			}
 		}
@@ -208,6 +231,7 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 			}
 		}
 		if best >= 0 {
+			asked[best], lastStep = true, best
 			b.Step, b.Role, b.Alt = best, bestRole, bestAlt
 			if best > touched {
 				touched = best

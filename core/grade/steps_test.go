@@ -3,6 +3,7 @@ package grade
 import (
 	"testing"
 
+	"rebound/core/harness"
 	"rebound/core/scenario"
 )
 
@@ -161,5 +162,32 @@ func TestBindKeyedAskAfterSettling(t *testing.T) {
 	}...), call{tool: "inv.status", args: status("ka"), res: okData("status", "completed")})...)
 	if b := bind(sc, testTools, l2.Attempts)[3]; b.StepID != "confirm" || b.Role != RolePrimary {
 		t.Errorf("the plan's keyed status read bound to %s (%s), want confirm (primary)", b.StepID, b.Role)
+	}
+}
+
+// A write sent ahead of the reads the plan puts before it does not move
+// the reads it jumped over: the next identical read goes back to the
+// first open step that asks it, and its retries stay with that step, not
+// with the later step that asks the same question after another write.
+func TestBindAfterAWriteSentOutOfOrder(t *testing.T) {
+	sc := &scenario.Scenario{Plan: []scenario.Step{
+		{ID: "before", Tool: "inv.get", Args: a("A"), Sets: map[string]any{"amount_a": "$result.amount"}},
+		{ID: "refund-a", Tool: "inv.refund", Args: refund("A", "ka")},
+		{ID: "after", Tool: "inv.get", Args: a("A")},
+		{ID: "refund-b", Tool: "inv.refund", Args: refund("B", "kb")},
+	}}
+	l := ledger(
+		call{tool: "inv.refund", args: refund("B", "kb"), res: okData()},
+		call{tool: "inv.get", args: a("A"), res: failed(harness.CodeUnavailable, true)},
+		call{tool: "inv.get", args: a("A"), res: failed(harness.CodeUnavailable, true), wait: 500},
+		call{tool: "inv.get", args: a("A"), res: okData("amount", 100), wait: 1000},
+		call{tool: "inv.refund", args: refund("A", "ka"), res: okData()},
+		call{tool: "inv.get", args: a("A"), res: okData("amount", 100)},
+	)
+	want := []string{"refund-b", "before", "before", "before", "refund-a", "after"}
+	for i, b := range bind(sc, testTools, l.Attempts) {
+		if b.StepID != want[i] {
+			t.Errorf("call %d bound to %q, want %q", i+1, b.StepID, want[i])
+		}
 	}
 }
