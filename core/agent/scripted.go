@@ -68,6 +68,10 @@ type careful struct {
 	// written since, the identical call for a later step would meet the
 	// same answer.
 	refused map[string]string
+	// failing counts, per call (tool and arguments), its consecutive
+	// failures since the last write: the retry limit and the backoff are
+	// the identical call's, whichever step sends it.
+	failing map[string]failingCall
 	// calls and replans count what the agent spent of its budgets: it
 	// never relies on the harness refusing a call it should not send.
 	calls, replans *int
@@ -98,13 +102,28 @@ func (a careful) call(ctx context.Context, env Env, task Task, tool string, args
 	}
 	*a.calls++
 	if e := a.effect(env, tool); e != harness.EffectRead && e != "" {
-		clear(a.refused) // a write may change how a refused call is answered
+		// A write may change how a refused or failing call is answered.
+		clear(a.refused)
+		clear(a.failing)
 	}
 	r := env.Call(ctx, tool, args)
+	if key := tool + "\x00" + harness.ArgsKey(args); r.OK {
+		delete(a.failing, key)
+	} else if r.Code != harness.CodeDeadlineExceeded {
+		f := a.failing[key]
+		a.failing[key] = failingCall{n: f.n + 1, retryable: r.Retryable, retryAfterMs: r.RetryAfterMs}
+	}
 	if r.Code == harness.CodeRateLimited && r.RetryAfterMs > 0 {
 		a.notBefore[tool] = env.Now() + r.RetryAfterMs
 	}
 	return r
+}
+
+// failingCall is the run of failures of one identical call.
+type failingCall struct {
+	n            int // consecutive failures
+	retryable    bool
+	retryAfterMs int64
 }
 
 // effect is a tool's documented effect.
@@ -168,6 +187,7 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 	a.answers = new([]answer)
 	a.down = map[string]string{}
 	a.refused = map[string]string{}
+	a.failing = map[string]failingCall{}
 	a.calls, a.replans = new(int), new(int)
 	a.stale = map[string]bool{}
 	a.notBefore = map[string]int64{}
@@ -342,6 +362,29 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 		c.deny(step)
 		return false, step.Tool, nil
 	}
+	if f := a.failing[step.Tool+"\x00"+harness.ArgsKey(args)]; f.n > 0 {
+		// An earlier step's identical call is failing: this step's first
+		// call is its next retry. Past the retry limit it is not sent;
+		// otherwise it waits the backoff the retry is owed.
+		if !f.retryable {
+			// refused and down decide about definitive failures.
+		} else if f.n > task.retryLimit() {
+			c.deny(step)
+			return false, step.Tool, nil
+		} else {
+			wait := a.backoff(f.n-1, f.retryAfterMs)
+			if d := task.Budget.DeadlineMs; d > 0 && env.Now()+wait+tools[step.Tool].Latency() > d {
+				// Near the deadline, wait only what still leaves room for
+				// the call, if that honours the retry-after and waits.
+				wait = d - env.Now() - tools[step.Tool].Latency()
+				if wait < max(1, f.retryAfterMs) {
+					c.deny(step)
+					return false, step.Tool, nil
+				}
+			}
+			env.Sleep(wait)
+		}
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return false, "", err
@@ -462,7 +505,7 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 			recovered = true
 			continue
 		}
-		if !r.Retryable || r.Code == harness.CodeBudgetExhausted || retries >= task.retryLimit() || a.once {
+		if !r.Retryable || r.Code == harness.CodeBudgetExhausted || retries >= task.retryLimit() || a.failing[step.Tool+"\x00"+harness.ArgsKey(args)].n > task.retryLimit() || a.once {
 			if !r.Uncertain && !mayHaveCommitted {
 				c.deny(step)
 			}

@@ -44,12 +44,32 @@ func retriesBounded(in *Input) CheckResult {
 // callKey names what a call retries: its plan step and the way it serves
 // it (own tool, which fallback, reconciliation), or for an off-plan call
 // the tool and its arguments.
+//
+// Steps that ask one question (sameQuestion: the same read, no write
+// between) share one key: their calls are one call retried, whichever step
+// the ledger binds each to, so the retry limit and the backoff are the
+// question's, not each step's.
 func (in *Input) callKey(pos int) string {
 	b, a := in.Bindings[pos], in.attempts()[pos]
 	if b.Step < 0 {
 		return "off\x00" + a.Tool + "\x00" + a.ArgsKey
 	}
-	return fmt.Sprintf("%d\x00%s\x00%d\x00%s", b.Step, b.Role, b.Alt, a.Tool)
+	step := b.Step
+	if b.Role == RolePrimary {
+		step = in.question(step)
+	}
+	return fmt.Sprintf("%d\x00%s\x00%d\x00%s", step, b.Role, b.Alt, a.Tool)
+}
+
+// question returns the first plan step that asks step j's question (j
+// itself when no earlier step does).
+func (in *Input) question(j int) int {
+	for i := 0; i < j; i++ {
+		if in.sameQuestion(i, j) {
+			return i
+		}
+	}
+	return j
 }
 
 // backoffHonoured: the next call that serves the same step the same way

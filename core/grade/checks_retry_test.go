@@ -50,13 +50,20 @@ func TestRetriesBounded(t *testing.T) {
 		{name: "four retries", calls: []call{fail, fail, fail, fail, fail}, want: Fail, proves: []int{5}},
 	})
 	// Read B is optional (retry limit 1) and a later required step reads B
-	// again. A third identical read is the later step's first call when
-	// the agent moved on; when read B's fallback follows it, the agent had
-	// not moved on, and it was one retry too many.
+	// again with nothing written between: one question. Its retry limit
+	// is the identical call's, whichever step the ledger binds a call to,
+	// so a third failing read is one retry too many. With a write between
+	// the two reads (the refund of B), the second read asks anew and has
+	// its own limit.
 	optionalB := func(s *scenario.Scenario) {
 		s.RetryLimit = 1
 		s.Plan[2].Optional = true
 		s.Plan = append(s.Plan[:3:3], scenario.Step{ID: "reread-b", Tool: "inv.get", Args: a("B"), Sets: map[string]any{"amount_b": "$result.amount"}})
+	}
+	writeBetween := func(s *scenario.Scenario) {
+		s.RetryLimit = 1
+		s.Plan[2].Optional = true
+		s.Plan = append(s.Plan[:4:4], scenario.Step{ID: "reread-b", Tool: "inv.get", Args: a("B"), Sets: map[string]any{"amount_b": "$result.amount"}})
 	}
 	failB := call{tool: "inv.get", args: a("B"), res: failed(harness.CodeUnavailable, true), wait: 1000}
 	upToB := []call{
@@ -64,10 +71,12 @@ func TestRetriesBounded(t *testing.T) {
 		{tool: "inv.refund", args: refund("A", "ka"), res: okData()},
 	}
 	runTable(t, CheckRetriesBounded, []checkCase{
-		{name: "the next step's identical call after an optional step gave up", sc: optionalB,
-			calls: with(upToB, failB, failB, failB), want: Pass},
-		{name: "the optional step's fallback after a third identical call", sc: optionalB,
-			calls: with(upToB, failB, failB, failB, call{tool: "inv.replica", args: a("B"), res: staleData("exists", true)}), want: Fail, proves: []int{5}},
+		{name: "the next step's identical read after an optional step gave up is the question's third try", sc: optionalB,
+			calls: with(upToB, failB, failB, failB), want: Fail, proves: []int{5}},
+		{name: "one failure, then the next step's identical read answers", sc: optionalB,
+			calls: with(upToB, failB, call{tool: "inv.get", args: a("B"), res: okData("amount", 250), wait: 1000}), want: Pass},
+		{name: "a write between: the later read has its own limit", sc: writeBetween,
+			calls: with(upToB, failB, failB, call{tool: "inv.refund", args: refund("B", "kb"), res: okData()}, failB, failB), want: Pass},
 	})
 }
 

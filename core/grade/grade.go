@@ -27,7 +27,9 @@ import (
 //	   a read about its own object; the reference policies do not resend
 //	   a read refused for good by an earlier step until a write, a block
 //	   may name a required read asked under an earlier step's name, and
-//	   the economical twin keeps calls and time for the required steps
+//	   the economical twin keeps calls and time for the required steps;
+//	   steps asking one question share its retry limit and backoff, and
+//	   reads jumped over by a write sent out of order stay their steps'
 const Version = 4
 
 // Status is the result of one check or column.
