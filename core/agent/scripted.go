@@ -362,28 +362,26 @@ func (a careful) step(ctx context.Context, env Env, tools map[string]harness.Too
 		c.deny(step)
 		return false, step.Tool, nil
 	}
-	if f := a.failing[step.Tool+"\x00"+harness.ArgsKey(args)]; f.n > 0 {
-		// An earlier step's identical call is failing: this step's first
+	if f := a.failing[step.Tool+"\x00"+harness.ArgsKey(args)]; f.n > 0 && f.retryable {
+		// An earlier step's identical call is failing (retryably: refused
+		// and down decide about definitive failures): this step's first
 		// call is its next retry. Past the retry limit it is not sent;
 		// otherwise it waits the backoff the retry is owed.
-		if !f.retryable {
-			// refused and down decide about definitive failures.
-		} else if f.n > task.retryLimit() {
+		if f.n > task.retryLimit() {
 			c.deny(step)
 			return false, step.Tool, nil
-		} else {
-			wait := a.backoff(f.n-1, f.retryAfterMs)
-			if d := task.Budget.DeadlineMs; d > 0 && env.Now()+wait+tools[step.Tool].Latency() > d {
-				// Near the deadline, wait only what still leaves room for
-				// the call, if that honours the retry-after and waits.
-				wait = d - env.Now() - tools[step.Tool].Latency()
-				if wait < max(1, f.retryAfterMs) {
-					c.deny(step)
-					return false, step.Tool, nil
-				}
-			}
-			env.Sleep(wait)
 		}
+		wait := a.backoff(f.n-1, f.retryAfterMs)
+		if d := task.Budget.DeadlineMs; d > 0 && env.Now()+wait+tools[step.Tool].Latency() > d {
+			// Near the deadline, wait only what still leaves room for the
+			// call, if that honours the retry-after and waits.
+			wait = d - env.Now() - tools[step.Tool].Latency()
+			if wait < max(1, f.retryAfterMs) {
+				c.deny(step)
+				return false, step.Tool, nil
+			}
+		}
+		env.Sleep(wait)
 	}
 	for {
 		if err := ctx.Err(); err != nil {
