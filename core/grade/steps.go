@@ -75,10 +75,15 @@ func QualityOf(a harness.Attempt) Quality {
 // reading another invoice is no evidence about this one), and ties go to
 // the first step that is still open (not yet satisfied, not left behind by
 // a call of a later step) and reached (no required step lies between it and
-// the last step served), else to the current step (a retry or a re-read:
-// the status read after a rollback is not reached before the rollback). A
-// status call while a write of a step waits for reconciliation (its answer
-// was lost or unreadable) reconciles that write first.
+// the last step served), else to the step the previous call served (a
+// retry), else to the current step (a re-read: the status read after a
+// rollback is not reached before the rollback), unless no call has served
+// that step yet: then to the first open step a write sent out of order
+// jumped over. A status call while a write of a step waits for
+// reconciliation (its answer was lost or unreadable) reconciles that write
+// first (a keyless write only by a call about its own object), and a status
+// call naming the key of a write already settled still confirms that write
+// unless the plan itself declares the call.
 func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harness.Attempt) []Binding {
 	plan := sc.Plan
 	out := make([]Binding, len(attempts))
