@@ -18,18 +18,98 @@ import (
 // the outcome columns.
 var aggMetrics = append([]Metric{outcome.Harm}, outcome.Stored...)
 
+// metricYs are the outcome expressions of a trial in aggMetrics order
+// (NULL: NOT TESTED), the elements of metricsSQL.
+var metricYs = func() []string {
+	ys := []string{`if(isNull(unsafe_action) AND isNull(duplicate_side_effect) AND isNull(fabricated_claim), NULL,
+                toUInt8(ifNull(unsafe_action, 0) = 1 OR ifNull(duplicate_side_effect, 0) = 1 OR ifNull(fabricated_claim, 0) = 1))`}
+	for _, m := range outcome.Stored {
+		ys = append(ys, string(m))
+	}
+	return ys
+}()
+
 // metricsSQL is the array of a trial's outcomes in aggMetrics order (NULL:
 // NOT TESTED), and metricNamesSQL the array of their names.
 var metricsSQL, metricNamesSQL = func() (string, string) {
-	ys := []string{`if(isNull(unsafe_action) AND isNull(duplicate_side_effect) AND isNull(fabricated_claim), NULL,
-                toUInt8(ifNull(unsafe_action, 0) = 1 OR ifNull(duplicate_side_effect, 0) = 1 OR ifNull(fabricated_claim, 0) = 1))`}
-	names := []string{"'" + string(outcome.Harm) + "'"}
-	for _, m := range outcome.Stored {
-		ys = append(ys, string(m))
-		names = append(names, "'"+string(m)+"'")
+	names := make([]string, len(aggMetrics))
+	for i, m := range aggMetrics {
+		names[i] = "'" + string(m) + "'"
 	}
-	return "[" + strings.Join(ys, ", ") + "]", "[" + strings.Join(names, ", ") + "]"
+	return "[" + strings.Join(metricYs, ", ") + "]", "[" + strings.Join(names, ", ") + "]"
 }()
+
+// perMetric joins f(i, y) over aggMetrics (y: the metric's outcome
+// expression) with sep.
+func perMetric(sep string, f func(i int, y string) string) string {
+	parts := make([]string, len(metricYs))
+	for i, y := range metricYs {
+		parts[i] = f(i, y)
+	}
+	return strings.Join(parts, sep)
+}
+
+// Bit masks of a trial's outcomes, bit i for metric i of aggMetrics:
+// tmaskSQL the metrics tested (not NULL, no attrition), smaskSQL the
+// successes among them. Two integers per trial instead of two arrays: the
+// fast queries sum bits, and a trial's whole outcome vector compares as one
+// number.
+var tmaskSQL, smaskSQL = func() (string, string) {
+	if len(metricYs) > 32 {
+		panic("storage: more than 32 metrics do not fit the outcome bit masks")
+	}
+	t := perMetric(" + ", func(i int, y string) string {
+		return fmt.Sprintf("bitShiftLeft(toUInt32(isNotNull(%s) AND attrition = 0), %d)", y, i)
+	})
+	s := perMetric(" + ", func(i int, y string) string {
+		return fmt.Sprintf("bitShiftLeft(toUInt32(ifNull(%s, 0) = 1 AND attrition = 0), %d)", y, i)
+	})
+	return t, s
+}()
+
+// trialMasksSQL: one row per trial of the sweep with its outcome masks.
+var trialMasksSQL = `SELECT
+        arm,
+        scenario,
+        variant,
+        seed,
+        attrition,
+        weight,
+        fault_classes,
+        ` + tmaskSQL + ` AS tmask,
+        ` + smaskSQL + ` AS smask
+    FROM {{db}}.trials FINAL
+    WHERE sweep_id = {sweep_id:String}`
+
+// metricSums renders, for every metric, the sums of one-trial cells that
+// a rateTotalsRow holds, as columns prefix+"n"+i and so on: tested trials,
+// successes, their weights and squared weights. A cell of one trial is
+// tested when its trial is, so these are also the tested cells and Σ over
+// cells of the cell's Σw².
+func metricSums(prefix string) string {
+	return perMetric(",\n        ", func(i int, _ string) string {
+		return fmt.Sprintf(`sum(bitTest(tmask, %[1]d)) AS %[2]sn%[1]d,
+        sum(bitTest(smask, %[1]d)) AS %[2]sk%[1]d,
+        sum(if(bitTest(tmask, %[1]d), weight, 0)) AS %[2]ssw%[1]d,
+        sum(if(bitTest(smask, %[1]d), weight, 0)) AS %[2]sswy%[1]d,
+        sum(if(bitTest(tmask, %[1]d), weight * weight, 0)) AS %[2]ssww%[1]d`, i, prefix)
+	})
+}
+
+// rateArrays renders the per-metric array columns of a rateTotalsRow as
+// sums of the columns metricSums(prefix) named.
+func rateArrays(prefix string) string {
+	arr := func(col string) string {
+		return "[" + perMetric(", ", func(i int, _ string) string { return fmt.Sprintf("sum(%s%s%d)", prefix, col, i) }) + "]"
+	}
+	return `
+    ` + arr("n") + ` AS tested_cells,
+    ` + arr("n") + ` AS n,
+    ` + arr("k") + ` AS successes,
+    ` + arr("sw") + ` AS sum_weight,
+    ` + arr("swy") + ` AS sum_weight_y,
+    ` + arr("sww") + ` AS sum_cell_weight_sq`
+}
 
 // trialVectorsSQL: one row per trial of the sweep with its per-metric
 // tested and success flags (aggMetrics order).
@@ -77,13 +157,7 @@ var (
     scenario,
     sum(v_trials) AS trials,
     sum(v_attrition) AS attrition_trials,
-    sum(v_trials) AS cells,
-    sumForEach(v_n) AS tested_cells,
-    sumForEach(v_n) AS n,
-    sumForEach(v_k) AS successes,
-    sumForEach(v_sw) AS sum_weight,
-    sumForEach(v_swy) AS sum_weight_y,
-    sumForEach(v_sww) AS sum_cell_weight_sq,
+    sum(v_trials) AS cells,` + rateArrays("v_") + `,
     countIf(v_graded >= 2) AS variation_cases,
     countIf(v_graded >= 2 AND v_outcomes = 1) AS constant_cases,
     max(v_multi) AS multi_cells
@@ -96,22 +170,23 @@ FROM
         count() AS v_trials,
         countIf(attrition = 1) AS v_attrition,
         count() > uniqExact(seed) AS v_multi,
-        sumForEach(tested) AS v_n,
-        sumForEach(success) AS v_k,
-        sumForEach(arrayMap(x -> x * weight, tested)) AS v_sw,
-        sumForEach(arrayMap(x -> x * weight, success)) AS v_swy,
-        sumForEach(arrayMap(x -> x * weight * weight, tested)) AS v_sww,
-        countIf(arraySum(tested) > 0) AS v_graded,
-        uniqExactIf((tested, success), arraySum(tested) > 0) AS v_outcomes
-    FROM (` + trialVectorsSQL + `)
+        ` + metricSums("v_") + `,
+        countIf(tmask != 0) AS v_graded,
+        uniqExactIf(bitOr(bitShiftLeft(toUInt64(tmask), 32), smask), tmask != 0) AS v_outcomes
+    FROM (` + trialMasksSQL + `)
     GROUP BY arm, scenario, variant
 )
 GROUP BY arm, scenario
 ORDER BY arm, scenario`
 
+	// The sweep's fault classes, sorted: the bits of the class masks.
+	qSweepClasses = `SELECT arraySort(groupUniqArrayArray(fault_classes)) AS classes
+FROM {{db}}.trials FINAL
+WHERE sweep_id = {sweep_id:String}`
+
 	qRateTotalsByClassFast = `WITH faults AS
 (
-    SELECT scenario, variant, seed, groupUniqArrayArray(fault_classes) AS classes
+    SELECT scenario, variant, seed, groupBitOr(` + classMaskSQL + `) AS case_mask
     FROM {{db}}.trials FINAL
     WHERE sweep_id = {sweep_id:String}
     GROUP BY scenario, variant, seed
@@ -120,24 +195,39 @@ SELECT
     arm,
     class AS group_name,
     scenario,
-    count() AS trials,
-    countIf(attrition = 1) AS attrition_trials,
-    count() AS cells,
-    sumForEach(tested) AS tested_cells,
-    sumForEach(tested) AS n,
-    sumForEach(success) AS successes,
-    sumForEach(arrayMap(x -> x * weight, tested)) AS sum_weight,
-    sumForEach(arrayMap(x -> x * weight, success)) AS sum_weight_y,
-    sumForEach(arrayMap(x -> x * weight * weight, tested)) AS sum_cell_weight_sq,
+    sum(g_trials) AS trials,
+    sum(g_attrition) AS attrition_trials,
+    sum(g_trials) AS cells,` + rateArrays("g_") + `,
     0 AS variation_cases,
     0 AS constant_cases,
     0 AS multi_cells
-FROM (` + trialVectorsSQL + `) AS t
-LEFT JOIN faults AS f ON t.scenario = f.scenario AND t.variant = f.variant AND t.seed = f.seed
-ARRAY JOIN if(empty(f.classes), [{no_fault:String}], f.classes) AS class
+FROM
+(
+    SELECT
+        arm,
+        scenario,
+        case_mask,
+        count() AS g_trials,
+        countIf(attrition = 1) AS g_attrition,
+        ` + metricSums("g_") + `
+    FROM (` + trialMasksSQL + `) AS t
+    LEFT JOIN faults AS f ON t.scenario = f.scenario AND t.variant = f.variant AND t.seed = f.seed
+    GROUP BY arm, scenario, case_mask
+)
+ARRAY JOIN ` + classesOfMaskSQL("case_mask") + ` AS class
 GROUP BY arm, group_name, scenario
 ORDER BY arm, group_name, scenario`
 )
+
+// classMaskSQL is a trial's fault classes as a bit mask over
+// {classes:Array(String)} (sorted, at most 64): bit j for classes[j].
+const classMaskSQL = `arrayReduce('groupBitOr', arrayMap(c -> bitShiftLeft(toUInt64(1), indexOf({classes:Array(String)}, c) - 1), fault_classes))`
+
+// classesOfMaskSQL lists the classes of a mask, or {no_fault} for none.
+func classesOfMaskSQL(mask string) string {
+	return `if(` + mask + ` = 0, [{no_fault:String}],
+    arrayFilter((c, j) -> bitTest(` + mask + `, j - 1), {classes:Array(String)}, arrayEnumerate({classes:Array(String)})))`
+}
 
 // rateColumns sums cells (or groups of cells) into the columns of a
 // rateTotalsRow; the argument arrays are per metric.
@@ -328,8 +418,12 @@ func (s *store) ReportTotals(ctx context.Context, sweepID, noFault string) (Repo
 		}
 		return res, nil
 	}
+	classes, err := s.classes(ctx, stmt{SQL: s.sql(qSweepClasses), Params: p})
+	if err != nil {
+		return out, fmt.Errorf("storage: ReportTotals %s: fault classes: %w", sweepID, err)
+	}
+	p["classes"] = arrayParam(classes)
 	qScenario, qClass := qRateTotalsFast, qRateTotalsByClassFast
-	var err error
 	if out.ByScenario, err = read(qScenario); err != nil {
 		return out, fmt.Errorf("storage: ReportTotals %s: by scenario: %w", sweepID, err)
 	}
@@ -348,4 +442,23 @@ func (s *store) ReportTotals(ctx context.Context, sweepID, noFault string) (Repo
 		return out, fmt.Errorf("storage: ReportTotals %s: by fault class: %w", sweepID, err)
 	}
 	return out, nil
+}
+
+// classes reads the sorted fault classes q returns (at most 64: the class
+// masks are UInt64).
+func (s *store) classes(ctx context.Context, q stmt) ([]string, error) {
+	var rows []struct {
+		Classes []string `json:"classes"`
+	}
+	if err := s.t.selectRows(ctx, &rows, q); err != nil {
+		return nil, err
+	}
+	classes := []string{}
+	if len(rows) == 1 {
+		classes = rows[0].Classes
+	}
+	if len(classes) > 64 {
+		return nil, fmt.Errorf("%d distinct fault classes; the breakdown handles at most 64", len(classes))
+	}
+	return classes, nil
 }
