@@ -3,6 +3,9 @@ package report
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"rebound/stats"
 	"rebound/storage"
@@ -101,16 +104,30 @@ func CompareFromTotals(in CompareTotalsInput) Comparison {
 		}
 	}
 	tp := totalsPairer{conf: conf, unit: out.Unit}
-	for j := range metricNames() {
-		d := tp.diff(overall[j], j, false)
-		if in.BootstrapReps > 0 && d.Pairs > 0 {
-			num, den, wnum, wden := tp.bootTotals(overall[j])
-			b := stats.BootstrapRatioTotals(num, den, in.BootstrapReps, conf, in.BootstrapSeed)
-			d.BootLo, d.BootHi = b.CI.Lo, b.CI.Hi
-			wb := stats.BootstrapRatioTotals(wnum, wden, in.BootstrapReps, conf, in.BootstrapSeed)
-			d.Weighted.BootLo, d.Weighted.BootHi = wb.CI.Lo, wb.CI.Hi
+	// Every diff is independent and seeded by its metric, so they run in
+	// parallel (the sign-flip tests dominate) into slots fixed in advance:
+	// the document does not depend on the schedule.
+	var jobs []func()
+	out.Metrics = make([]MetricDiff, nm)
+	for j := range nm {
+		jobs = append(jobs, func() {
+			d := tp.diff(overall[j], j, false)
+			if in.BootstrapReps > 0 && d.Pairs > 0 {
+				num, den, wnum, wden := tp.bootTotals(overall[j])
+				b := stats.BootstrapRatioTotals(num, den, in.BootstrapReps, conf, in.BootstrapSeed)
+				d.BootLo, d.BootHi = b.CI.Lo, b.CI.Hi
+				wb := stats.BootstrapRatioTotals(wnum, wden, in.BootstrapReps, conf, in.BootstrapSeed)
+				d.Weighted.BootLo, d.Weighted.BootHi = wb.CI.Lo, wb.CI.Hi
+			}
+			out.Metrics[j] = d
+		})
+	}
+	// groupJobs fills g's metrics from rowsOf(j), the rows of metric j.
+	groupJobs := func(g *GroupDiff, rowsOf func(j int) []storage.PairTotals) {
+		g.Metrics = make([]MetricDiff, nm)
+		for j := range nm {
+			jobs = append(jobs, func() { g.Metrics[j] = tp.diff(rowsOf(j), j, true) })
 		}
-		out.Metrics = append(out.Metrics, d)
 	}
 
 	// By scenario: the overall rows of each scenario (rows are sorted by
@@ -131,25 +148,28 @@ func CompareFromTotals(in CompareTotalsInput) Comparison {
 			if g.Cases == 0 {
 				continue // no pair: the scenario's cases are all unmatched
 			}
-			for j := range metricNames() {
-				g.Metrics = append(g.Metrics, tp.diff(scenarioRows(overall[j], sc), j, true))
-			}
 			out.ByScenario = append(out.ByScenario, g)
+		}
+		for i := range out.ByScenario {
+			g := &out.ByScenario[i]
+			groupJobs(g, func(j int) []storage.PairTotals { return scenarioRows(overall[j], g.Name) })
 		}
 	}
 	if in.FaultClasses {
 		for _, fc := range sortedClasses(classes) {
-			rows := classes[fc]
 			g := GroupDiff{Name: fc}
-			for _, r := range rows[0] {
+			for _, r := range classes[fc][0] {
 				g.Cases += int(r.Keys)
-			}
-			for j := range metricNames() {
-				g.Metrics = append(g.Metrics, tp.diff(rows[j], j, true))
 			}
 			out.ByFaultClass = append(out.ByFaultClass, g)
 		}
+		for i := range out.ByFaultClass {
+			g := &out.ByFaultClass[i]
+			rows := classes[g.Name]
+			groupJobs(g, func(j int) []storage.PairTotals { return rows[j] })
+		}
 	}
+	runParallel(jobs)
 
 	if n := len(out.Unmatched); n > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d case(s) could not be paired and are excluded: %d graded only in the baseline, %d only in the candidate, %d in neither (listed below)",
@@ -169,6 +189,25 @@ func CompareFromTotals(in CompareTotalsInput) Comparison {
 			sc, short(t.HashesA[sc]), short(t.HashesB[sc])))
 	}
 	return out
+}
+
+// runParallel runs jobs on up to GOMAXPROCS goroutines and returns when all
+// are done.
+func runParallel(jobs []func()) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(jobs)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(jobs) {
+					return
+				}
+				jobs[i]()
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // ungradedReason is ungraded for a side known by its attrition count.
