@@ -81,11 +81,10 @@ var trialMasksSQL = `SELECT
     FROM {{db}}.trials FINAL
     WHERE sweep_id = {sweep_id:String}`
 
-// metricSums renders, for every metric, the sums of one-trial cells that
-// a rateTotalsRow holds, as columns prefix+"n"+i and so on: tested trials,
-// successes, their weights and squared weights. A cell of one trial is
-// tested when its trial is, so these are also the tested cells and Σ over
-// cells of the cell's Σw².
+// metricSums renders, for every metric i, the sums over trials that a
+// rateTotalsRow holds, as columns prefix+"n"+i (tested trials), "k"
+// (successes), "sw" and "swy" (their weights) and "sww" (squared weights
+// of the tested).
 func metricSums(prefix string) string {
 	return perMetric(",\n        ", func(i int, _ string) string {
 		return fmt.Sprintf(`sum(bitTest(tmask, %[1]d)) AS %[2]sn%[1]d,
@@ -96,19 +95,42 @@ func metricSums(prefix string) string {
 	})
 }
 
-// rateArrays renders the per-metric array columns of a rateTotalsRow as
-// sums of the columns metricSums(prefix) named.
-func rateArrays(prefix string) string {
-	arr := func(col string) string {
-		return "[" + perMetric(", ", func(i int, _ string) string { return fmt.Sprintf("sum(%s%s%d)", prefix, col, i) }) + "]"
+// metricColumns are the names of metricSums' columns, before the index.
+var metricColumns = []string{"n", "k", "sw", "swy", "sww"}
+
+// metricArrays renders metricSums(from)'s columns as one array per name,
+// metric i at element i, named to+name: the later stages sum them with
+// -ForEach over few rows, which keeps the query short to analyse.
+func metricArrays(from, to string) string {
+	cols := make([]string, len(metricColumns))
+	for j, c := range metricColumns {
+		cols[j] = "[" + perMetric(", ", func(i int, _ string) string { return fmt.Sprintf("%s%s%d", from, c, i) }) + "] AS " + to + c
 	}
-	return `
-    ` + arr("n") + ` AS tested_cells,
-    ` + arr("n") + ` AS n,
-    ` + arr("k") + ` AS successes,
-    ` + arr("sw") + ` AS sum_weight,
-    ` + arr("swy") + ` AS sum_weight_y,
-    ` + arr("sww") + ` AS sum_cell_weight_sq`
+	return strings.Join(cols, ",\n        ")
+}
+
+// sumArrays renders the -ForEach sums of metricArrays(_, from)'s columns,
+// named to+name.
+func sumArrays(from, to string) string {
+	cols := make([]string, len(metricColumns))
+	for j, c := range metricColumns {
+		cols[j] = fmt.Sprintf("sumForEach(%s%s) AS %s%s", from, c, to, c)
+	}
+	return strings.Join(cols, ",\n        ")
+}
+
+// rateArrays renders the per-metric array columns of a rateTotalsRow from
+// the arrays sumArrays(_, prefix) named. A cell of one trial is tested
+// when its trial is, so the tested trials are also the tested cells, and
+// Σw² of the trials is Σ over cells of the cell's Σw squared.
+func rateArrays(prefix string) string {
+	return fmt.Sprintf(`
+    sumForEach(%[1]sn) AS tested_cells,
+    sumForEach(%[1]sn) AS n,
+    sumForEach(%[1]sk) AS successes,
+    sumForEach(%[1]ssw) AS sum_weight,
+    sumForEach(%[1]sswy) AS sum_weight_y,
+    sumForEach(%[1]ssww) AS sum_cell_weight_sq`, prefix)
 }
 
 // trialVectorsSQL: one row per trial of the sweep with its per-metric
@@ -145,79 +167,118 @@ var wideCellsCTE = `cells AS
     GROUP BY arm, scenario, variant, seed
 )`
 
-// The fast forms of qRateTotals and qRateTotalsByClass, exact when every
-// cell (arm, scenario, variant, seed) holds one trial, as a sweep's cells
-// do: they group by case or fault class, never by cell, which is what a
-// million cells would cost. multi_cells says whether some case holds a cell
-// of several trials; ReportTotals then reads the cell-level forms.
 var (
-	qRateTotalsFast = `SELECT
-    arm,
-    '' AS group_name,
-    scenario,
-    sum(v_trials) AS trials,
-    sum(v_attrition) AS attrition_trials,
-    sum(v_trials) AS cells,` + rateArrays("v_") + `,
-    countIf(v_graded >= 2) AS variation_cases,
-    countIf(v_graded >= 2 AND v_outcomes = 1) AS constant_cases,
-    max(v_multi) AS multi_cells
+	// The sweep's fault classes, sorted (the bits of the class masks), and
+	// how many (scenario, variant) and distinct 64-bit hashes of them it
+	// has: equal counts mean the hashes name the pairs exactly, so the
+	// report can join on them (qReportTotalsFastHashed).
+	qSweepClasses = `SELECT
+    arraySort(groupUniqArrayArray(sv_classes)) AS classes,
+    count() AS pairs,
+    uniqExact(sv_key) AS pair_keys
 FROM
 (
-    SELECT
-        arm,
-        scenario,
-        variant,
-        count() AS v_trials,
-        countIf(attrition = 1) AS v_attrition,
-        count() > uniqExact(seed) AS v_multi,
-        ` + metricSums("v_") + `,
-        countIf(tmask != 0) AS v_graded,
-        uniqExactIf(bitOr(bitShiftLeft(toUInt64(tmask), 32), smask), tmask != 0) AS v_outcomes
-    FROM (` + trialMasksSQL + `)
-    GROUP BY arm, scenario, variant
+    SELECT scenario, variant, groupUniqArrayArray(fault_classes) AS sv_classes, any(` + caseKeySQL + `) AS sv_key
+    FROM {{db}}.trials FINAL
+    WHERE sweep_id = {sweep_id:String}
+    GROUP BY scenario, variant
+)`
+
+	// The fast form of qRateTotals and qRateTotalsByClass together, exact
+	// when every cell (arm, scenario, variant, seed) holds one trial, as a
+	// sweep's cells do: one pass over the trials that groups by case or
+	// fault class, never by cell, which is what a million cells would
+	// cost; multi_cells says whether some cell holds several trials
+	// (ReportTotals then reads the cell-level forms). faults ORs the fault
+	// classes of every case (scenario, variant, seed) over all arms into a
+	// bit mask, joined back to the trials; by_mask sums the outcome bits
+	// per (arm, scenario, variant, mask of the case); by_variant spreads
+	// each over its group kind 0 (every case) and its fault classes (kind
+	// 1: a case counts in each class scheduled for it in any arm, or in
+	// {no_fault}). Rows of kind 0 are the totals by scenario with the seed
+	// variation of the cases, rows of kind 1 the totals per fault class.
+	qReportTotalsFast       = reportTotalsFastSQL(false)
+	qReportTotalsFastHashed = reportTotalsFastSQL(true)
 )
-GROUP BY arm, scenario
-ORDER BY arm, scenario`
 
-	// The sweep's fault classes, sorted: the bits of the class masks.
-	qSweepClasses = `SELECT arraySort(groupUniqArrayArray(fault_classes)) AS classes
-FROM {{db}}.trials FINAL
-WHERE sweep_id = {sweep_id:String}`
-
-	qRateTotalsByClassFast = `WITH faults AS
+// reportTotalsFastSQL renders qReportTotalsFast; hashed joins the trials to
+// their case on (caseKeySQL, seed), integers, instead of (scenario,
+// variant, seed), strings: the join costs half as much.
+func reportTotalsFastSQL(hashed bool) string {
+	q := `WITH faults AS
 (
     SELECT scenario, variant, seed, groupBitOr(` + classMaskSQL + `) AS case_mask
     FROM {{db}}.trials FINAL
     WHERE sweep_id = {sweep_id:String}
     GROUP BY scenario, variant, seed
-)
-SELECT
-    arm,
-    class AS group_name,
-    scenario,
-    sum(g_trials) AS trials,
-    sum(g_attrition) AS attrition_trials,
-    sum(g_trials) AS cells,` + rateArrays("g_") + `,
-    0 AS variation_cases,
-    0 AS constant_cases,
-    0 AS multi_cells
-FROM
+),
+by_mask AS
 (
     SELECT
         arm,
         scenario,
+        variant,
         case_mask,
-        count() AS g_trials,
-        countIf(attrition = 1) AS g_attrition,
-        ` + metricSums("g_") + `
+        count() AS m_trials,
+        countIf(attrition = 1) AS m_attrition,
+        count() > uniqExact(seed) AS m_multi,
+        countIf(tmask != 0) AS m_graded,
+        -- A graded trial's outcomes as one number: min = max over the
+        -- graded seeds of a case says they never varied.
+        minIf(bitOr(bitShiftLeft(toUInt64(tmask), 32), smask), tmask != 0) AS m_min_out,
+        maxIf(bitOr(bitShiftLeft(toUInt64(tmask), 32), smask), tmask != 0) AS m_max_out,
+        ` + metricSums("m_") + `,
+        ` + metricArrays("m_", "ma_") + `
     FROM (` + trialMasksSQL + `) AS t
-    LEFT JOIN faults AS f ON t.scenario = f.scenario AND t.variant = f.variant AND t.seed = f.seed
-    GROUP BY arm, scenario, case_mask
+    LEFT ANY JOIN faults AS f ON t.scenario = f.scenario AND t.variant = f.variant AND t.seed = f.seed
+    GROUP BY arm, scenario, variant, case_mask
+),
+by_variant AS
+(
+    SELECT
+        g.1 AS kind,
+        g.2 AS group_name,
+        arm,
+        scenario,
+        variant,
+        sum(m_trials) AS v_trials,
+        sum(m_attrition) AS v_attrition,
+        max(m_multi) AS v_multi,
+        sum(m_graded) AS v_graded,
+        minIf(m_min_out, m_graded > 0) = maxIf(m_max_out, m_graded > 0) AS v_constant,
+        ` + sumArrays("ma_", "v_") + `
+    FROM by_mask
+    ARRAY JOIN arrayConcat([(0, '')], arrayMap(c -> (1, c), ` + classesOfMaskSQL("case_mask") + `)) AS g
+    GROUP BY kind, group_name, arm, scenario, variant
 )
-ARRAY JOIN ` + classesOfMaskSQL("case_mask") + ` AS class
-GROUP BY arm, group_name, scenario
-ORDER BY arm, group_name, scenario`
-)
+SELECT
+    kind AS group_kind,
+    arm,
+    group_name,
+    scenario,
+    sum(v_trials) AS trials,
+    sum(v_attrition) AS attrition_trials,
+    sum(v_trials) AS cells,` + rateArrays("v_") + `,
+    countIf(kind = 0 AND v_graded >= 2) AS variation_cases,
+    countIf(kind = 0 AND v_graded >= 2 AND v_constant) AS constant_cases,
+    max(kind = 0 AND v_multi) AS multi_cells
+FROM by_variant
+GROUP BY group_kind, arm, group_name, scenario
+ORDER BY group_kind, arm, group_name, scenario`
+	if hashed {
+		q = strings.Replace(q, `SELECT scenario, variant, seed, groupBitOr(`, `SELECT `+caseKeySQL+` AS case_key, seed, groupBitOr(`, 1)
+		q = strings.Replace(q, `GROUP BY scenario, variant, seed`, `GROUP BY case_key, seed`, 1)
+		q = strings.Replace(q, `FROM (`+trialMasksSQL+`) AS t
+    LEFT ANY JOIN faults AS f ON t.scenario = f.scenario AND t.variant = f.variant AND t.seed = f.seed`,
+			`FROM (SELECT *, `+caseKeySQL+` AS case_key FROM (`+trialMasksSQL+`)) AS t
+    LEFT ANY JOIN faults AS f ON t.case_key = f.case_key AND t.seed = f.seed`, 1)
+	}
+	return q
+}
+
+// caseKeySQL is a 64-bit hash of (scenario, variant), which names them
+// exactly when a sweep has as many distinct hashes as pairs.
+const caseKeySQL = `cityHash64(scenario, variant)`
 
 // classMaskSQL is a trial's fault classes as a bit mask over
 // {classes:Array(String)} (sorted, at most 64): bit j for classes[j].
@@ -356,6 +417,7 @@ type ReportTotals struct {
 }
 
 type rateTotalsRow struct {
+	Kind            uint8     `json:"group_kind"` // qReportTotalsFast: 0 by scenario, 1 by fault class
 	Arm             string    `json:"arm"`
 	Group           string    `json:"group_name"`
 	Scenario        string    `json:"scenario"`
@@ -386,62 +448,87 @@ func at[T uint64 | float64](a []T, i int) T {
 // fault-class group of cases without a fault.
 func (s *store) ReportTotals(ctx context.Context, sweepID, noFault string) (ReportTotals, error) {
 	var out ReportTotals
-	p := map[string]string{"sweep_id": sweepID, "no_fault": noFault}
-	variation := map[string]*ArmVariation{}
-	var arms []string
-	multi := false
-	read := func(q string) ([]RateTotals, error) {
-		var rows []rateTotalsRow
-		if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(q), Params: p}); err != nil {
-			return nil, err
-		}
-		variation, arms = map[string]*ArmVariation{}, nil
-		res := make([]RateTotals, 0, len(rows)*len(aggMetrics))
-		for _, r := range rows {
-			multi = multi || r.MultiCells == 1
-			for i, m := range aggMetrics {
-				res = append(res, RateTotals{Arm: r.Arm, Group: r.Group, Scenario: r.Scenario, Metric: m,
-					Trials: r.Trials, Attrition: r.Attrition, Cells: r.Cells, TestedCells: at(r.TestedCells, i),
-					N: at(r.N, i), Successes: at(r.Successes, i), SumWeight: at(r.SumWeight, i),
-					SumWeightY: at(r.SumWeightY, i), SumCellWeightSq: at(r.SumCellWeightSq, i)})
-			}
-			if r.Group == "" {
-				v := variation[r.Arm]
-				if v == nil {
-					v = &ArmVariation{Arm: r.Arm}
-					variation[r.Arm] = v
-					arms = append(arms, r.Arm)
-				}
-				v.Cases += r.VariationCases
-				v.ConstantCases += r.ConstantCases
-			}
-		}
-		return res, nil
+	wrap := func(what string, err error) error {
+		return fmt.Errorf("storage: ReportTotals %s: %s: %w", sweepID, what, err)
 	}
-	classes, err := s.classes(ctx, stmt{SQL: s.sql(qSweepClasses), Params: p})
-	if err != nil {
-		return out, fmt.Errorf("storage: ReportTotals %s: fault classes: %w", sweepID, err)
+	p := map[string]string{"sweep_id": sweepID, "no_fault": noFault}
+	var cr []struct {
+		Classes  []string `json:"classes"`
+		Pairs    uint64   `json:"pairs"`
+		PairKeys uint64   `json:"pair_keys"`
+	}
+	if err := s.t.selectRows(ctx, &cr, stmt{SQL: s.sql(qSweepClasses), Params: p}); err != nil {
+		return out, wrap("fault classes", err)
+	}
+	classes, fast := []string{}, qReportTotalsFast
+	if len(cr) == 1 {
+		classes = cr[0].Classes
+		if cr[0].Pairs == cr[0].PairKeys {
+			fast = qReportTotalsFastHashed
+		}
+	}
+	if len(classes) > 64 {
+		return out, wrap("fault classes", fmt.Errorf("%d distinct fault classes; the breakdown handles at most 64", len(classes)))
 	}
 	p["classes"] = arrayParam(classes)
-	qScenario, qClass := qRateTotalsFast, qRateTotalsByClassFast
-	if out.ByScenario, err = read(qScenario); err != nil {
-		return out, fmt.Errorf("storage: ReportTotals %s: by scenario: %w", sweepID, err)
+	read := func(q string) ([]rateTotalsRow, error) {
+		var rows []rateTotalsRow
+		err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(q), Params: p})
+		return rows, err
 	}
-	if multi {
-		// Some cell holds several trials: sum per cell first.
-		qScenario, qClass = qRateTotals, qRateTotalsByClass
-		if out.ByScenario, err = read(qScenario); err != nil {
-			return out, fmt.Errorf("storage: ReportTotals %s: by scenario, per cell: %w", sweepID, err)
+	rows, err := read(fast)
+	if err != nil {
+		return out, wrap("totals", err)
+	}
+	var byScenario, byClass []rateTotalsRow
+	for _, r := range rows {
+		out.MultiTrialCells = out.MultiTrialCells || r.MultiCells == 1
+		if r.Kind == 0 {
+			byScenario = append(byScenario, r)
+		} else {
+			byClass = append(byClass, r)
 		}
 	}
-	out.MultiTrialCells = multi
-	for _, arm := range arms {
-		out.Variation = append(out.Variation, *variation[arm])
+	if out.MultiTrialCells {
+		// Some cell holds several trials: sum per cell first.
+		if byScenario, err = read(qRateTotals); err != nil {
+			return out, wrap("by scenario, per cell", err)
+		}
+		if byClass, err = read(qRateTotalsByClass); err != nil {
+			return out, wrap("by fault class, per cell", err)
+		}
 	}
-	if out.ByFaultClass, err = read(qClass); err != nil {
-		return out, fmt.Errorf("storage: ReportTotals %s: by fault class: %w", sweepID, err)
-	}
+	out.ByScenario, out.Variation = rateTotals(byScenario, true)
+	out.ByFaultClass, _ = rateTotals(byClass, false)
 	return out, nil
+}
+
+// rateTotals spreads rows over metrics and, with variation, sums the seed
+// variation of each arm (arms in the order of the rows).
+func rateTotals(rows []rateTotalsRow, variation bool) ([]RateTotals, []ArmVariation) {
+	res := make([]RateTotals, 0, len(rows)*len(aggMetrics))
+	var vs []ArmVariation
+	pos := map[string]int{}
+	for _, r := range rows {
+		for i, m := range aggMetrics {
+			res = append(res, RateTotals{Arm: r.Arm, Group: r.Group, Scenario: r.Scenario, Metric: m,
+				Trials: r.Trials, Attrition: r.Attrition, Cells: r.Cells, TestedCells: at(r.TestedCells, i),
+				N: at(r.N, i), Successes: at(r.Successes, i), SumWeight: at(r.SumWeight, i),
+				SumWeightY: at(r.SumWeightY, i), SumCellWeightSq: at(r.SumCellWeightSq, i)})
+		}
+		if !variation {
+			continue
+		}
+		k, ok := pos[r.Arm]
+		if !ok {
+			k = len(vs)
+			pos[r.Arm] = k
+			vs = append(vs, ArmVariation{Arm: r.Arm})
+		}
+		vs[k].Cases += r.VariationCases
+		vs[k].ConstantCases += r.ConstantCases
+	}
+	return res, vs
 }
 
 // classes reads the sorted fault classes q returns (at most 64: the class

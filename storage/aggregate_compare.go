@@ -199,65 +199,50 @@ ARRAY JOIN arrayConcat([(0, '')],
 GROUP BY group_kind, group_name, scenario, variant
 ORDER BY group_kind, group_name, scenario, variant`
 
-// pairCountNames are the per-metric counts of the fast comparison, in the
-// order pairCounts computes them, and pairSumNames its weighted sums,
-// computed from the counts by pairArrays.
-var (
-	pairCountNames = []string{"one_arm_only", "n11", "n12", "n21", "n22"}
-	pairSumNames   = []string{"sum_w", "sum_wa", "sum_wb", "sum_wd", "sum_w2", "sum_w2d", "sum_w2d2"}
-)
+// pairCountSQL are, per pair, the metrics of each count of the fast
+// comparison as bit masks (bit i for metric i of aggMetrics): tested in one
+// side only, and the four cells (a, b) of the 2×2 table among the metrics
+// tested in both.
+var pairCountSQL = []struct{ name, mask string }{
+	{"one_arm_only", "one"},
+	{"n11", "bitAnd(tested, bitAnd(k_s_a, k_s_b))"},
+	{"n12", "bitAnd(tested, bitAnd(k_s_a, bitNot(k_s_b)))"},
+	{"n21", "bitAnd(tested, bitAnd(bitNot(k_s_a), k_s_b))"},
+	{"n22", "bitAnd(tested, bitNot(bitOr(k_s_a, k_s_b)))"},
+}
 
-// pairCounts renders, per metric i, the counts over the pairs of one case
-// and weight (bit i of tested, one, k_s_a, k_s_b): the pairs tested in one
-// side only and the 2×2 table of a and b, as columns c_NAME_i.
+// pairCounts renders the per-metric counts over the pairs of one case and
+// weight: one array column c_NAME per pairCountSQL, element i counting
+// the pairs with bit i set.
 func pairCounts() string {
-	return perMetric(",\n        ", func(i int, _ string) string {
-		t := fmt.Sprintf("bitTest(tested, %d)", i)
-		a := fmt.Sprintf("bitTest(k_s_a, %d)", i)
-		b := fmt.Sprintf("bitTest(k_s_b, %d)", i)
-		cols := []string{
-			fmt.Sprintf("countIf(bitTest(one, %d))", i),
-			fmt.Sprintf("countIf(%s AND %s AND %s)", t, a, b),
-			fmt.Sprintf("countIf(%s AND %s AND NOT %s)", t, a, b),
-			fmt.Sprintf("countIf(%s AND NOT %s AND %s)", t, a, b),
-			fmt.Sprintf("countIf(%s AND NOT %s AND NOT %s)", t, a, b),
-		}
-		for j, c := range cols {
-			cols[j] = fmt.Sprintf("%s AS c_%s_%d", c, pairCountNames[j], i)
-		}
-		return strings.Join(cols, ",\n        ")
-	})
+	cols := make([]string, len(pairCountSQL))
+	for j, c := range pairCountSQL {
+		cols[j] = fmt.Sprintf("sumForEach(arrayMap(i -> toUInt64(bitTest(%s, i)), range(%d))) AS c_%s", c.mask, len(aggMetrics), c.name)
+	}
+	return strings.Join(cols, ",\n        ")
 }
 
 // pairArrays renders the per-metric array columns of a pairCaseRow: the
 // counts of pairCounts summed, and the weighted sums Σw, Σw·a, Σw·b, Σw·d,
-// Σw², Σw²·d, Σw²·d² (d = b − a) from the counts of each weight w: a pair
-// with a = b = 1 adds w to Σw, Σw·a and Σw·b, one with a = 0, b = 1 adds w
-// to Σw, Σw·b and Σw·d, w² to Σw², Σw²·d and Σw²·d², and so on.
+// Σw², Σw²·d, Σw²·d² (d = b − a) from the counts of each pair weight w: a
+// pair with a = b = 1 adds w to Σw, Σw·a and Σw·b, one with a = 0, b = 1
+// adds w to Σw, Σw·b and Σw·d and w² to Σw², Σw²·d and Σw²·d², and so on.
 func pairArrays() string {
 	var b strings.Builder
-	for _, name := range pairCountNames {
-		b.WriteString("\n    [" + perMetric(", ", func(i int, _ string) string {
-			return fmt.Sprintf("sum(c_%s_%d)", name, i)
-		}) + "] AS " + name + ",")
+	for _, c := range pairCountSQL {
+		fmt.Fprintf(&b, "\n    sumForEach(c_%[1]s) AS %[1]s,", c.name)
 	}
-	sums := map[string]func(i int) string{
-		"sum_w": func(i int) string {
-			return fmt.Sprintf("w * (c_n11_%[1]d + c_n12_%[1]d + c_n21_%[1]d + c_n22_%[1]d)", i)
-		},
-		"sum_wa": func(i int) string { return fmt.Sprintf("w * (c_n11_%[1]d + c_n12_%[1]d)", i) },
-		"sum_wb": func(i int) string { return fmt.Sprintf("w * (c_n11_%[1]d + c_n21_%[1]d)", i) },
-		"sum_wd": func(i int) string { return fmt.Sprintf("w * (toInt64(c_n21_%[1]d) - toInt64(c_n12_%[1]d))", i) },
-		"sum_w2": func(i int) string {
-			return fmt.Sprintf("w * w * (c_n11_%[1]d + c_n12_%[1]d + c_n21_%[1]d + c_n22_%[1]d)", i)
-		},
-		"sum_w2d":  func(i int) string { return fmt.Sprintf("w * w * (toInt64(c_n21_%[1]d) - toInt64(c_n12_%[1]d))", i) },
-		"sum_w2d2": func(i int) string { return fmt.Sprintf("w * w * (c_n12_%[1]d + c_n21_%[1]d)", i) },
+	weighted := []struct{ name, f string }{
+		{"sum_w", "w * (n11 + n12 + n21 + n22)"},
+		{"sum_wa", "w * (n11 + n12)"},
+		{"sum_wb", "w * (n11 + n21)"},
+		{"sum_wd", "w * (toInt64(n21) - toInt64(n12))"},
+		{"sum_w2", "w * w * (n11 + n12 + n21 + n22)"},
+		{"sum_w2d", "w * w * (toInt64(n21) - toInt64(n12))"},
+		{"sum_w2d2", "w * w * (n12 + n21)"},
 	}
-	for _, name := range pairSumNames {
-		b.WriteString("\n    [" + perMetric(", ", func(i int, _ string) string {
-			return "sum(" + sums[name](i) + ")"
-		}) + "] AS " + name + ",")
+	for _, x := range weighted {
+		fmt.Fprintf(&b, "\n    sumForEach(arrayMap((n11, n12, n21, n22) -> %s, c_n11, c_n12, c_n21, c_n22)) AS %s,", x.f, x.name)
 	}
 	return strings.TrimSuffix(b.String(), ",")
 }
