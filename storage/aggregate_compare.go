@@ -589,32 +589,31 @@ type pairCaseRow struct {
 }
 
 // pairRowsFromCases turns the rows of qComparePairsFast (ordered by kind,
-// name, scenario, variant) into pairTotalsRows ordered like those of
-// qComparePairs (kind, name, metric, scenario, variant), and collects the
-// unpaired cases. Every pair holds one trial per side, so a and b are 0 or
+// name, scenario, variant) into pairTotalsRows, passed to emit in the order
+// of those of qComparePairs (kind, name, metric, scenario, variant), and
+// returns the unpaired cases. Every pair holds one trial per side, so a and b are 0 or
 // 1: Σa, Σb, Σd and Σd² follow from the 2×2 table and the ranges of a and
 // b from which of its cells are filled (2 and −1 when none, as in
 // qComparePairs).
-func pairRowsFromCases(rows []pairCaseRow) ([]pairTotalsRow, []UnmatchedCase, error) {
+func pairRowsFromCases(rows []pairCaseRow, emit func(*pairTotalsRow) error) ([]UnmatchedCase, error) {
 	metrics := len(aggMetrics)
-	var out []pairTotalsRow
 	var um []UnmatchedCase
 	for i := range rows {
 		r := &rows[i]
 		for _, a := range [][]uint64{r.OneArmOnly, r.N11, r.N12, r.N21, r.N22} {
 			if len(a) != metrics {
-				return nil, nil, fmt.Errorf("row %d: %d metrics, want %d", i+1, len(a), metrics)
+				return nil, fmt.Errorf("row %d: %d metrics, want %d", i+1, len(a), metrics)
 			}
 		}
 		for _, a := range [][]float64{r.SumW, r.SumWA, r.SumWB, r.SumWD, r.SumW2, r.SumW2D, r.SumW2D2} {
 			if len(a) != metrics {
-				return nil, nil, fmt.Errorf("row %d: %d metrics, want %d", i+1, len(a), metrics)
+				return nil, fmt.Errorf("row %d: %d metrics, want %d", i+1, len(a), metrics)
 			}
 		}
 		n := len(r.UnmatchedSeed)
 		if len(r.UnmatchedInA) != n || len(r.UnmatchedInB) != n || len(r.UnmatchedGradedA) != n ||
 			len(r.UnmatchedGradedB) != n || len(r.UnmatchedAttritionA) != n || len(r.UnmatchedAttritionB) != n {
-			return nil, nil, fmt.Errorf("row %d: unmatched columns of different lengths", i+1)
+			return nil, fmt.Errorf("row %d: unmatched columns of different lengths", i+1)
 		}
 		for j := range n {
 			um = append(um, UnmatchedCase{Scenario: r.Scenario, Variant: r.Variant, Seed: r.UnmatchedSeed[j],
@@ -653,7 +652,7 @@ func pairRowsFromCases(rows []pairCaseRow) ([]pairTotalsRow, []UnmatchedCase, er
 				} else if n12+n22 > 0 {
 					maxB = 0
 				}
-				out = append(out, pairTotalsRow{Kind: r.Kind, Name: r.Name, Metric: m, Scenario: r.Scenario, Variant: r.Variant,
+				pt := pairTotalsRow{Kind: r.Kind, Name: r.Name, Metric: m, Scenario: r.Scenario, Variant: r.Variant,
 					Keys: r.Keys, Pairs: n11 + n12 + n21 + n22, OneArmOnly: r.OneArmOnly[m],
 					N11: n11, N12: n12, N21: n21, N22: n22,
 					SumA: float64(n11 + n12), SumB: float64(n11 + n21), SumD: float64(n21) - float64(n12), SumD2: float64(n12 + n21),
@@ -661,12 +660,15 @@ func pairRowsFromCases(rows []pairCaseRow) ([]pairTotalsRow, []UnmatchedCase, er
 					SumW2: r.SumW2[m], SumW2D: r.SumW2D[m], SumW2D2: r.SumW2D2[m],
 					MinA: minA, MaxA: maxA, MinB: minB, MaxB: maxB,
 					TrialsA: r.TrialsA, TrialsB: r.TrialsB, AttritionA: r.AttritionA, AttritionB: r.AttritionB,
-					KeysA: r.KeysA, KeysB: r.KeysB, MultiKeys: r.MultiKeys, ConstantA: r.ConstantA, ConstantB: r.ConstantB})
+					KeysA: r.KeysA, KeysB: r.KeysB, MultiKeys: r.MultiKeys, ConstantA: r.ConstantA, ConstantB: r.ConstantB}
+				if err := emit(&pt); err != nil {
+					return nil, err
+				}
 			}
 		}
 		start = end
 	}
-	return out, um, nil
+	return um, nil
 }
 
 type scenarioHashRow struct {
@@ -707,37 +709,16 @@ func (s *store) CompareTotals(ctx context.Context, a, b CompareSide, withClasses
 	for _, r := range cases {
 		multi = multi || r.MultiKeys > 0
 	}
-	var pr []pairTotalsRow
-	if !multi {
-		var err error
-		if pr, out.Unmatched, err = pairRowsFromCases(cases); err != nil {
-			return out, wrap("pairs", err)
-		}
-	} else {
-		cases = nil
-		var um []unmatchedRow
-		if err := s.t.selectRows(ctx, &um, stmt{SQL: s.sql(qCompareUnmatched), Params: p}); err != nil {
-			return out, wrap("unmatched", err)
-		}
-		out.Unmatched = make([]UnmatchedCase, len(um))
-		for i, r := range um {
-			out.Unmatched[i] = UnmatchedCase{Scenario: r.Scenario, Variant: r.Variant, Seed: r.Seed,
-				InA: r.InA == 1, InB: r.InB == 1, GradedA: r.GradedA == 1, GradedB: r.GradedB == 1,
-				AttritionA: r.AttritionA, AttritionB: r.AttritionB}
-		}
-		if err := s.t.selectRows(ctx, &pr, stmt{SQL: s.sql(qComparePairs), Params: p}); err != nil {
-			return out, wrap("pairs", err)
-		}
-	}
-	out.Pairs = make([]PairTotals, len(pr))
+	// add appends one pairTotalsRow to out.Pairs and, once per case (the
+	// rows of kind 0 and the first metric), its counts to the summary.
 	sm := &out.Summary
-	lastScenario := ""
-	for i, r := range pr {
+	lastScenario, added := "", 0
+	add := func(r *pairTotalsRow) error {
+		added++
 		if r.Metric < 0 || r.Metric >= len(aggMetrics) {
-			return out, wrap("pairs", fmt.Errorf("row %d: metric index %d out of range", i+1, r.Metric))
+			return fmt.Errorf("row %d: metric index %d out of range", added, r.Metric)
 		}
 		if r.Kind == 0 && r.Metric == 0 {
-			// The counts over cases, once per case.
 			sm.TrialsA += r.TrialsA
 			sm.TrialsB += r.TrialsB
 			sm.AttritionA += r.AttritionA
@@ -759,10 +740,43 @@ func (s *store) CompareTotals(ctx context.Context, a, b CompareSide, withClasses
 				sm.ConstantB += uint64(r.ConstantB)
 			}
 		}
-		out.Pairs[i] = PairTotals{Kind: r.Kind, Name: r.Name, Metric: aggMetrics[r.Metric], Scenario: r.Scenario, Variant: r.Variant,
+		out.Pairs = append(out.Pairs, PairTotals{Kind: r.Kind, Name: r.Name, Metric: aggMetrics[r.Metric], Scenario: r.Scenario, Variant: r.Variant,
 			Keys: r.Keys, Pairs: r.Pairs, OneArmOnly: r.OneArmOnly, Multi: r.Multi, N11: r.N11, N12: r.N12, N21: r.N21, N22: r.N22,
 			SumA: r.SumA, SumB: r.SumB, SumD: r.SumD, SumD2: r.SumD2, SumW: r.SumW, SumWA: r.SumWA, SumWB: r.SumWB, SumWD: r.SumWD,
-			SumW2: r.SumW2, SumW2D: r.SumW2D, SumW2D2: r.SumW2D2, MinA: r.MinA, MaxA: r.MaxA, MinB: r.MinB, MaxB: r.MaxB}
+			SumW2: r.SumW2, SumW2D: r.SumW2D, SumW2D2: r.SumW2D2, MinA: r.MinA, MaxA: r.MaxA, MinB: r.MinB, MaxB: r.MaxB})
+		return nil
+	}
+	if !multi {
+		// The per-metric rows straight into out.Pairs, sized in advance:
+		// at a million trials they are ~70,000, and no intermediate copy
+		// keeps peak memory down.
+		out.Pairs = make([]PairTotals, 0, len(cases)*len(aggMetrics))
+		var err error
+		if out.Unmatched, err = pairRowsFromCases(cases, add); err != nil {
+			return out, wrap("pairs", err)
+		}
+	} else {
+		cases = nil
+		var um []unmatchedRow
+		if err := s.t.selectRows(ctx, &um, stmt{SQL: s.sql(qCompareUnmatched), Params: p}); err != nil {
+			return out, wrap("unmatched", err)
+		}
+		out.Unmatched = make([]UnmatchedCase, len(um))
+		for i, r := range um {
+			out.Unmatched[i] = UnmatchedCase{Scenario: r.Scenario, Variant: r.Variant, Seed: r.Seed,
+				InA: r.InA == 1, InB: r.InB == 1, GradedA: r.GradedA == 1, GradedB: r.GradedB == 1,
+				AttritionA: r.AttritionA, AttritionB: r.AttritionB}
+		}
+		var pr []pairTotalsRow
+		if err := s.t.selectRows(ctx, &pr, stmt{SQL: s.sql(qComparePairs), Params: p}); err != nil {
+			return out, wrap("pairs", err)
+		}
+		out.Pairs = make([]PairTotals, 0, len(pr))
+		for i := range pr {
+			if err := add(&pr[i]); err != nil {
+				return out, wrap("pairs", err)
+			}
+		}
 	}
 	if a.SweepID != b.SweepID {
 		var err error

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -32,7 +33,12 @@ func TestPairRowsFromCases(t *testing.T) {
 	c := row(1, "timeout", "s1", "v1")
 	c.N12[0] = 1
 
-	rows, um, err := pairRowsFromCases([]pairCaseRow{a, b, c})
+	var rows []pairTotalsRow
+	collect := func(r *pairTotalsRow) error {
+		rows = append(rows, *r)
+		return nil
+	}
+	um, err := pairRowsFromCases([]pairCaseRow{a, b, c}, collect)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,14 +97,18 @@ func TestPairRowsFromCases(t *testing.T) {
 		t.Fatalf("unmatched = %+v, want %+v", um, wantUM)
 	}
 
+	stop := errors.New("stop")
+	if _, err := pairRowsFromCases([]pairCaseRow{a}, func(*pairTotalsRow) error { return stop }); !errors.Is(err, stop) {
+		t.Fatalf("an error of emit: err = %v", err)
+	}
 	bad := row(0, "", "s", "v")
 	bad.N21 = bad.N21[:2]
-	if _, _, err := pairRowsFromCases([]pairCaseRow{a, bad}); err == nil || !strings.Contains(err.Error(), "row 2") {
+	if _, err := pairRowsFromCases([]pairCaseRow{a, bad}, collect); err == nil || !strings.Contains(err.Error(), "row 2") {
 		t.Fatalf("short metric array: err = %v", err)
 	}
 	bad = row(0, "", "s", "v")
 	bad.UnmatchedSeed = []uint64{1}
-	if _, _, err := pairRowsFromCases([]pairCaseRow{bad}); err == nil || !strings.Contains(err.Error(), "unmatched") {
+	if _, err := pairRowsFromCases([]pairCaseRow{bad}, collect); err == nil || !strings.Contains(err.Error(), "unmatched") {
 		t.Fatalf("ragged unmatched columns: err = %v", err)
 	}
 }
