@@ -81,46 +81,35 @@ var trialMasksSQL = `SELECT
     FROM {{db}}.trials FINAL
     WHERE sweep_id = {sweep_id:String}`
 
-// metricSums renders, for every metric i, the sums over trials that a
-// rateTotalsRow holds, as columns prefix+"n"+i (tested trials), "k"
-// (successes), "sw" and "swy" (their weights) and "sww" (squared weights
-// of the tested).
-func metricSums(prefix string) string {
-	return perMetric(",\n        ", func(i int, _ string) string {
-		return fmt.Sprintf(`sum(bitTest(tmask, %[1]d)) AS %[2]sn%[1]d,
-        sum(bitTest(smask, %[1]d)) AS %[2]sk%[1]d,
-        sum(if(bitTest(tmask, %[1]d), weight, 0)) AS %[2]ssw%[1]d,
-        sum(if(bitTest(smask, %[1]d), weight, 0)) AS %[2]sswy%[1]d,
-        sum(if(bitTest(tmask, %[1]d), weight * weight, 0)) AS %[2]ssww%[1]d`, i, prefix)
+// bitCounts renders, for every metric i, the tested trials and their
+// successes as columns prefix+"n"+i and prefix+"k"+i, and the same as two
+// arrays (metric i at element i) prefix+"n" and prefix+"k": the later
+// stages sum the arrays with -ForEach over few rows, which keeps the query
+// short to analyse.
+func bitCounts(prefix string) string {
+	counts := perMetric(",\n        ", func(i int, _ string) string {
+		return fmt.Sprintf("sum(bitTest(tmask, %[1]d)) AS %[2]sn%[1]d, sum(bitTest(smask, %[1]d)) AS %[2]sk%[1]d", i, prefix)
 	})
+	arr := func(c string) string {
+		return "[" + perMetric(", ", func(i int, _ string) string { return fmt.Sprintf("%s%s%d", prefix, c, i) }) + "] AS " + prefix + c
+	}
+	return counts + ",\n        " + arr("n") + ",\n        " + arr("k")
 }
 
-// metricColumns are the names of metricSums' columns, before the index.
-var metricColumns = []string{"n", "k", "sw", "swy", "sww"}
-
-// metricArrays renders metricSums(from)'s columns as one array per name,
-// metric i at element i, named to+name: the later stages sum them with
-// -ForEach over few rows, which keeps the query short to analyse.
-func metricArrays(from, to string) string {
-	cols := make([]string, len(metricColumns))
-	for j, c := range metricColumns {
-		cols[j] = "[" + perMetric(", ", func(i int, _ string) string { return fmt.Sprintf("%s%s%d", from, c, i) }) + "] AS " + to + c
-	}
-	return strings.Join(cols, ",\n        ")
-}
-
-// sumArrays renders the -ForEach sums of metricArrays(_, from)'s columns,
-// named to+name.
-func sumArrays(from, to string) string {
-	cols := make([]string, len(metricColumns))
-	for j, c := range metricColumns {
-		cols[j] = fmt.Sprintf("sumForEach(%s%s) AS %s%s", from, c, to, c)
-	}
-	return strings.Join(cols, ",\n        ")
+// weightedSums renders, from the arrays of bitCounts(from) of trials of
+// one weight, the sums over them: to+"n" and to+"k" (tested trials,
+// successes), to+"sw" and to+"swy" (their weights), to+"sww" (squared
+// weights of the tested), arrays per metric.
+func weightedSums(from, to string) string {
+	return fmt.Sprintf(`sumForEach(%[1]sn) AS %[2]sn,
+        sumForEach(%[1]sk) AS %[2]sk,
+        sumForEach(arrayMap(x -> weight * x, %[1]sn)) AS %[2]ssw,
+        sumForEach(arrayMap(x -> weight * x, %[1]sk)) AS %[2]sswy,
+        sumForEach(arrayMap(x -> weight * weight * x, %[1]sn)) AS %[2]ssww`, from, to)
 }
 
 // rateArrays renders the per-metric array columns of a rateTotalsRow from
-// the arrays sumArrays(_, prefix) named. A cell of one trial is tested
+// the arrays weightedSums(_, prefix) named. A cell of one trial is tested
 // when its trial is, so the tested trials are also the tested cells, and
 // Σw² of the trials is Σ over cells of the cell's Σw squared.
 func rateArrays(prefix string) string {
@@ -191,12 +180,17 @@ FROM
 	// cost; multi_cells says whether some cell holds several trials
 	// (ReportTotals then reads the cell-level forms). faults ORs the fault
 	// classes of every case (scenario, variant, seed) over all arms into a
-	// bit mask, joined back to the trials; by_mask sums the outcome bits
-	// per (arm, scenario, variant, mask of the case); by_variant spreads
-	// each over its group kind 0 (every case) and its fault classes (kind
-	// 1: a case counts in each class scheduled for it in any arm, or in
-	// {no_fault}). Rows of kind 0 are the totals by scenario with the seed
+	// bit mask, joined back to the trials; by_weight counts the outcome
+	// bits per (arm, scenario, variant, mask of the case, weight), integers
+	// only, and by_variant spreads each over its group kind 0 (every case)
+	// and its fault classes (kind 1: a case counts in each class scheduled
+	// for it in any arm, or in {no_fault}), the weighted sums being weight
+	// times counts. Rows of kind 0 are the totals by scenario with the seed
 	// variation of the cases, rows of kind 1 the totals per fault class.
+	// Trials of one cell are counted as one only within a weight, so
+	// mixed_weights (weights that differ within an (arm, scenario,
+	// variant), which a sweep does not produce: a variant has one weight)
+	// also sends ReportTotals to the cell-level forms.
 	qReportTotalsFast       = reportTotalsFastSQL(false)
 	qReportTotalsFastHashed = reportTotalsFastSQL(true)
 )
@@ -212,13 +206,14 @@ func reportTotalsFastSQL(hashed bool) string {
     WHERE sweep_id = {sweep_id:String}
     GROUP BY scenario, variant, seed
 ),
-by_mask AS
+by_weight AS
 (
     SELECT
         arm,
         scenario,
         variant,
         case_mask,
+        weight,
         count() AS m_trials,
         countIf(attrition = 1) AS m_attrition,
         count() > uniqExact(seed) AS m_multi,
@@ -227,11 +222,10 @@ by_mask AS
         -- graded seeds of a case says they never varied.
         minIf(bitOr(bitShiftLeft(toUInt64(tmask), 32), smask), tmask != 0) AS m_min_out,
         maxIf(bitOr(bitShiftLeft(toUInt64(tmask), 32), smask), tmask != 0) AS m_max_out,
-        ` + metricSums("m_") + `,
-        ` + metricArrays("m_", "ma_") + `
+        ` + bitCounts("m_") + `
     FROM (` + trialMasksSQL + `) AS t
     LEFT ANY JOIN faults AS f ON t.scenario = f.scenario AND t.variant = f.variant AND t.seed = f.seed
-    GROUP BY arm, scenario, variant, case_mask
+    GROUP BY arm, scenario, variant, case_mask, weight
 ),
 by_variant AS
 (
@@ -244,10 +238,11 @@ by_variant AS
         sum(m_trials) AS v_trials,
         sum(m_attrition) AS v_attrition,
         max(m_multi) AS v_multi,
+        min(weight) != max(weight) AS v_mixed_weights,
         sum(m_graded) AS v_graded,
         minIf(m_min_out, m_graded > 0) = maxIf(m_max_out, m_graded > 0) AS v_constant,
-        ` + sumArrays("ma_", "v_") + `
-    FROM by_mask
+        ` + weightedSums("m_", "v_") + `
+    FROM by_weight
     ARRAY JOIN arrayConcat([(0, '')], arrayMap(c -> (1, c), ` + classesOfMaskSQL("case_mask") + `)) AS g
     GROUP BY kind, group_name, arm, scenario, variant
 )
@@ -261,7 +256,8 @@ SELECT
     sum(v_trials) AS cells,` + rateArrays("v_") + `,
     countIf(kind = 0 AND v_graded >= 2) AS variation_cases,
     countIf(kind = 0 AND v_graded >= 2 AND v_constant) AS constant_cases,
-    max(kind = 0 AND v_multi) AS multi_cells
+    max(kind = 0 AND v_multi) AS multi_cells,
+    max(kind = 0 AND v_mixed_weights) AS mixed_weights
 FROM by_variant
 GROUP BY group_kind, arm, group_name, scenario
 ORDER BY group_kind, arm, group_name, scenario`
@@ -433,6 +429,7 @@ type rateTotalsRow struct {
 	VariationCases  uint64    `json:"variation_cases"`
 	ConstantCases   uint64    `json:"constant_cases"`
 	MultiCells      uint8     `json:"multi_cells"`
+	MixedWeights    uint8     `json:"mixed_weights"` // qReportTotalsFast only
 }
 
 // at reads element i of a per-metric array (ClickHouse returns an empty
@@ -481,21 +478,28 @@ func (s *store) ReportTotals(ctx context.Context, sweepID, noFault string) (Repo
 		return out, wrap("totals", err)
 	}
 	var byScenario, byClass []rateTotalsRow
+	perCell := false
 	for _, r := range rows {
 		out.MultiTrialCells = out.MultiTrialCells || r.MultiCells == 1
+		perCell = perCell || r.MultiCells == 1 || r.MixedWeights == 1
 		if r.Kind == 0 {
 			byScenario = append(byScenario, r)
 		} else {
 			byClass = append(byClass, r)
 		}
 	}
-	if out.MultiTrialCells {
-		// Some cell holds several trials: sum per cell first.
+	if perCell {
+		// Some cell holds several trials (or may: weights differ within a
+		// case): sum per cell first.
 		if byScenario, err = read(qRateTotals); err != nil {
 			return out, wrap("by scenario, per cell", err)
 		}
 		if byClass, err = read(qRateTotalsByClass); err != nil {
 			return out, wrap("by fault class, per cell", err)
+		}
+		out.MultiTrialCells = false
+		for _, r := range byScenario {
+			out.MultiTrialCells = out.MultiTrialCells || r.MultiCells == 1
 		}
 	}
 	out.ByScenario, out.Variation = rateTotals(byScenario, true)

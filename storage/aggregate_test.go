@@ -303,3 +303,53 @@ func TestCompareTotalsFastEqualsGeneral(t *testing.T) {
 		})
 	}
 }
+
+// The fast report counts the trials of a cell as one only within a weight:
+// weights that differ within an (arm, scenario, variant) send it to the
+// cell-level forms, which also find a cell of two trials of different
+// weights.
+func TestReportTotalsMixedWeights(t *testing.T) {
+	st := openTestStore(t)
+	ctx := context.Background()
+	trial := func(sweep, id string, seed uint64, weight float64) Trial {
+		ok := true
+		return Trial{SweepID: sweep, TrialID: id, Scenario: "sc", ScenarioHash: "h", Variant: "v", Arm: "a", Agent: "a", Seed: seed,
+			FaultClasses: []string{"transient"}, Recovered: &ok, Weight: weight, Verdicts: "{}", Claim: "{}", FaultSchedule: "{}"}
+	}
+	trials := []Trial{
+		trial("mixed", "m1", 1, 1), trial("mixed", "m2", 2, 3), // one trial per cell, two weights
+		trial("split", "s1", 1, 1), trial("split", "s2", 1, 3), // one cell of two trials, two weights
+		trial("even", "e1", 1, 2), trial("even", "e2", 2, 2),
+	}
+	if err := st.WriteTrials(ctx, trials, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		sweep          string
+		multi          bool
+		sumWeight, sww float64
+	}{
+		{"mixed", false, 4, 10},
+		{"split", true, 4, 16}, // one cell: (1 + 3)²
+		{"even", false, 4, 8},
+	} {
+		t.Run(tc.sweep, func(t *testing.T) {
+			tot, err := st.ReportTotals(ctx, tc.sweep, "none")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tot.MultiTrialCells != tc.multi {
+				t.Fatalf("MultiTrialCells = %v, want %v", tot.MultiTrialCells, tc.multi)
+			}
+			var got *RateTotals
+			for i := range tot.ByScenario {
+				if tot.ByScenario[i].Metric == "recovered" {
+					got = &tot.ByScenario[i]
+				}
+			}
+			if got == nil || got.SumWeight != tc.sumWeight || got.SumCellWeightSq != tc.sww || got.N != 2 {
+				t.Fatalf("recovered totals = %+v, want Σw %v, Σ cell w² %v, n 2", got, tc.sumWeight, tc.sww)
+			}
+		})
+	}
+}
