@@ -248,7 +248,9 @@ func pairArrays() string {
 }
 
 var (
-	// The cases that could not be paired, with what each side holds.
+	// The general form (cases of several trials per side; see
+	// qComparePairsFast): the cases that could not be paired, with what
+	// each side holds.
 	qCompareUnmatched = `WITH ` + sidesCTE + `
 SELECT
     scenario,
