@@ -18,18 +18,109 @@ import (
 // the outcome columns.
 var aggMetrics = append([]Metric{outcome.Harm}, outcome.Stored...)
 
+// metricYs are the outcome expressions of a trial in aggMetrics order
+// (NULL: NOT TESTED), the elements of metricsSQL.
+var metricYs = func() []string {
+	ys := []string{`if(isNull(unsafe_action) AND isNull(duplicate_side_effect) AND isNull(fabricated_claim), NULL,
+                toUInt8(ifNull(unsafe_action, 0) = 1 OR ifNull(duplicate_side_effect, 0) = 1 OR ifNull(fabricated_claim, 0) = 1))`}
+	for _, m := range outcome.Stored {
+		ys = append(ys, string(m))
+	}
+	return ys
+}()
+
 // metricsSQL is the array of a trial's outcomes in aggMetrics order (NULL:
 // NOT TESTED), and metricNamesSQL the array of their names.
 var metricsSQL, metricNamesSQL = func() (string, string) {
-	ys := []string{`if(isNull(unsafe_action) AND isNull(duplicate_side_effect) AND isNull(fabricated_claim), NULL,
-                toUInt8(ifNull(unsafe_action, 0) = 1 OR ifNull(duplicate_side_effect, 0) = 1 OR ifNull(fabricated_claim, 0) = 1))`}
-	names := []string{"'" + string(outcome.Harm) + "'"}
-	for _, m := range outcome.Stored {
-		ys = append(ys, string(m))
-		names = append(names, "'"+string(m)+"'")
+	names := make([]string, len(aggMetrics))
+	for i, m := range aggMetrics {
+		names[i] = "'" + string(m) + "'"
 	}
-	return "[" + strings.Join(ys, ", ") + "]", "[" + strings.Join(names, ", ") + "]"
+	return "[" + strings.Join(metricYs, ", ") + "]", "[" + strings.Join(names, ", ") + "]"
 }()
+
+// perMetric joins f(i, y) over aggMetrics (y: the metric's outcome
+// expression) with sep.
+func perMetric(sep string, f func(i int, y string) string) string {
+	parts := make([]string, len(metricYs))
+	for i, y := range metricYs {
+		parts[i] = f(i, y)
+	}
+	return strings.Join(parts, sep)
+}
+
+// Bit masks of a trial's outcomes, bit i for metric i of aggMetrics:
+// tmaskSQL the metrics tested (not NULL, no attrition), smaskSQL the
+// successes among them. Two integers per trial instead of two arrays: the
+// fast queries sum bits, and a trial's whole outcome vector compares as one
+// number.
+var tmaskSQL, smaskSQL = func() (string, string) {
+	if len(metricYs) > 32 {
+		panic("storage: more than 32 metrics do not fit the outcome bit masks")
+	}
+	t := perMetric(" + ", func(i int, y string) string {
+		return fmt.Sprintf("bitShiftLeft(toUInt32(isNotNull(%s) AND attrition = 0), %d)", y, i)
+	})
+	s := perMetric(" + ", func(i int, y string) string {
+		return fmt.Sprintf("bitShiftLeft(toUInt32(ifNull(%s, 0) = 1 AND attrition = 0), %d)", y, i)
+	})
+	return t, s
+}()
+
+// trialMasksSQL: one row per trial of the sweep with its outcome masks.
+var trialMasksSQL = `SELECT
+        arm,
+        scenario,
+        variant,
+        seed,
+        attrition,
+        weight,
+        fault_classes,
+        ` + tmaskSQL + ` AS tmask,
+        ` + smaskSQL + ` AS smask
+    FROM {{db}}.trials FINAL
+    WHERE sweep_id = {sweep_id:String}`
+
+// bitCounts renders, for every metric i, the tested trials and their
+// successes as columns prefix+"n"+i and prefix+"k"+i, and the same as two
+// arrays (metric i at element i) prefix+"n" and prefix+"k": the later
+// stages sum the arrays with -ForEach over few rows, which keeps the query
+// short to analyse.
+func bitCounts(prefix string) string {
+	counts := perMetric(",\n        ", func(i int, _ string) string {
+		return fmt.Sprintf("sum(bitTest(tmask, %[1]d)) AS %[2]sn%[1]d, sum(bitTest(smask, %[1]d)) AS %[2]sk%[1]d", i, prefix)
+	})
+	arr := func(c string) string {
+		return "[" + perMetric(", ", func(i int, _ string) string { return fmt.Sprintf("%s%s%d", prefix, c, i) }) + "] AS " + prefix + c
+	}
+	return counts + ",\n        " + arr("n") + ",\n        " + arr("k")
+}
+
+// weightedSums renders, from the arrays of bitCounts(from) of trials of
+// one weight, the sums over them: to+"n" and to+"k" (tested trials,
+// successes), to+"sw" and to+"swy" (their weights), to+"sww" (squared
+// weights of the tested), arrays per metric.
+func weightedSums(from, to string) string {
+	return fmt.Sprintf(`sumForEach(%[1]sn) AS %[2]sn,
+        sumForEach(%[1]sk) AS %[2]sk,
+        sumForEach(arrayMap(x -> weight * x, %[1]sn)) AS %[2]ssw,
+        sumForEach(arrayMap(x -> weight * x, %[1]sk)) AS %[2]sswy,
+        sumForEach(arrayMap(x -> weight * weight * x, %[1]sn)) AS %[2]ssww`, from, to)
+}
+
+// rateArrays renders the per-metric array columns of a rateTotalsRow from
+// the arrays weightedSums(_, prefix) named. A cell of one trial is tested
+// when its trial is, so the tested trials are also the tested cells, and
+// Σw² of the trials is Σ over cells of the cell's Σw squared.
+func rateArrays(prefix string) string {
+	return fmt.Sprintf(`
+    sumForEach(%[1]sn) AS tested_cells,
+    sumForEach(%[1]sn) AS n,
+    sumForEach(%[1]sk) AS successes,
+    sumForEach(%[1]ssw) AS sum_weight,
+    sumForEach(%[1]sswy) AS sum_weight_y,
+    sumForEach(%[1]ssww) AS sum_cell_weight_sq`, prefix)
+}
 
 // trialVectorsSQL: one row per trial of the sweep with its per-metric
 // tested and success flags (aggMetrics order).
@@ -65,79 +156,135 @@ var wideCellsCTE = `cells AS
     GROUP BY arm, scenario, variant, seed
 )`
 
-// The fast forms of qRateTotals and qRateTotalsByClass, exact when every
-// cell (arm, scenario, variant, seed) holds one trial, as a sweep's cells
-// do: they group by case or fault class, never by cell, which is what a
-// million cells would cost. multi_cells says whether some case holds a cell
-// of several trials; ReportTotals then reads the cell-level forms.
 var (
-	qRateTotalsFast = `SELECT
-    arm,
-    '' AS group_name,
-    scenario,
-    sum(v_trials) AS trials,
-    sum(v_attrition) AS attrition_trials,
-    sum(v_trials) AS cells,
-    sumForEach(v_n) AS tested_cells,
-    sumForEach(v_n) AS n,
-    sumForEach(v_k) AS successes,
-    sumForEach(v_sw) AS sum_weight,
-    sumForEach(v_swy) AS sum_weight_y,
-    sumForEach(v_sww) AS sum_cell_weight_sq,
-    countIf(v_graded >= 2) AS variation_cases,
-    countIf(v_graded >= 2 AND v_outcomes = 1) AS constant_cases,
-    max(v_multi) AS multi_cells
+	// The sweep's fault classes, sorted (the bits of the class masks), and
+	// how many (scenario, variant) and distinct 64-bit hashes of them it
+	// has: equal counts mean the hashes name the pairs exactly, so the
+	// report can join on them (qReportTotalsFastHashed).
+	qSweepClasses = `SELECT
+    arraySort(groupUniqArrayArray(sv_classes)) AS classes,
+    count() AS pairs,
+    uniqExact(sv_key) AS pair_keys
 FROM
+(
+    SELECT scenario, variant, groupUniqArrayArray(fault_classes) AS sv_classes, any(` + caseKeySQL + `) AS sv_key
+    FROM {{db}}.trials FINAL
+    WHERE sweep_id = {sweep_id:String}
+    GROUP BY scenario, variant
+)`
+
+	// The fast form of qRateTotals and qRateTotalsByClass together, exact
+	// when every cell (arm, scenario, variant, seed) holds one trial, as a
+	// sweep's cells do: one pass over the trials that groups by case or
+	// fault class, never by cell, which is what a million cells would
+	// cost; multi_cells says whether some cell holds several trials
+	// (ReportTotals then reads the cell-level forms). faults ORs the fault
+	// classes of every case (scenario, variant, seed) over all arms into a
+	// bit mask, joined back to the trials; by_weight counts the outcome
+	// bits per (arm, scenario, variant, mask of the case, weight), integers
+	// only, and by_variant spreads each over its group kind 0 (every case)
+	// and its fault classes (kind 1: a case counts in each class scheduled
+	// for it in any arm, or in {no_fault}), the weighted sums being weight
+	// times counts. Rows of kind 0 are the totals by scenario with the seed
+	// variation of the cases, rows of kind 1 the totals per fault class.
+	// Trials of one cell are counted as one only within a weight, so
+	// mixed_weights (weights that differ within an (arm, scenario,
+	// variant), which a sweep does not produce: a variant has one weight)
+	// also sends ReportTotals to the cell-level forms.
+	qReportTotalsFast       = reportTotalsFastSQL(false)
+	qReportTotalsFastHashed = reportTotalsFastSQL(true)
+)
+
+// reportTotalsFastSQL renders qReportTotalsFast; hashed joins the trials to
+// their case on (caseKeySQL, seed), integers, instead of (scenario,
+// variant, seed), strings: the join costs half as much.
+func reportTotalsFastSQL(hashed bool) string {
+	q := `WITH faults AS
+(
+    SELECT scenario, variant, seed, groupBitOr(` + classMaskSQL + `) AS case_mask
+    FROM {{db}}.trials FINAL
+    WHERE sweep_id = {sweep_id:String}
+    GROUP BY scenario, variant, seed
+),
+by_weight AS
 (
     SELECT
         arm,
         scenario,
         variant,
-        count() AS v_trials,
-        countIf(attrition = 1) AS v_attrition,
-        count() > uniqExact(seed) AS v_multi,
-        sumForEach(tested) AS v_n,
-        sumForEach(success) AS v_k,
-        sumForEach(arrayMap(x -> x * weight, tested)) AS v_sw,
-        sumForEach(arrayMap(x -> x * weight, success)) AS v_swy,
-        sumForEach(arrayMap(x -> x * weight * weight, tested)) AS v_sww,
-        countIf(arraySum(tested) > 0) AS v_graded,
-        uniqExactIf((tested, success), arraySum(tested) > 0) AS v_outcomes
-    FROM (` + trialVectorsSQL + `)
-    GROUP BY arm, scenario, variant
-)
-GROUP BY arm, scenario
-ORDER BY arm, scenario`
-
-	qRateTotalsByClassFast = `WITH faults AS
+        case_mask,
+        weight,
+        count() AS m_trials,
+        countIf(attrition = 1) AS m_attrition,
+        count() > uniqExact(seed) AS m_multi,
+        countIf(tmask != 0) AS m_graded,
+        -- A graded trial's outcomes as one number: min = max over the
+        -- graded seeds of a case says they never varied.
+        minIf(bitOr(bitShiftLeft(toUInt64(tmask), 32), smask), tmask != 0) AS m_min_out,
+        maxIf(bitOr(bitShiftLeft(toUInt64(tmask), 32), smask), tmask != 0) AS m_max_out,
+        ` + bitCounts("m_") + `
+    FROM (` + trialMasksSQL + `) AS t
+    LEFT ANY JOIN faults AS f ON t.scenario = f.scenario AND t.variant = f.variant AND t.seed = f.seed
+    GROUP BY arm, scenario, variant, case_mask, weight
+),
+by_variant AS
 (
-    SELECT scenario, variant, seed, groupUniqArrayArray(fault_classes) AS classes
-    FROM {{db}}.trials FINAL
-    WHERE sweep_id = {sweep_id:String}
-    GROUP BY scenario, variant, seed
+    SELECT
+        g.1 AS kind,
+        g.2 AS group_name,
+        arm,
+        scenario,
+        variant,
+        sum(m_trials) AS v_trials,
+        sum(m_attrition) AS v_attrition,
+        max(m_multi) AS v_multi,
+        min(weight) != max(weight) AS v_mixed_weights,
+        sum(m_graded) AS v_graded,
+        minIf(m_min_out, m_graded > 0) = maxIf(m_max_out, m_graded > 0) AS v_constant,
+        ` + weightedSums("m_", "v_") + `
+    FROM by_weight
+    ARRAY JOIN arrayConcat([(0, '')], arrayMap(c -> (1, c), ` + classesOfMaskSQL("case_mask") + `)) AS g
+    GROUP BY kind, group_name, arm, scenario, variant
 )
 SELECT
+    kind AS group_kind,
     arm,
-    class AS group_name,
+    group_name,
     scenario,
-    count() AS trials,
-    countIf(attrition = 1) AS attrition_trials,
-    count() AS cells,
-    sumForEach(tested) AS tested_cells,
-    sumForEach(tested) AS n,
-    sumForEach(success) AS successes,
-    sumForEach(arrayMap(x -> x * weight, tested)) AS sum_weight,
-    sumForEach(arrayMap(x -> x * weight, success)) AS sum_weight_y,
-    sumForEach(arrayMap(x -> x * weight * weight, tested)) AS sum_cell_weight_sq,
-    0 AS variation_cases,
-    0 AS constant_cases,
-    0 AS multi_cells
-FROM (` + trialVectorsSQL + `) AS t
-LEFT JOIN faults AS f ON t.scenario = f.scenario AND t.variant = f.variant AND t.seed = f.seed
-ARRAY JOIN if(empty(f.classes), [{no_fault:String}], f.classes) AS class
-GROUP BY arm, group_name, scenario
-ORDER BY arm, group_name, scenario`
-)
+    sum(v_trials) AS trials,
+    sum(v_attrition) AS attrition_trials,
+    sum(v_trials) AS cells,` + rateArrays("v_") + `,
+    countIf(kind = 0 AND v_graded >= 2) AS variation_cases,
+    countIf(kind = 0 AND v_graded >= 2 AND v_constant) AS constant_cases,
+    max(kind = 0 AND v_multi) AS multi_cells,
+    max(kind = 0 AND v_mixed_weights) AS mixed_weights
+FROM by_variant
+GROUP BY group_kind, arm, group_name, scenario
+ORDER BY group_kind, arm, group_name, scenario`
+	if hashed {
+		q = strings.Replace(q, `SELECT scenario, variant, seed, groupBitOr(`, `SELECT `+caseKeySQL+` AS case_key, seed, groupBitOr(`, 1)
+		q = strings.Replace(q, `GROUP BY scenario, variant, seed`, `GROUP BY case_key, seed`, 1)
+		q = strings.Replace(q, `FROM (`+trialMasksSQL+`) AS t
+    LEFT ANY JOIN faults AS f ON t.scenario = f.scenario AND t.variant = f.variant AND t.seed = f.seed`,
+			`FROM (SELECT *, `+caseKeySQL+` AS case_key FROM (`+trialMasksSQL+`)) AS t
+    LEFT ANY JOIN faults AS f ON t.case_key = f.case_key AND t.seed = f.seed`, 1)
+	}
+	return q
+}
+
+// caseKeySQL is a 64-bit hash of (scenario, variant), which names them
+// exactly when a sweep has as many distinct hashes as pairs.
+const caseKeySQL = `cityHash64(scenario, variant)`
+
+// classMaskSQL is a trial's fault classes as a bit mask over
+// {classes:Array(String)} (sorted, at most 64): bit j for classes[j].
+const classMaskSQL = `arrayReduce('groupBitOr', arrayMap(c -> bitShiftLeft(toUInt64(1), indexOf({classes:Array(String)}, c) - 1), fault_classes))`
+
+// classesOfMaskSQL lists the classes of a mask, or {no_fault} for none.
+func classesOfMaskSQL(mask string) string {
+	return `if(` + mask + ` = 0, [{no_fault:String}],
+    arrayFilter((c, j) -> bitTest(` + mask + `, j - 1), {classes:Array(String)}, arrayEnumerate({classes:Array(String)})))`
+}
 
 // rateColumns sums cells (or groups of cells) into the columns of a
 // rateTotalsRow; the argument arrays are per metric.
@@ -266,6 +413,7 @@ type ReportTotals struct {
 }
 
 type rateTotalsRow struct {
+	Kind            uint8     `json:"group_kind"` // qReportTotalsFast: 0 by scenario, 1 by fault class
 	Arm             string    `json:"arm"`
 	Group           string    `json:"group_name"`
 	Scenario        string    `json:"scenario"`
@@ -281,6 +429,7 @@ type rateTotalsRow struct {
 	VariationCases  uint64    `json:"variation_cases"`
 	ConstantCases   uint64    `json:"constant_cases"`
 	MultiCells      uint8     `json:"multi_cells"`
+	MixedWeights    uint8     `json:"mixed_weights"` // qReportTotalsFast only
 }
 
 // at reads element i of a per-metric array (ClickHouse returns an empty
@@ -296,56 +445,111 @@ func at[T uint64 | float64](a []T, i int) T {
 // fault-class group of cases without a fault.
 func (s *store) ReportTotals(ctx context.Context, sweepID, noFault string) (ReportTotals, error) {
 	var out ReportTotals
+	wrap := func(what string, err error) error {
+		return fmt.Errorf("storage: ReportTotals %s: %s: %w", sweepID, what, err)
+	}
 	p := map[string]string{"sweep_id": sweepID, "no_fault": noFault}
-	variation := map[string]*ArmVariation{}
-	var arms []string
-	multi := false
-	read := func(q string) ([]RateTotals, error) {
+	var cr []struct {
+		Classes  []string `json:"classes"`
+		Pairs    uint64   `json:"pairs"`
+		PairKeys uint64   `json:"pair_keys"`
+	}
+	if err := s.t.selectRows(ctx, &cr, stmt{SQL: s.sql(qSweepClasses), Params: p}); err != nil {
+		return out, wrap("fault classes", err)
+	}
+	classes, fast := []string{}, qReportTotalsFast
+	if len(cr) == 1 {
+		classes = cr[0].Classes
+		if cr[0].Pairs == cr[0].PairKeys {
+			fast = qReportTotalsFastHashed
+		}
+	}
+	if len(classes) > 64 {
+		return out, wrap("fault classes", fmt.Errorf("%d distinct fault classes; the breakdown handles at most 64", len(classes)))
+	}
+	p["classes"] = arrayParam(classes)
+	read := func(q string) ([]rateTotalsRow, error) {
 		var rows []rateTotalsRow
-		if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(q), Params: p}); err != nil {
-			return nil, err
-		}
-		variation, arms = map[string]*ArmVariation{}, nil
-		res := make([]RateTotals, 0, len(rows)*len(aggMetrics))
-		for _, r := range rows {
-			multi = multi || r.MultiCells == 1
-			for i, m := range aggMetrics {
-				res = append(res, RateTotals{Arm: r.Arm, Group: r.Group, Scenario: r.Scenario, Metric: m,
-					Trials: r.Trials, Attrition: r.Attrition, Cells: r.Cells, TestedCells: at(r.TestedCells, i),
-					N: at(r.N, i), Successes: at(r.Successes, i), SumWeight: at(r.SumWeight, i),
-					SumWeightY: at(r.SumWeightY, i), SumCellWeightSq: at(r.SumCellWeightSq, i)})
-			}
-			if r.Group == "" {
-				v := variation[r.Arm]
-				if v == nil {
-					v = &ArmVariation{Arm: r.Arm}
-					variation[r.Arm] = v
-					arms = append(arms, r.Arm)
-				}
-				v.Cases += r.VariationCases
-				v.ConstantCases += r.ConstantCases
-			}
-		}
-		return res, nil
+		err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(q), Params: p})
+		return rows, err
 	}
-	qScenario, qClass := qRateTotalsFast, qRateTotalsByClassFast
-	var err error
-	if out.ByScenario, err = read(qScenario); err != nil {
-		return out, fmt.Errorf("storage: ReportTotals %s: by scenario: %w", sweepID, err)
+	rows, err := read(fast)
+	if err != nil {
+		return out, wrap("totals", err)
 	}
-	if multi {
-		// Some cell holds several trials: sum per cell first.
-		qScenario, qClass = qRateTotals, qRateTotalsByClass
-		if out.ByScenario, err = read(qScenario); err != nil {
-			return out, fmt.Errorf("storage: ReportTotals %s: by scenario, per cell: %w", sweepID, err)
+	var byScenario, byClass []rateTotalsRow
+	perCell := false
+	for _, r := range rows {
+		out.MultiTrialCells = out.MultiTrialCells || r.MultiCells == 1
+		perCell = perCell || r.MultiCells == 1 || r.MixedWeights == 1
+		if r.Kind == 0 {
+			byScenario = append(byScenario, r)
+		} else {
+			byClass = append(byClass, r)
 		}
 	}
-	out.MultiTrialCells = multi
-	for _, arm := range arms {
-		out.Variation = append(out.Variation, *variation[arm])
+	if perCell {
+		// Some cell holds several trials (or may: weights differ within a
+		// case): sum per cell first.
+		if byScenario, err = read(qRateTotals); err != nil {
+			return out, wrap("by scenario, per cell", err)
+		}
+		if byClass, err = read(qRateTotalsByClass); err != nil {
+			return out, wrap("by fault class, per cell", err)
+		}
+		out.MultiTrialCells = false
+		for _, r := range byScenario {
+			out.MultiTrialCells = out.MultiTrialCells || r.MultiCells == 1
+		}
 	}
-	if out.ByFaultClass, err = read(qClass); err != nil {
-		return out, fmt.Errorf("storage: ReportTotals %s: by fault class: %w", sweepID, err)
-	}
+	out.ByScenario, out.Variation = rateTotals(byScenario, true)
+	out.ByFaultClass, _ = rateTotals(byClass, false)
 	return out, nil
+}
+
+// rateTotals spreads rows over metrics and, with variation, sums the seed
+// variation of each arm (arms in the order of the rows).
+func rateTotals(rows []rateTotalsRow, variation bool) ([]RateTotals, []ArmVariation) {
+	res := make([]RateTotals, 0, len(rows)*len(aggMetrics))
+	var vs []ArmVariation
+	pos := map[string]int{}
+	for _, r := range rows {
+		for i, m := range aggMetrics {
+			res = append(res, RateTotals{Arm: r.Arm, Group: r.Group, Scenario: r.Scenario, Metric: m,
+				Trials: r.Trials, Attrition: r.Attrition, Cells: r.Cells, TestedCells: at(r.TestedCells, i),
+				N: at(r.N, i), Successes: at(r.Successes, i), SumWeight: at(r.SumWeight, i),
+				SumWeightY: at(r.SumWeightY, i), SumCellWeightSq: at(r.SumCellWeightSq, i)})
+		}
+		if !variation {
+			continue
+		}
+		k, ok := pos[r.Arm]
+		if !ok {
+			k = len(vs)
+			pos[r.Arm] = k
+			vs = append(vs, ArmVariation{Arm: r.Arm})
+		}
+		vs[k].Cases += r.VariationCases
+		vs[k].ConstantCases += r.ConstantCases
+	}
+	return res, vs
+}
+
+// classes reads the sorted fault classes q returns (at most 64: the class
+// masks are UInt64).
+func (s *store) classes(ctx context.Context, q stmt) ([]string, error) {
+	var rows []struct {
+		Classes []string `json:"classes"`
+	}
+	if err := s.t.selectRows(ctx, &rows, q); err != nil {
+		return nil, err
+	}
+	classes := []string{}
+	if len(rows) == 1 {
+		classes = rows[0].Classes
+	}
+	if len(classes) > 64 {
+		return nil, fmt.Errorf("%d distinct fault classes; the breakdown handles at most 64", len(classes))
+	}
+	return classes, nil
 }

@@ -28,7 +28,7 @@ var sidesCTE = `t AS
         variant,
         seed,
         attrition,
-        arraySum(arrayMap(c -> bitShiftLeft(toUInt64(1), indexOf({classes:Array(String)}, c) - 1), fault_classes)) AS class_mask,
+        ` + classMaskSQL + ` AS class_mask,
         arrayMap(y -> toUInt64(isNotNull(y) AND attrition = 0), ` + metricsSQL + `) AS tested,
         arrayMap(y -> toUInt64(ifNull(y, 0) = 1 AND attrition = 0), ` + metricsSQL + `) AS success,
         arrayMap(x -> x * weight, tested) AS tested_weight
@@ -64,8 +64,193 @@ keys AS
     GROUP BY scenario, variant, seed
 )`
 
+// sideWhereSQL selects the trials of both sides.
+const sideWhereSQL = `(sweep_id = {a_sweep:String} AND arm = {a_arm:String}) OR (sweep_id = {b_sweep:String} AND arm = {b_arm:String})`
+
+// The fast form of the comparison, exact when every paired case holds one
+// trial per side, as a sweep's cases do (CompareTotals checks multi_keys
+// and otherwise reads the general form, qComparePairs): one pass over the
+// trials, grouped by case with a few integers per case instead of arrays
+// per metric. A trial's outcomes are two bit masks (tmask, smask); a case
+// keeps per side the OR of its trials' masks and the sum of their weights,
+// which are the trial's own when it is alone. A pair's a and b are then 0
+// or 1 per metric, so the pairs of a case are summed per pair weight w into
+// the 2×2 table of every metric (integer counts, no float state per pair),
+// and the weighted sums are w times counts (pairArrays); Σa, Σb, Σd, Σd²
+// and the ranges of a and b follow from the table (pairRowsFromCases). The
+// cases that could not be paired come out of the same pass, on the rows of
+// kind 0, so the cases are grouped once.
+var qComparePairsFast = `WITH t AS
+(
+    SELECT
+        arrayJoin(arrayFilter(x -> x >= 0, [
+            if(sweep_id = {a_sweep:String} AND arm = {a_arm:String}, 0, -1),
+            if(sweep_id = {b_sweep:String} AND arm = {b_arm:String}, 1, -1)])) AS side,
+        scenario,
+        variant,
+        seed,
+        attrition,
+        weight,
+        if({with_classes:UInt8} = 1, ` + classMaskSQL + `, 0) AS class_mask,
+        ` + tmaskSQL + ` AS tmask,
+        ` + smaskSQL + ` AS smask
+    FROM {{db}}.trials FINAL
+    WHERE ` + sideWhereSQL + `
+),
+keys AS
+(
+    SELECT
+        scenario,
+        variant,
+        seed,
+        countIf(side = 0) AS k_trials_a,
+        countIf(side = 1) AS k_trials_b,
+        countIf(side = 0 AND attrition = 1) AS k_attrition_a,
+        countIf(side = 1 AND attrition = 1) AS k_attrition_b,
+        groupBitOrIf(tmask, side = 0) AS k_t_a,
+        groupBitOrIf(tmask, side = 1) AS k_t_b,
+        groupBitOrIf(smask, side = 0) AS k_s_a,
+        groupBitOrIf(smask, side = 1) AS k_s_b,
+        sumIf(weight, side = 0) AS k_w_a,
+        sumIf(weight, side = 1) AS k_w_b,
+        groupBitOr(class_mask) AS k_mask
+    FROM t
+    GROUP BY scenario, variant, seed
+),
+per_key AS
+(
+    SELECT
+        scenario,
+        variant,
+        seed,
+        k_mask,
+        k_trials_a,
+        k_trials_b,
+        k_attrition_a,
+        k_attrition_b,
+        k_s_a,
+        k_s_b,
+        k_t_a != 0 AS graded_a,
+        k_t_b != 0 AS graded_b,
+        graded_a AND graded_b AS paired,
+        -- A side's outcomes on the case as one number: min = max over the
+        -- pairs of a case says they never varied.
+        bitOr(bitShiftLeft(toUInt64(k_t_a), 32), k_s_a) AS out_a,
+        bitOr(bitShiftLeft(toUInt64(k_t_b), 32), k_s_b) AS out_b,
+        -- The metrics tested in both sides, and in one only.
+        if(paired, bitAnd(k_t_a, k_t_b), 0) AS tested,
+        if(paired, bitXor(k_t_a, k_t_b), 0) AS one,
+        (k_w_a + k_w_b) / 2 AS w
+    FROM keys
+),
+by_case AS
+(
+    SELECT
+        scenario,
+        variant,
+        k_mask AS mask,
+        w,
+        countIf(paired) AS c_pair_keys,
+        sum(k_trials_a) AS c_trials_a,
+        sum(k_trials_b) AS c_trials_b,
+        sum(k_attrition_a) AS c_attrition_a,
+        sum(k_attrition_b) AS c_attrition_b,
+        countIf(k_trials_a > 0) AS c_keys_a,
+        countIf(k_trials_b > 0) AS c_keys_b,
+        countIf(paired AND (k_trials_a > 1 OR k_trials_b > 1)) AS c_multi_keys,
+        minIf(out_a, paired) AS c_min_out_a,
+        maxIf(out_a, paired) AS c_max_out_a,
+        minIf(out_b, paired) AS c_min_out_b,
+        maxIf(out_b, paired) AS c_max_out_b,
+        ` + pairCounts() + `,
+        groupArrayIf((seed, toUInt8(k_trials_a > 0), toUInt8(k_trials_b > 0), toUInt8(graded_a), toUInt8(graded_b),
+            k_attrition_a, k_attrition_b), NOT paired) AS c_unmatched
+    FROM per_key
+    GROUP BY scenario, variant, mask, w
+)
+SELECT
+    g.1 AS group_kind,
+    g.2 AS group_name,
+    scenario,
+    variant,
+    sum(c_pair_keys) AS key_count,
+    sum(c_trials_a) AS trials_a,
+    sum(c_trials_b) AS trials_b,
+    sum(c_attrition_a) AS attrition_a,
+    sum(c_attrition_b) AS attrition_b,
+    sum(c_keys_a) AS keys_a,
+    sum(c_keys_b) AS keys_b,
+    sum(c_multi_keys) AS multi_keys,
+    minIf(c_min_out_a, c_pair_keys > 0) = maxIf(c_max_out_a, c_pair_keys > 0) AS constant_a,
+    minIf(c_min_out_b, c_pair_keys > 0) = maxIf(c_max_out_b, c_pair_keys > 0) AS constant_b,` + pairArrays() + `,
+    arraySort(groupArrayArrayIf(c_unmatched, group_kind = 0)) AS unmatched,
+    arrayMap(x -> x.1, unmatched) AS unmatched_seed,
+    arrayMap(x -> x.2, unmatched) AS unmatched_in_a,
+    arrayMap(x -> x.3, unmatched) AS unmatched_in_b,
+    arrayMap(x -> x.4, unmatched) AS unmatched_graded_a,
+    arrayMap(x -> x.5, unmatched) AS unmatched_graded_b,
+    arrayMap(x -> x.6, unmatched) AS unmatched_attrition_a,
+    arrayMap(x -> x.7, unmatched) AS unmatched_attrition_b
+FROM by_case
+ARRAY JOIN arrayConcat([(0, '')],
+    if({with_classes:UInt8} = 1 AND c_pair_keys > 0,
+        arrayMap(x -> (1, x), ` + classesOfMaskSQL("mask") + `),
+        [])) AS g
+GROUP BY group_kind, group_name, scenario, variant
+ORDER BY group_kind, group_name, scenario, variant`
+
+// pairCountSQL are, per pair, the metrics of each count of the fast
+// comparison as bit masks (bit i for metric i of aggMetrics): tested in one
+// side only, and the four cells (a, b) of the 2×2 table among the metrics
+// tested in both.
+var pairCountSQL = []struct{ name, mask string }{
+	{"one_arm_only", "one"},
+	{"n11", "bitAnd(tested, bitAnd(k_s_a, k_s_b))"},
+	{"n12", "bitAnd(tested, bitAnd(k_s_a, bitNot(k_s_b)))"},
+	{"n21", "bitAnd(tested, bitAnd(bitNot(k_s_a), k_s_b))"},
+	{"n22", "bitAnd(tested, bitNot(bitOr(k_s_a, k_s_b)))"},
+}
+
+// pairCounts renders the per-metric counts over the pairs of one case and
+// weight: one array column c_NAME per pairCountSQL, element i counting
+// the pairs with bit i set.
+func pairCounts() string {
+	cols := make([]string, len(pairCountSQL))
+	for j, c := range pairCountSQL {
+		cols[j] = fmt.Sprintf("sumForEach(arrayMap(i -> toUInt64(bitTest(%s, i)), range(%d))) AS c_%s", c.mask, len(aggMetrics), c.name)
+	}
+	return strings.Join(cols, ",\n        ")
+}
+
+// pairArrays renders the per-metric array columns of a pairCaseRow: the
+// counts of pairCounts summed, and the weighted sums Σw, Σw·a, Σw·b, Σw·d,
+// Σw², Σw²·d, Σw²·d² (d = b − a) from the counts of each pair weight w: a
+// pair with a = b = 1 adds w to Σw, Σw·a and Σw·b, one with a = 0, b = 1
+// adds w to Σw, Σw·b and Σw·d and w² to Σw², Σw²·d and Σw²·d², and so on.
+func pairArrays() string {
+	var b strings.Builder
+	for _, c := range pairCountSQL {
+		fmt.Fprintf(&b, "\n    sumForEach(c_%[1]s) AS %[1]s,", c.name)
+	}
+	weighted := []struct{ name, f string }{
+		{"sum_w", "w * (n11 + n12 + n21 + n22)"},
+		{"sum_wa", "w * (n11 + n12)"},
+		{"sum_wb", "w * (n11 + n21)"},
+		{"sum_wd", "w * (toInt64(n21) - toInt64(n12))"},
+		{"sum_w2", "w * w * (n11 + n12 + n21 + n22)"},
+		{"sum_w2d", "w * w * (toInt64(n21) - toInt64(n12))"},
+		{"sum_w2d2", "w * w * (n12 + n21)"},
+	}
+	for _, x := range weighted {
+		fmt.Fprintf(&b, "\n    sumForEach(arrayMap((n11, n12, n21, n22) -> %s, c_n11, c_n12, c_n21, c_n22)) AS %s,", x.f, x.name)
+	}
+	return strings.TrimSuffix(b.String(), ",")
+}
+
 var (
-	// The cases that could not be paired, with what each side holds.
+	// The general form (cases of several trials per side; see
+	// qComparePairsFast): the cases that could not be paired, with what
+	// each side holds.
 	qCompareUnmatched = `WITH ` + sidesCTE + `
 SELECT
     scenario,
@@ -165,7 +350,7 @@ by_case AS
         minForEach(arrayMap((t, x) -> if(t, x, 2), tested, b)) AS c_min_b,
         maxForEach(arrayMap((t, x) -> if(t, x, -1), tested, b)) AS c_max_b
     FROM per_key
-    GROUP BY scenario, variant, mask
+    GROUP BY scenario, variant, mask, w
 )
 SELECT
     g.1 AS group_kind,
@@ -365,6 +550,129 @@ type pairTotalsRow struct {
 	ConstantB  uint8   `json:"constant_b"`
 }
 
+// pairCaseRow is a row of qComparePairsFast: one case (scenario, variant)
+// of a group, with its metrics as arrays (aggMetrics order) and, on the
+// rows of kind 0, the case's unpaired (scenario, variant, seed) as arrays.
+type pairCaseRow struct {
+	Kind       uint8     `json:"group_kind"`
+	Name       string    `json:"group_name"`
+	Scenario   string    `json:"scenario"`
+	Variant    string    `json:"variant"`
+	Keys       uint64    `json:"key_count"`
+	TrialsA    uint64    `json:"trials_a"`
+	TrialsB    uint64    `json:"trials_b"`
+	AttritionA uint64    `json:"attrition_a"`
+	AttritionB uint64    `json:"attrition_b"`
+	KeysA      uint64    `json:"keys_a"`
+	KeysB      uint64    `json:"keys_b"`
+	MultiKeys  uint64    `json:"multi_keys"`
+	ConstantA  uint8     `json:"constant_a"`
+	ConstantB  uint8     `json:"constant_b"`
+	OneArmOnly []uint64  `json:"one_arm_only"`
+	N11        []uint64  `json:"n11"`
+	N12        []uint64  `json:"n12"`
+	N21        []uint64  `json:"n21"`
+	N22        []uint64  `json:"n22"`
+	SumW       []float64 `json:"sum_w"`
+	SumWA      []float64 `json:"sum_wa"`
+	SumWB      []float64 `json:"sum_wb"`
+	SumWD      []float64 `json:"sum_wd"`
+	SumW2      []float64 `json:"sum_w2"`
+	SumW2D     []float64 `json:"sum_w2d"`
+	SumW2D2    []float64 `json:"sum_w2d2"`
+	// The unpaired cases, by seed.
+	UnmatchedSeed       []uint64 `json:"unmatched_seed"`
+	UnmatchedInA        []uint8  `json:"unmatched_in_a"`
+	UnmatchedInB        []uint8  `json:"unmatched_in_b"`
+	UnmatchedGradedA    []uint8  `json:"unmatched_graded_a"`
+	UnmatchedGradedB    []uint8  `json:"unmatched_graded_b"`
+	UnmatchedAttritionA []uint64 `json:"unmatched_attrition_a"`
+	UnmatchedAttritionB []uint64 `json:"unmatched_attrition_b"`
+}
+
+// pairRowsFromCases turns the rows of qComparePairsFast (ordered by kind,
+// name, scenario, variant) into pairTotalsRows, passed to emit in the order
+// of those of qComparePairs (kind, name, metric, scenario, variant), and
+// returns the unpaired cases. Every pair holds one trial per side, so a and b are 0 or
+// 1: Σa, Σb, Σd and Σd² follow from the 2×2 table and the ranges of a and
+// b from which of its cells are filled (2 and −1 when none, as in
+// qComparePairs).
+func pairRowsFromCases(rows []pairCaseRow, emit func(*pairTotalsRow) error) ([]UnmatchedCase, error) {
+	metrics := len(aggMetrics)
+	var um []UnmatchedCase
+	for i := range rows {
+		r := &rows[i]
+		for _, a := range [][]uint64{r.OneArmOnly, r.N11, r.N12, r.N21, r.N22} {
+			if len(a) != metrics {
+				return nil, fmt.Errorf("row %d: %d metrics, want %d", i+1, len(a), metrics)
+			}
+		}
+		for _, a := range [][]float64{r.SumW, r.SumWA, r.SumWB, r.SumWD, r.SumW2, r.SumW2D, r.SumW2D2} {
+			if len(a) != metrics {
+				return nil, fmt.Errorf("row %d: %d metrics, want %d", i+1, len(a), metrics)
+			}
+		}
+		n := len(r.UnmatchedSeed)
+		if len(r.UnmatchedInA) != n || len(r.UnmatchedInB) != n || len(r.UnmatchedGradedA) != n ||
+			len(r.UnmatchedGradedB) != n || len(r.UnmatchedAttritionA) != n || len(r.UnmatchedAttritionB) != n {
+			return nil, fmt.Errorf("row %d: unmatched columns of different lengths", i+1)
+		}
+		for j := range n {
+			um = append(um, UnmatchedCase{Scenario: r.Scenario, Variant: r.Variant, Seed: r.UnmatchedSeed[j],
+				InA: r.UnmatchedInA[j] == 1, InB: r.UnmatchedInB[j] == 1,
+				GradedA: r.UnmatchedGradedA[j] == 1, GradedB: r.UnmatchedGradedB[j] == 1,
+				AttritionA: r.UnmatchedAttritionA[j], AttritionB: r.UnmatchedAttritionB[j]})
+		}
+	}
+	// One block per (kind, name), its rows in (scenario, variant) order;
+	// within a block, metric by metric.
+	for start := 0; start < len(rows); {
+		end := start
+		for end < len(rows) && rows[end].Kind == rows[start].Kind && rows[end].Name == rows[start].Name {
+			end++
+		}
+		for m := range metrics {
+			for i := start; i < end; i++ {
+				r := &rows[i]
+				n11, n12, n21, n22 := r.N11[m], r.N12[m], r.N21[m], r.N22[m]
+				minA, maxA, minB, maxB := 2.0, -1.0, 2.0, -1.0
+				if n21+n22 > 0 {
+					minA = 0
+				}
+				if n11+n12 > 0 {
+					maxA = 1
+					minA = min(minA, 1)
+				} else if n21+n22 > 0 {
+					maxA = 0
+				}
+				if n12+n22 > 0 {
+					minB = 0
+				}
+				if n11+n21 > 0 {
+					maxB = 1
+					minB = min(minB, 1)
+				} else if n12+n22 > 0 {
+					maxB = 0
+				}
+				pt := pairTotalsRow{Kind: r.Kind, Name: r.Name, Metric: m, Scenario: r.Scenario, Variant: r.Variant,
+					Keys: r.Keys, Pairs: n11 + n12 + n21 + n22, OneArmOnly: r.OneArmOnly[m],
+					N11: n11, N12: n12, N21: n21, N22: n22,
+					SumA: float64(n11 + n12), SumB: float64(n11 + n21), SumD: float64(n21) - float64(n12), SumD2: float64(n12 + n21),
+					SumW: r.SumW[m], SumWA: r.SumWA[m], SumWB: r.SumWB[m], SumWD: r.SumWD[m],
+					SumW2: r.SumW2[m], SumW2D: r.SumW2D[m], SumW2D2: r.SumW2D2[m],
+					MinA: minA, MaxA: maxA, MinB: minB, MaxB: maxB,
+					TrialsA: r.TrialsA, TrialsB: r.TrialsB, AttritionA: r.AttritionA, AttritionB: r.AttritionB,
+					KeysA: r.KeysA, KeysB: r.KeysB, MultiKeys: r.MultiKeys, ConstantA: r.ConstantA, ConstantB: r.ConstantB}
+				if err := emit(&pt); err != nil {
+					return nil, err
+				}
+			}
+		}
+		start = end
+	}
+	return um, nil
+}
+
 type scenarioHashRow struct {
 	Scenario string `json:"scenario"`
 	Hash     string `json:"hash"`
@@ -386,44 +694,33 @@ func (s *store) CompareTotals(ctx context.Context, a, b CompareSide, withClasses
 	}
 	classes := []string{}
 	if withClasses {
-		var rows []struct {
-			Classes []string `json:"classes"`
-		}
-		if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qCompareClasses), Params: p}); err != nil {
+		var err error
+		if classes, err = s.classes(ctx, stmt{SQL: s.sql(qCompareClasses), Params: p}); err != nil {
 			return out, wrap("fault classes", err)
-		}
-		if len(rows) == 1 {
-			classes = rows[0].Classes
-		}
-		if len(classes) > 64 {
-			return out, wrap("fault classes", fmt.Errorf("%d distinct fault classes; the breakdown handles at most 64", len(classes)))
 		}
 	}
 	p["classes"] = arrayParam(classes)
 	p["metrics"] = fmt.Sprint(len(aggMetrics))
-	var um []unmatchedRow
-	if err := s.t.selectRows(ctx, &um, stmt{SQL: s.sql(qCompareUnmatched), Params: p}); err != nil {
-		return out, wrap("unmatched", err)
-	}
-	out.Unmatched = make([]UnmatchedCase, len(um))
-	for i, r := range um {
-		out.Unmatched[i] = UnmatchedCase{Scenario: r.Scenario, Variant: r.Variant, Seed: r.Seed,
-			InA: r.InA == 1, InB: r.InB == 1, GradedA: r.GradedA == 1, GradedB: r.GradedB == 1,
-			AttritionA: r.AttritionA, AttritionB: r.AttritionB}
-	}
-	var pr []pairTotalsRow
-	if err := s.t.selectRows(ctx, &pr, stmt{SQL: s.sql(qComparePairs), Params: p}); err != nil {
+	// The fast form first; when some pair holds several trials in a side
+	// (multi_keys), the general form.
+	var cases []pairCaseRow
+	if err := s.t.selectRows(ctx, &cases, stmt{SQL: s.sql(qComparePairsFast), Params: p}); err != nil {
 		return out, wrap("pairs", err)
 	}
-	out.Pairs = make([]PairTotals, len(pr))
+	multi := false
+	for _, r := range cases {
+		multi = multi || r.MultiKeys > 0
+	}
+	// add appends one pairTotalsRow to out.Pairs and, once per case (the
+	// rows of kind 0 and the first metric), its counts to the summary.
 	sm := &out.Summary
-	lastScenario := ""
-	for i, r := range pr {
+	lastScenario, added := "", 0
+	add := func(r *pairTotalsRow) error {
+		added++
 		if r.Metric < 0 || r.Metric >= len(aggMetrics) {
-			return out, wrap("pairs", fmt.Errorf("row %d: metric index %d out of range", i+1, r.Metric))
+			return fmt.Errorf("row %d: metric index %d out of range", added, r.Metric)
 		}
 		if r.Kind == 0 && r.Metric == 0 {
-			// The counts over cases, once per case.
 			sm.TrialsA += r.TrialsA
 			sm.TrialsB += r.TrialsB
 			sm.AttritionA += r.AttritionA
@@ -445,10 +742,43 @@ func (s *store) CompareTotals(ctx context.Context, a, b CompareSide, withClasses
 				sm.ConstantB += uint64(r.ConstantB)
 			}
 		}
-		out.Pairs[i] = PairTotals{Kind: r.Kind, Name: r.Name, Metric: aggMetrics[r.Metric], Scenario: r.Scenario, Variant: r.Variant,
+		out.Pairs = append(out.Pairs, PairTotals{Kind: r.Kind, Name: r.Name, Metric: aggMetrics[r.Metric], Scenario: r.Scenario, Variant: r.Variant,
 			Keys: r.Keys, Pairs: r.Pairs, OneArmOnly: r.OneArmOnly, Multi: r.Multi, N11: r.N11, N12: r.N12, N21: r.N21, N22: r.N22,
 			SumA: r.SumA, SumB: r.SumB, SumD: r.SumD, SumD2: r.SumD2, SumW: r.SumW, SumWA: r.SumWA, SumWB: r.SumWB, SumWD: r.SumWD,
-			SumW2: r.SumW2, SumW2D: r.SumW2D, SumW2D2: r.SumW2D2, MinA: r.MinA, MaxA: r.MaxA, MinB: r.MinB, MaxB: r.MaxB}
+			SumW2: r.SumW2, SumW2D: r.SumW2D, SumW2D2: r.SumW2D2, MinA: r.MinA, MaxA: r.MaxA, MinB: r.MinB, MaxB: r.MaxB})
+		return nil
+	}
+	if !multi {
+		// The per-metric rows straight into out.Pairs, sized in advance:
+		// at a million trials they are ~70,000, and no intermediate copy
+		// keeps peak memory down.
+		out.Pairs = make([]PairTotals, 0, len(cases)*len(aggMetrics))
+		var err error
+		if out.Unmatched, err = pairRowsFromCases(cases, add); err != nil {
+			return out, wrap("pairs", err)
+		}
+	} else {
+		cases = nil
+		var um []unmatchedRow
+		if err := s.t.selectRows(ctx, &um, stmt{SQL: s.sql(qCompareUnmatched), Params: p}); err != nil {
+			return out, wrap("unmatched", err)
+		}
+		out.Unmatched = make([]UnmatchedCase, len(um))
+		for i, r := range um {
+			out.Unmatched[i] = UnmatchedCase{Scenario: r.Scenario, Variant: r.Variant, Seed: r.Seed,
+				InA: r.InA == 1, InB: r.InB == 1, GradedA: r.GradedA == 1, GradedB: r.GradedB == 1,
+				AttritionA: r.AttritionA, AttritionB: r.AttritionB}
+		}
+		var pr []pairTotalsRow
+		if err := s.t.selectRows(ctx, &pr, stmt{SQL: s.sql(qComparePairs), Params: p}); err != nil {
+			return out, wrap("pairs", err)
+		}
+		out.Pairs = make([]PairTotals, 0, len(pr))
+		for i := range pr {
+			if err := add(&pr[i]); err != nil {
+				return out, wrap("pairs", err)
+			}
+		}
 	}
 	if a.SweepID != b.SweepID {
 		var err error

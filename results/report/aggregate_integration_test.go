@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"rebound/activities"
+	"rebound/core/outcome"
 	"rebound/core/scenario"
 	"rebound/core/world"
 	"rebound/internal/devstack/devstacktest"
@@ -78,8 +79,9 @@ func TestAggregatedReportsEqualPerCase(t *testing.T) {
 	runPlan(t, st, "quick3", "../../examples/plans/quickstart.yaml", []uint64{2, 3, 4})
 	runPlan(t, st, "library", "../../examples/plans/library.yaml", []uint64{1, 2})
 	copyWithDuplicates(t, st, "quick5", "dups")
+	copyWithAttrition(t, st, "quick5", "attr")
 
-	for _, id := range []string{"quick5", "quick3", "library", "dups"} {
+	for _, id := range []string{"quick5", "quick3", "library", "dups", "attr"} {
 		t.Run("report/"+id, func(t *testing.T) {
 			sw, err := st.Sweep(ctx, id)
 			if err != nil {
@@ -139,6 +141,8 @@ func TestAggregatedReportsEqualPerCase(t *testing.T) {
 		{"cells of several trials against one", Side{"quick5", "naive-retrier"}, Side{"dups", "naive-retrier"}, true, 0, false},
 		{"library careful vs blind", Side{"library", "careful"}, Side{"library", "blind-resubmitter"}, false, 100, false},
 		{"library quitter vs corrupt generalize", Side{"library", "quitter"}, Side{"library", "corrupt-data-truster"}, true, 0, false},
+		{"fault classes of one side only", Side{"attr", "careful"}, Side{"attr", "naive-retrier"}, false, 100, false},
+		{"fault classes of one side only generalize", Side{"attr", "naive-retrier"}, Side{"attr", "fabricator"}, true, 0, false},
 	}
 	for _, c := range cases {
 		t.Run("compare/"+c.name, func(t *testing.T) {
@@ -225,6 +229,45 @@ func copyWithDuplicates(t *testing.T, st storage.Store, from, to string) {
 		out = append(out, dup)
 	}
 	if err := st.WriteTrials(ctx, out, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copyWithAttrition stores sweep from's trials as sweep to with every
+// fourth trial of the naive-retrier arm lost to attrition the way a worker
+// records it (no outcomes, no fault classes): one trial per cell, but the
+// fault classes of a case then differ between arms, and a case counts in
+// the classes of any arm.
+func copyWithAttrition(t *testing.T, st storage.Store, from, to string) {
+	t.Helper()
+	ctx := context.Background()
+	sw, err := st.Sweep(ctx, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err := st.Trials(ctx, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw.SweepID = to
+	if err := st.PutSweep(ctx, sw); err != nil {
+		t.Fatal(err)
+	}
+	lost := 0
+	for i := range trials {
+		tr := &trials[i]
+		tr.SweepID = to
+		if tr.Arm != "naive-retrier" || i%4 != 0 || len(tr.FaultClasses) == 0 {
+			continue
+		}
+		tr.Attrition, tr.FaultClasses = true, []string{}
+		tr.SetOutcomes(func(outcome.Metric) *bool { return nil })
+		lost++
+	}
+	if lost == 0 {
+		t.Fatal("no trial lost to attrition: the test exercises nothing")
+	}
+	if err := st.WriteTrials(ctx, trials, nil); err != nil {
 		t.Fatal(err)
 	}
 }
