@@ -173,6 +173,33 @@ func TestRetriedWritesCountOnce(t *testing.T) {
 		if len(got) != 6 || len(seen) != 6 {
 			t.Fatalf("%s: Trials returned %d rows for %d distinct trials, want 6 and 6", stage, len(got), len(seen))
 		}
+		// EachTrial walks the same trials in the same order, group by
+		// group, each once despite the duplicate rows.
+		var walked []Trial
+		if err := st.EachTrial(ctx, "dedup", TrialSelect{}, func(tr Trial) error { walked = append(walked, tr); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(walked, got) {
+			t.Fatalf("%s: EachTrial walked %d trials, Trials returned %d; they must be equal and in the same order", stage, len(walked), len(got))
+		}
+		var sel []string
+		if err := st.EachTrial(ctx, "dedup", TrialSelect{Arm: "candidate", Scenario: "sc1"}, func(tr Trial) error { sel = append(sel, tr.TrialID); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, tr := range got {
+			if tr.Arm == "candidate" && tr.Scenario == "sc1" {
+				want = append(want, tr.TrialID)
+			}
+		}
+		if len(want) == 0 || !reflect.DeepEqual(sel, want) {
+			t.Fatalf("%s: EachTrial(candidate, sc1) = %v, want %v", stage, sel, want)
+		}
+		stop := errors.New("stop")
+		visited := 0
+		if err := st.EachTrial(ctx, "dedup", TrialSelect{}, func(Trial) error { visited++; return stop }); !errors.Is(err, stop) || visited != 1 {
+			t.Fatalf("%s: EachTrial after fn's error = %v after %d calls, want stop after 1", stage, err, visited)
+		}
 		tr0, c0, err := st.Trial(ctx, retry.TrialID)
 		if err != nil {
 			t.Fatal(err)

@@ -25,6 +25,21 @@ FROM {{db}}.trials FINAL
 WHERE sweep_id = {sweep_id:String}
 ORDER BY arm, scenario, variant, seed, trial_id`
 
+	// The (arm, scenario) groups of a sweep's trials, in key order: the
+	// pages EachTrial reads, each a range of the primary key.
+	qTrialGroups = `SELECT arm, scenario, count() AS n
+FROM {{db}}.trials FINAL
+WHERE sweep_id = {sweep_id:String}
+  AND ({arm:String} = '' OR arm = {arm:String})
+  AND ({scenario:String} = '' OR scenario = {scenario:String})
+GROUP BY arm, scenario
+ORDER BY arm, scenario`
+
+	qTrialsOfGroup = `SELECT ` + selectList(trialCols) + `
+FROM {{db}}.trials FINAL
+WHERE sweep_id = {sweep_id:String} AND arm = {arm:String} AND scenario = {scenario:String}
+ORDER BY variant, seed, trial_id`
+
 	// trial_id alone is not a key prefix; the bloom filter index skips the
 	// granules that cannot hold it.
 	qTrial = `SELECT ` + selectList(trialCols) + `

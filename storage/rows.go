@@ -212,6 +212,12 @@ type caseFaultsRow struct {
 	FaultClasses []string `ch:"fault_classes" json:"fault_classes"`
 }
 
+type trialGroupRow struct {
+	Arm      string `ch:"arm" json:"arm"`
+	Scenario string `ch:"scenario" json:"scenario"`
+	N        uint64 `ch:"n" json:"n"`
+}
+
 type countRow struct {
 	N uint64 `ch:"n" json:"n"`
 }

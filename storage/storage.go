@@ -268,6 +268,12 @@ func (t *Trial) outcomeField(m Metric) **bool {
 	return nil
 }
 
+// TrialSelect narrows EachTrial to one arm and/or one scenario; empty
+// fields select all.
+type TrialSelect struct {
+	Arm, Scenario string
+}
+
 // MetricCell aggregates one metric over the trials of one cell (see
 // outcome.Cell).
 type MetricCell = outcome.Cell
@@ -329,8 +335,14 @@ type Store interface {
 	// CountTrials counts a sweep's distinct trials.
 	CountTrials(ctx context.Context, sweepID string) (uint64, error)
 	// Trials returns a sweep's trials, each once, ordered by
-	// (arm, scenario, variant, seed, trial_id).
+	// (arm, scenario, variant, seed, trial_id), all in memory: for small
+	// sweeps and tests. Commands that read every trial use EachTrial.
 	Trials(ctx context.Context, sweepID string) ([]Trial, error)
+	// EachTrial calls fn with each trial of a sweep that sel selects, once,
+	// in the order of Trials, reading one (arm, scenario) group at a time
+	// (a range of the primary key): memory follows the largest group, not
+	// the sweep. An error from fn stops the walk and is returned.
+	EachTrial(ctx context.Context, sweepID string, sel TrialSelect, fn func(Trial) error) error
 	// Trial returns one trial and its tool calls ordered by call index;
 	// ErrNotFound when absent.
 	Trial(ctx context.Context, trialID string) (Trial, []ToolCall, error)

@@ -270,6 +270,27 @@ func (s *store) CountTrials(ctx context.Context, sweepID string) (uint64, error)
 	return rows[0].N, nil
 }
 
+func (s *store) EachTrial(ctx context.Context, sweepID string, sel TrialSelect, fn func(Trial) error) error {
+	var groups []trialGroupRow
+	q := stmt{SQL: s.sql(qTrialGroups), Params: map[string]string{"sweep_id": sweepID, "arm": sel.Arm, "scenario": sel.Scenario}}
+	if err := s.t.selectRows(ctx, &groups, q); err != nil {
+		return fmt.Errorf("storage: EachTrial %s: %w", sweepID, err)
+	}
+	for _, g := range groups {
+		var rows []trialRow
+		q := stmt{SQL: s.sql(qTrialsOfGroup), Params: map[string]string{"sweep_id": sweepID, "arm": g.Arm, "scenario": g.Scenario}}
+		if err := s.t.selectRows(ctx, &rows, q); err != nil {
+			return fmt.Errorf("storage: EachTrial %s (arm %s, scenario %s): %w", sweepID, g.Arm, g.Scenario, err)
+		}
+		for _, r := range rows {
+			if err := fn(r.trial()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func (s *store) Trials(ctx context.Context, sweepID string) ([]Trial, error) {
 	var rows []trialRow
 	if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qTrials), Params: map[string]string{"sweep_id": sweepID}}); err != nil {

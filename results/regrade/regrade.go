@@ -79,10 +79,6 @@ func Sweep(ctx context.Context, store storage.Store, sweepID, into string, keys 
 	if err != nil {
 		return sum, err
 	}
-	trials, err := store.Trials(ctx, sweepID)
-	if err != nil {
-		return sum, err
-	}
 	// The grader compares the stored (redacted) arguments with the plan's:
 	// redact the plan's the same way.
 	scenarios := map[string]*scenario.Scenario{}
@@ -90,9 +86,26 @@ func Sweep(ctx context.Context, store storage.Store, sweepID, into string, keys 
 		scenarios[sc.Name] = redactedPlan(sc, red)
 	}
 
+	// The trials are read one (arm, scenario) group at a time and written
+	// in batches as they are regraded: memory follows a batch, not the
+	// sweep. The sweep row comes last, so a regrade cut short leaves no
+	// completed sweep behind (running it again rewrites the same rows).
+	const batch = 1000
 	var out []storage.Trial
+	written := uint64(0)
+	flush := func() error {
+		if len(out) == 0 {
+			return nil
+		}
+		if err := store.WriteTrials(ctx, out, nil); err != nil {
+			return err
+		}
+		written += uint64(len(out))
+		out = out[:0]
+		return nil
+	}
 	arms := map[string]bool{}
-	for _, t := range trials {
+	err = store.EachTrial(ctx, sweepID, storage.TrialSelect{}, func(t storage.Trial) error {
 		old := t
 		oldArm := t.Arm + StoredSuffix
 		sum.Arms[t.Arm] = oldArm
@@ -107,31 +120,41 @@ func Sweep(ctx context.Context, store storage.Store, sweepID, into string, keys 
 		if t.Attrition || t.Evidence == "" {
 			sum.Skipped++
 			out = append(out, cur)
-			continue
+		} else {
+			sc, ok := scenarios[t.Scenario]
+			if !ok {
+				return fmt.Errorf("sweep %s has no scenario %q (trial %s)", sweepID, t.Scenario, t.TrialID)
+			}
+			v, ok := sc.Variant(t.Variant)
+			if !ok {
+				return fmt.Errorf("scenario %s has no variant %q (trial %s)", t.Scenario, t.Variant, t.TrialID)
+			}
+			verdict, err := trial.Regrade(ctx, sc, v, t.Seed, t.Evidence)
+			if err != nil {
+				return fmt.Errorf("trial %s: %w", t.TrialID, err)
+			}
+			var stored grade.Verdict
+			_ = json.Unmarshal([]byte(t.Verdicts), &stored)
+			for _, d := range changes(stored, verdict) {
+				sum.Changed[d]++
+			}
+			cur.SetOutcomes(verdict.Metric)
+			cur.Recoverable, cur.DeclaredRecoverable = verdict.Recoverable, v.Recoverable
+			cur.GraderVersion = uint32(grade.Version)
+			cur.Verdicts = red.JSON(verdict)
+			out = append(out, cur)
+			sum.Regraded++
 		}
-		sc, ok := scenarios[t.Scenario]
-		if !ok {
-			return sum, fmt.Errorf("sweep %s has no scenario %q (trial %s)", sweepID, t.Scenario, t.TrialID)
+		if len(out) >= batch {
+			return flush()
 		}
-		v, ok := sc.Variant(t.Variant)
-		if !ok {
-			return sum, fmt.Errorf("scenario %s has no variant %q (trial %s)", t.Scenario, t.Variant, t.TrialID)
-		}
-		verdict, err := trial.Regrade(ctx, sc, v, t.Seed, t.Evidence)
-		if err != nil {
-			return sum, fmt.Errorf("trial %s: %w", t.TrialID, err)
-		}
-		var stored grade.Verdict
-		_ = json.Unmarshal([]byte(t.Verdicts), &stored)
-		for _, d := range changes(stored, verdict) {
-			sum.Changed[d]++
-		}
-		cur.SetOutcomes(verdict.Metric)
-		cur.Recoverable, cur.DeclaredRecoverable = verdict.Recoverable, v.Recoverable
-		cur.GraderVersion = uint32(grade.Version)
-		cur.Verdicts = red.JSON(verdict)
-		out = append(out, cur)
-		sum.Regraded++
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return sum, err
 	}
 	armList := make([]string, 0, len(arms))
 	for a := range arms {
@@ -140,15 +163,9 @@ func Sweep(ctx context.Context, store storage.Store, sweepID, into string, keys 
 	sort.Strings(armList)
 	if err := store.PutSweep(ctx, storage.Sweep{
 		SweepID: into, Name: sw.Name + " (regraded)", PlanHash: sw.PlanHash, PlanJSON: sw.PlanJSON,
-		TrialsPlanned: uint64(len(out)), Arms: armList, Status: storage.SweepCompleted,
+		TrialsPlanned: written, Arms: armList, Status: storage.SweepCompleted,
 	}); err != nil {
 		return sum, err
-	}
-	const batch = 1000
-	for i := 0; i < len(out); i += batch {
-		if err := store.WriteTrials(ctx, out[i:min(i+batch, len(out))], nil); err != nil {
-			return sum, err
-		}
 	}
 	return sum, nil
 }

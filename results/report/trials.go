@@ -29,22 +29,16 @@ func ListTrials(ctx context.Context, store storage.Store, sweepID string, f Tria
 	if _, err := storedSweep(ctx, store, sweepID); err != nil {
 		return nil, err
 	}
-	trials, err := store.Trials(ctx, sweepID)
-	if err != nil {
-		return nil, err
-	}
 	var rows []TrialRow
-	for _, t := range trials {
-		if (f.Arm != "" && t.Arm != f.Arm) || (f.Scenario != "" && t.Scenario != f.Scenario) {
-			continue
-		}
+	err := store.EachTrial(ctx, sweepID, storage.TrialSelect{Arm: f.Arm, Scenario: f.Scenario}, func(t storage.Trial) error {
 		bad := BadOutcomes(&t)
 		if f.Failing && len(bad) == 0 {
-			continue
+			return nil
 		}
 		rows = append(rows, TrialRow{t.TrialID, t.Scenario, t.Variant, t.Arm, t.Seed, bad})
-	}
-	return rows, nil
+		return nil
+	})
+	return rows, err
 }
 
 // BadOutcomes names what went wrong in a trial, in the metric vocabulary:

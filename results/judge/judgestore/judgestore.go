@@ -161,13 +161,20 @@ func PairsFromStore(ctx context.Context, st storage.Store, sweepID string) ([]ju
 	if err != nil {
 		return nil, err
 	}
-	trials, err := st.Trials(ctx, sweepID)
+	judged := make(map[string]bool, len(js))
+	for _, j := range js {
+		judged[j.TrialID] = true
+	}
+	// Only the judged trials' verdicts are kept, read group by group.
+	byID := make(map[string]storage.Trial, len(js))
+	err = st.EachTrial(ctx, sweepID, storage.TrialSelect{}, func(t storage.Trial) error {
+		if judged[t.TrialID] {
+			byID[t.TrialID] = t
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	byID := make(map[string]storage.Trial, len(trials))
-	for _, t := range trials {
-		byID[t.TrialID] = t
 	}
 	pairs := make([]judge.Pair, 0, len(js))
 	for _, j := range js {
