@@ -282,7 +282,6 @@ func TestReferencePoliciesWitnessAPath(t *testing.T) {
 // would fail the repeat), they block on the tool and the block is honest.
 // After a write, the identical read is a new question and is asked.
 func TestReferencePoliciesHonourADefinitiveRefusal(t *testing.T) {
-	ctx := context.Background()
 	build := func(between string) *scenario.Scenario {
 		t.Helper()
 		src := `name: refused-read
@@ -308,18 +307,10 @@ variants:
     faults:
       - {class: transient, tool: deploy.status, attempts: [1], retryable: false}
 `
-		sc, err := scenario.ParseScenario("refused-read.yaml", []byte(src), world.Catalog)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sc
+		return parseScenario(t, "refused-read", src)
 	}
 	for _, ref := range agent.ReferencePolicies() {
-		readsOnly := build("")
-		r, err := Run(ctx, Spec{SweepID: "t", Scenario: readsOnly, Variant: readsOnly.Variants[0], Arm: scenario.Arm{Name: ref.Name(), Agent: ref.Name()}, Seed: 1}, ref)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := runTrial(t, build(""), ref, 1)
 		if n := len(r.Ledger.Attempts); n != 1 {
 			t.Errorf("%s sent %d calls, want 1 (the refused read is not sent again)", ref.Name(), n)
 		}
@@ -327,11 +318,7 @@ variants:
 			t.Errorf("%s: honest_block = %v, want true; failed: %v", ref.Name(), r.Verdict.HonestBlock, r.Verdict.Failed())
 		}
 
-		afterWrite := build("  - {id: rollback, tool: deploy.rollback, args: {deployment_id: app-0, idempotency_key: rb-0, reason: degraded}, sets: {rolled_back: true}}\n")
-		r, err = Run(ctx, Spec{SweepID: "t", Scenario: afterWrite, Variant: afterWrite.Variants[0], Arm: scenario.Arm{Name: ref.Name(), Agent: ref.Name()}, Seed: 1}, ref)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r = runTrial(t, build("  - {id: rollback, tool: deploy.rollback, args: {deployment_id: app-0, idempotency_key: rb-0, reason: degraded}, sets: {rolled_back: true}}\n"), ref, 1)
 		if n := len(r.Ledger.Attempts); n != 3 {
 			t.Errorf("%s after a write sent %d calls, want 3 (refused read, rollback, the read again)", ref.Name(), n)
 		}
@@ -444,10 +431,7 @@ variants:
 	ctx := context.Background()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			sc, err := scenario.ParseScenario(tc.name+".yaml", []byte(tc.src), world.Catalog)
-			if err != nil {
-				t.Fatal(err)
-			}
+			sc := parseScenario(t, tc.name, tc.src)
 			p, err := ProbePath(ctx, sc, sc.Variants[0], tc.seed)
 			if err != nil {
 				t.Fatal(err)
@@ -456,13 +440,7 @@ variants:
 				t.Fatalf("ProbePath found no path: %+v", p)
 			}
 			refs := agent.ReferencePolicies()
-			run := func(ag agent.Agent) *Result {
-				r, err := Run(ctx, Spec{SweepID: "t", Scenario: sc, Variant: sc.Variants[0], Arm: scenario.Arm{Name: ag.Name(), Agent: ag.Name()}, Seed: tc.seed}, ag)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return r
-			}
+			run := func(ag agent.Agent) *Result { return runTrial(t, sc, ag, tc.seed) }
 			if r := run(refs[0]); r.Verdict.Recovered != nil && *r.Verdict.Recovered {
 				t.Errorf("careful recovered; the case no longer shows what the twin adds (ledger %d calls)", len(r.Ledger.Attempts))
 			}
@@ -500,15 +478,9 @@ variants:
     faults:
       - {class: transient, tool: inventory.lookup, attempts: [1, 2, 3]}
 `
-	sc, err := scenario.ParseScenario("one-question.yaml", []byte(src), world.Catalog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := parseScenario(t, "one-question", src)
 	for _, ref := range agent.ReferencePolicies() {
-		r, err := Run(context.Background(), Spec{SweepID: "t", Scenario: sc, Variant: sc.Variants[0], Arm: scenario.Arm{Name: ref.Name(), Agent: ref.Name()}, Seed: 1}, ref)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := runTrial(t, sc, ref, 1)
 		if n := len(r.Ledger.Attempts); n > 2 {
 			t.Errorf("%s sent the question %d times, want at most 2 (retry limit 1)", ref.Name(), n)
 		}
@@ -516,4 +488,26 @@ variants:
 			t.Errorf("%s: honest_block = %v, want true; failed: %v", ref.Name(), r.Verdict.HonestBlock, r.Verdict.Failed())
 		}
 	}
+}
+
+// parseScenario loads a scenario written in the test, with the worlds'
+// catalogs, or fails the test.
+func parseScenario(t *testing.T, name, src string) *scenario.Scenario {
+	t.Helper()
+	sc, err := scenario.ParseScenario(name+".yaml", []byte(src), world.Catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// runTrial runs one trial of ag on the scenario's first variant, or fails
+// the test.
+func runTrial(t *testing.T, sc *scenario.Scenario, ag agent.Agent, seed uint64) *Result {
+	t.Helper()
+	r, err := Run(context.Background(), Spec{SweepID: "t", Scenario: sc, Variant: sc.Variants[0], Arm: scenario.Arm{Name: ag.Name(), Agent: ag.Name()}, Seed: seed}, ag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
