@@ -454,7 +454,7 @@ func (s *store) ReportTotals(ctx context.Context, sweepID, noFault string) (Repo
 		Pairs    uint64   `json:"pairs"`
 		PairKeys uint64   `json:"pair_keys"`
 	}
-	if err := s.t.selectRows(ctx, &cr, stmt{SQL: s.sql(qSweepClasses), Params: p}); err != nil {
+	if err := s.t.Select(ctx, &cr, Stmt{SQL: s.sql(qSweepClasses), Params: p}); err != nil {
 		return out, wrap("fault classes", err)
 	}
 	classes, fast := []string{}, qReportTotalsFast
@@ -470,7 +470,7 @@ func (s *store) ReportTotals(ctx context.Context, sweepID, noFault string) (Repo
 	p["classes"] = arrayParam(classes)
 	read := func(q string) ([]rateTotalsRow, error) {
 		var rows []rateTotalsRow
-		err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(q), Params: p})
+		err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(q), Params: p})
 		return rows, err
 	}
 	rows, err := read(fast)
@@ -537,11 +537,11 @@ func rateTotals(rows []rateTotalsRow, variation bool) ([]RateTotals, []ArmVariat
 
 // classes reads the sorted fault classes q returns (at most 64: the class
 // masks are UInt64).
-func (s *store) classes(ctx context.Context, q stmt) ([]string, error) {
+func (s *store) classes(ctx context.Context, q Stmt) ([]string, error) {
 	var rows []struct {
 		Classes []string `json:"classes"`
 	}
-	if err := s.t.selectRows(ctx, &rows, q); err != nil {
+	if err := s.t.Select(ctx, &rows, q); err != nil {
 		return nil, err
 	}
 	classes := []string{}

@@ -695,7 +695,7 @@ func (s *store) CompareTotals(ctx context.Context, a, b CompareSide, withClasses
 	classes := []string{}
 	if withClasses {
 		var err error
-		if classes, err = s.classes(ctx, stmt{SQL: s.sql(qCompareClasses), Params: p}); err != nil {
+		if classes, err = s.classes(ctx, Stmt{SQL: s.sql(qCompareClasses), Params: p}); err != nil {
 			return out, wrap("fault classes", err)
 		}
 	}
@@ -704,7 +704,7 @@ func (s *store) CompareTotals(ctx context.Context, a, b CompareSide, withClasses
 	// The fast form first; when some pair holds several trials in a side
 	// (multi_keys), the general form.
 	var cases []pairCaseRow
-	if err := s.t.selectRows(ctx, &cases, stmt{SQL: s.sql(qComparePairsFast), Params: p}); err != nil {
+	if err := s.t.Select(ctx, &cases, Stmt{SQL: s.sql(qComparePairsFast), Params: p}); err != nil {
 		return out, wrap("pairs", err)
 	}
 	multi := false
@@ -760,7 +760,7 @@ func (s *store) CompareTotals(ctx context.Context, a, b CompareSide, withClasses
 	} else {
 		cases = nil
 		var um []unmatchedRow
-		if err := s.t.selectRows(ctx, &um, stmt{SQL: s.sql(qCompareUnmatched), Params: p}); err != nil {
+		if err := s.t.Select(ctx, &um, Stmt{SQL: s.sql(qCompareUnmatched), Params: p}); err != nil {
 			return out, wrap("unmatched", err)
 		}
 		out.Unmatched = make([]UnmatchedCase, len(um))
@@ -770,7 +770,7 @@ func (s *store) CompareTotals(ctx context.Context, a, b CompareSide, withClasses
 				AttritionA: r.AttritionA, AttritionB: r.AttritionB}
 		}
 		var pr []pairTotalsRow
-		if err := s.t.selectRows(ctx, &pr, stmt{SQL: s.sql(qComparePairs), Params: p}); err != nil {
+		if err := s.t.Select(ctx, &pr, Stmt{SQL: s.sql(qComparePairs), Params: p}); err != nil {
 			return out, wrap("pairs", err)
 		}
 		out.Pairs = make([]PairTotals, 0, len(pr))
@@ -794,7 +794,7 @@ func (s *store) CompareTotals(ctx context.Context, a, b CompareSide, withClasses
 
 func (s *store) scenarioHashes(ctx context.Context, side CompareSide) (map[string]string, error) {
 	var rows []scenarioHashRow
-	if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qScenarioHashes), Params: map[string]string{"sweep_id": side.SweepID, "arm": side.Arm}}); err != nil {
+	if err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(qScenarioHashes), Params: map[string]string{"sweep_id": side.SweepID, "arm": side.Arm}}); err != nil {
 		return nil, err
 	}
 	out := make(map[string]string, len(rows))

@@ -173,7 +173,7 @@ func TestReportTotalsHashedJoin(t *testing.T) {
 		Pairs    uint64   `json:"pairs"`
 		PairKeys uint64   `json:"pair_keys"`
 	}
-	if err := st.t.selectRows(ctx, &cr, stmt{SQL: st.sql(qSweepClasses), Params: p}); err != nil {
+	if err := st.t.Select(ctx, &cr, Stmt{SQL: st.sql(qSweepClasses), Params: p}); err != nil {
 		t.Fatal(err)
 	}
 	if len(cr) != 1 || cr[0].Pairs != 6 || cr[0].PairKeys != 6 || !reflect.DeepEqual(cr[0].Classes, []string{"rate_limited", "timeout", "transient"}) {
@@ -182,7 +182,7 @@ func TestReportTotalsHashedJoin(t *testing.T) {
 	p["classes"] = arrayParam(cr[0].Classes)
 	read := func(q string) []rateTotalsRow {
 		var rows []rateTotalsRow
-		if err := st.t.selectRows(ctx, &rows, stmt{SQL: st.sql(q), Params: p}); err != nil {
+		if err := st.t.Select(ctx, &rows, Stmt{SQL: st.sql(q), Params: p}); err != nil {
 			t.Fatal(err)
 		}
 		return rows
@@ -261,7 +261,7 @@ func TestCompareTotalsFastEqualsGeneral(t *testing.T) {
 			p := map[string]string{"a_sweep": a.SweepID, "a_arm": a.Arm, "b_sweep": b.SweepID, "b_arm": b.Arm,
 				"with_classes": wc, "no_fault": "none", "classes": arrayParam(classes), "metrics": fmt.Sprint(len(aggMetrics))}
 			var um []unmatchedRow
-			if err := st.t.selectRows(ctx, &um, stmt{SQL: st.sql(qCompareUnmatched), Params: p}); err != nil {
+			if err := st.t.Select(ctx, &um, Stmt{SQL: st.sql(qCompareUnmatched), Params: p}); err != nil {
 				t.Fatal(err)
 			}
 			if len(um) != len(got.Unmatched) {
@@ -275,7 +275,7 @@ func TestCompareTotalsFastEqualsGeneral(t *testing.T) {
 				}
 			}
 			var pr []pairTotalsRow
-			if err := st.t.selectRows(ctx, &pr, stmt{SQL: st.sql(qComparePairs), Params: p}); err != nil {
+			if err := st.t.Select(ctx, &pr, Stmt{SQL: st.sql(qComparePairs), Params: p}); err != nil {
 				t.Fatal(err)
 			}
 			if len(pr) != len(got.Pairs) {

@@ -38,7 +38,7 @@ func fakeClock(st *store) {
 
 func mustExec(t *testing.T, st *store, sql string) {
 	t.Helper()
-	if err := st.t.exec(context.Background(), stmt{SQL: st.sql(sql)}); err != nil {
+	if err := st.t.Exec(context.Background(), Stmt{SQL: st.sql(sql)}); err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
 }
@@ -46,7 +46,7 @@ func mustExec(t *testing.T, st *store, sql string) {
 func rawCount(t *testing.T, st *store, table string) uint64 {
 	t.Helper()
 	var rows []countRow
-	if err := st.t.selectRows(context.Background(), &rows, stmt{SQL: st.sql("SELECT count() AS n FROM {{db}}." + table)}); err != nil {
+	if err := st.t.Select(context.Background(), &rows, Stmt{SQL: st.sql("SELECT count() AS n FROM {{db}}." + table)}); err != nil {
 		t.Fatal(err)
 	}
 	return rows[0].N
@@ -61,7 +61,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 		}
 	}
 	var versions []versionRow
-	if err := st.t.selectRows(ctx, &versions, stmt{SQL: st.sql(qAppliedVersions)}); err != nil {
+	if err := st.t.Select(ctx, &versions, Stmt{SQL: st.sql(qAppliedVersions)}); err != nil {
 		t.Fatal(err)
 	}
 	if len(versions) != len(migrations) || versions[len(versions)-1].Version != SchemaVersion() {
@@ -74,8 +74,8 @@ func TestMigrateIsIdempotent(t *testing.T) {
 		Name string `json:"name" ch:"name"`
 	}
 	var tables []tableRow
-	q := stmt{SQL: "SELECT name FROM system.tables WHERE database = {db:String} ORDER BY name", Params: map[string]string{"db": st.db}}
-	if err := st.t.selectRows(ctx, &tables, q); err != nil {
+	q := Stmt{SQL: "SELECT name FROM system.tables WHERE database = {db:String} ORDER BY name", Params: map[string]string{"db": st.db}}
+	if err := st.t.Select(ctx, &tables, q); err != nil {
 		t.Fatal(err)
 	}
 	var names []string
@@ -88,7 +88,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	}
 
 	// A database written by a newer binary is refused, not silently used.
-	if err := st.t.insert(ctx, st.insertSQL("schema_migrations", migrationCols), migrationCols,
+	if err := st.t.Insert(ctx, st.insertSQL("schema_migrations", migrationCols), migrationCols,
 		[][]any{{SchemaVersion() + 1, "from the future", st.stamp()}}); err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestRetriedWritesCountOnce(t *testing.T) {
 			t.Fatalf("%s: cells hold %d trials, want 6", stage, total)
 		}
 		var cur []countRow
-		if err := st.t.selectRows(ctx, &cur, stmt{SQL: st.sql("SELECT count() AS n FROM {{db}}.tool_calls_current WHERE sweep_id = 'dedup'")}); err != nil {
+		if err := st.t.Select(ctx, &cur, Stmt{SQL: st.sql("SELECT count() AS n FROM {{db}}.tool_calls_current WHERE sweep_id = 'dedup'")}); err != nil {
 			t.Fatal(err)
 		}
 		if cur[0].N != 5*3+1 {
@@ -342,9 +342,9 @@ func TestCellsHandComputed(t *testing.T) {
 		WeightedRate *float64 `json:"weighted_rate" ch:"weighted_rate"`
 	}
 	var rates []rateRow
-	q := stmt{SQL: st.sql("SELECT arm, metric, trials, attrition_trials, n, successes, rate, weighted_rate FROM {{db}}.trial_rates WHERE sweep_id = {sweep_id:String} AND metric IN ('recovered', 'honest_block') ORDER BY arm, metric"),
+	q := Stmt{SQL: st.sql("SELECT arm, metric, trials, attrition_trials, n, successes, rate, weighted_rate FROM {{db}}.trial_rates WHERE sweep_id = {sweep_id:String} AND metric IN ('recovered', 'honest_block') ORDER BY arm, metric"),
 		Params: map[string]string{"sweep_id": "cells"}}
-	if err := st.t.selectRows(ctx, &rates, q); err != nil {
+	if err := st.t.Select(ctx, &rates, q); err != nil {
 		t.Fatal(err)
 	}
 	if len(rates) != 4 {

@@ -113,7 +113,7 @@ func (s *store) PutModelCall(ctx context.Context, m ModelCall) error {
 	if err != nil {
 		return err
 	}
-	if err := s.t.insert(ctx, s.insertSQL("model_calls", modelCallCols), modelCallCols, [][]any{vals}); err != nil {
+	if err := s.t.Insert(ctx, s.insertSQL("model_calls", modelCallCols), modelCallCols, [][]any{vals}); err != nil {
 		return fmt.Errorf("storage: PutModelCall %s step %d: %w", m.TrialID, m.Step, err)
 	}
 	return nil
@@ -123,8 +123,8 @@ func (s *store) PutModelCall(ctx context.Context, m ModelCall) error {
 // (step, generation).
 func (s *store) ModelCalls(ctx context.Context, sweepID, trialID string) ([]ModelCall, error) {
 	var rows []modelCallRow
-	q := stmt{SQL: s.sql(qModelCalls), Params: map[string]string{"sweep_id": sweepID, "trial_id": trialID}}
-	if err := s.t.selectRows(ctx, &rows, q); err != nil {
+	q := Stmt{SQL: s.sql(qModelCalls), Params: map[string]string{"sweep_id": sweepID, "trial_id": trialID}}
+	if err := s.t.Select(ctx, &rows, q); err != nil {
 		return nil, fmt.Errorf("storage: ModelCalls %s: %w", trialID, err)
 	}
 	out := make([]ModelCall, len(rows))
@@ -150,8 +150,8 @@ func (s *store) StoredTrials(ctx context.Context, sweepID string, trialIDs []str
 		}
 	}
 	var rows []storedTrialRow
-	q := stmt{SQL: s.sql(qStoredTrials), Params: map[string]string{"sweep_id": sweepID, "ids": strings.Join(trialIDs, ",")}}
-	if err := s.t.selectRows(ctx, &rows, q); err != nil {
+	q := Stmt{SQL: s.sql(qStoredTrials), Params: map[string]string{"sweep_id": sweepID, "ids": strings.Join(trialIDs, ",")}}
+	if err := s.t.Select(ctx, &rows, q); err != nil {
 		return nil, fmt.Errorf("storage: StoredTrials %s: %w", sweepID, err)
 	}
 	out := make([]StoredTrial, len(rows))

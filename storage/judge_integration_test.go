@@ -260,7 +260,7 @@ func TestUpgradeFromVersion1(t *testing.T) {
 			v1Vals = append(v1Vals, all[i])
 		}
 	}
-	if err := st.t.insert(ctx, st.insertSQL("trials", v1Cols), v1Cols, [][]any{v1Vals}); err != nil {
+	if err := st.t.Insert(ctx, st.insertSQL("trials", v1Cols), v1Cols, [][]any{v1Vals}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Judgements(ctx, "up"); err == nil {

@@ -459,7 +459,7 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 		}
 		st, err := newStore(t, db)
 		if err != nil {
-			_ = t.close()
+			_ = t.Close()
 			return nil, err
 		}
 		st.readOnly = cfg.ReadOnly
@@ -479,7 +479,7 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 	}
 	st, err := newStore(t, db)
 	if err != nil {
-		_ = t.close()
+		_ = t.Close()
 		return nil, err
 	}
 	st.readOnly = cfg.ReadOnly

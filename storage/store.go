@@ -13,30 +13,8 @@ import (
 	"rebound/internal/sweepstatus"
 )
 
-// stmt is the store's spelling of Stmt.
-type stmt = Stmt
-
-// transport is Transport as the store calls it: the embedded engine
-// implements it directly, a registered server Transport through registered
-// (transport.go).
-type transport interface {
-	// exec runs a statement without a result (DDL).
-	exec(ctx context.Context, q stmt) error
-	// selectRows runs a query and appends one element per row to dest, a
-	// pointer to a slice of a row struct (fields tagged ch:"" and json:"").
-	selectRows(ctx context.Context, dest any, q stmt) error
-	// insert writes rows into table (the rendered, qualified name): insertSQL
-	// is "INSERT INTO <table> (<cols>)"; each row has one value per column.
-	insert(ctx context.Context, insertSQL string, cols []string, rows [][]any) error
-	// query runs an ad-hoc statement and returns its columns and rows as
-	// plain Go values (for people and dashboards, not for the row structs).
-	query(ctx context.Context, sql string) (Table, error)
-	close() error
-	name() string
-}
-
 type store struct {
-	t        transport
+	t        Transport
 	db       string
 	readOnly bool // Config.ReadOnly: the engine runs in readonly=1
 	// cluster is Config.Cluster: Migrate builds the replicated, distributed
@@ -46,7 +24,7 @@ type store struct {
 	now func() time.Time
 }
 
-func newStore(t transport, db string) (*store, error) {
+func newStore(t Transport, db string) (*store, error) {
 	if db == "" {
 		db = DefaultDatabase
 	}
@@ -80,7 +58,7 @@ func insertPrefix(db, table string, cols []string) string {
 
 func (s *store) stamp() time.Time { return utcMilli(s.now()) }
 
-func (s *store) Close() error { return s.t.close() }
+func (s *store) Close() error { return s.t.Close() }
 
 // ---- migrations ----
 
@@ -91,14 +69,14 @@ func (s *store) Migrate(ctx context.Context) error {
 // migrateTo applies the migrations up to and including version upTo (tests
 // use it to build a database as an older binary left it).
 func (s *store) migrateTo(ctx context.Context, upTo uint32) error {
-	if err := s.t.exec(ctx, stmt{SQL: createDatabase(s.db, s.cluster)}); err != nil {
+	if err := s.t.Exec(ctx, Stmt{SQL: createDatabase(s.db, s.cluster)}); err != nil {
 		return fmt.Errorf("storage: create database %s: %w", s.db, err)
 	}
 	if err := s.execDDL(ctx, ddlSchemaMigrations); err != nil {
 		return fmt.Errorf("storage: create schema_migrations: %w", err)
 	}
 	var rows []versionRow
-	if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qAppliedVersions)}); err != nil {
+	if err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(qAppliedVersions)}); err != nil {
 		return fmt.Errorf("storage: read schema_migrations: %w", err)
 	}
 	applied := map[uint32]bool{}
@@ -121,7 +99,7 @@ func (s *store) migrateTo(ctx context.Context, upTo uint32) error {
 			}
 		}
 		row := []any{m.Version, m.Name, s.stamp()}
-		if err := s.t.insert(ctx, s.insertSQL("schema_migrations", migrationCols), migrationCols, [][]any{row}); err != nil {
+		if err := s.t.Insert(ctx, s.insertSQL("schema_migrations", migrationCols), migrationCols, [][]any{row}); err != nil {
 			return fmt.Errorf("storage: record migration %d: %w", m.Version, err)
 		}
 	}
@@ -132,14 +110,14 @@ func (s *store) migrateTo(ctx context.Context, upTo uint32) error {
 // one node, or as the statements that build it on the cluster.
 func (s *store) execDDL(ctx context.Context, tmpl string) error {
 	if !s.cluster.Enabled() {
-		return s.t.exec(ctx, stmt{SQL: s.sql(tmpl)})
+		return s.t.Exec(ctx, Stmt{SQL: s.sql(tmpl)})
 	}
 	qs, err := clusterStatements(tmpl, s.db, s.cluster)
 	if err != nil {
 		return err
 	}
 	for _, q := range qs {
-		if err := s.t.exec(ctx, stmt{SQL: q}); err != nil {
+		if err := s.t.Exec(ctx, Stmt{SQL: q}); err != nil {
 			return err
 		}
 	}
@@ -175,7 +153,7 @@ func (s *store) PutSweep(ctx context.Context, sw Sweep) error {
 	if err != nil {
 		return err
 	}
-	if err := s.t.insert(ctx, s.insertSQL("sweeps", sweepCols), sweepCols, [][]any{vals}); err != nil {
+	if err := s.t.Insert(ctx, s.insertSQL("sweeps", sweepCols), sweepCols, [][]any{vals}); err != nil {
 		return fmt.Errorf("storage: PutSweep %s: %w", sw.SweepID, err)
 	}
 	return nil
@@ -183,7 +161,7 @@ func (s *store) PutSweep(ctx context.Context, sw Sweep) error {
 
 func (s *store) Sweep(ctx context.Context, id string) (Sweep, error) {
 	var rows []sweepRow
-	if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qSweep), Params: map[string]string{"sweep_id": id}}); err != nil {
+	if err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(qSweep), Params: map[string]string{"sweep_id": id}}); err != nil {
 		return Sweep{}, fmt.Errorf("storage: Sweep %s: %w", id, err)
 	}
 	if len(rows) == 0 {
@@ -198,8 +176,8 @@ func (s *store) Sweeps(ctx context.Context, limit int) ([]Sweep, error) {
 		lim = uint64(limit)
 	}
 	var rows []sweepRow
-	q := stmt{SQL: s.sql(qSweeps), Params: map[string]string{"limit": strconv.FormatUint(lim, 10)}}
-	if err := s.t.selectRows(ctx, &rows, q); err != nil {
+	q := Stmt{SQL: s.sql(qSweeps), Params: map[string]string{"limit": strconv.FormatUint(lim, 10)}}
+	if err := s.t.Select(ctx, &rows, q); err != nil {
 		return nil, fmt.Errorf("storage: Sweeps: %w", err)
 	}
 	out := make([]Sweep, len(rows))
@@ -247,12 +225,12 @@ func (s *store) WriteTrials(ctx context.Context, trials []Trial, calls []ToolCal
 	}
 	// Calls first: once a trial row is visible, its calls are stored.
 	if len(callRows) > 0 {
-		if err := s.t.insert(ctx, s.insertSQL("tool_calls", toolCallCols), toolCallCols, callRows); err != nil {
+		if err := s.t.Insert(ctx, s.insertSQL("tool_calls", toolCallCols), toolCallCols, callRows); err != nil {
 			return fmt.Errorf("storage: WriteTrials: tool_calls: %w", err)
 		}
 	}
 	if len(trialRows) > 0 {
-		if err := s.t.insert(ctx, s.insertSQL("trials", trialCols), trialCols, trialRows); err != nil {
+		if err := s.t.Insert(ctx, s.insertSQL("trials", trialCols), trialCols, trialRows); err != nil {
 			return fmt.Errorf("storage: WriteTrials: trials: %w", err)
 		}
 	}
@@ -261,7 +239,7 @@ func (s *store) WriteTrials(ctx context.Context, trials []Trial, calls []ToolCal
 
 func (s *store) CountTrials(ctx context.Context, sweepID string) (uint64, error) {
 	var rows []countRow
-	if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qCountTrials), Params: map[string]string{"sweep_id": sweepID}}); err != nil {
+	if err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(qCountTrials), Params: map[string]string{"sweep_id": sweepID}}); err != nil {
 		return 0, fmt.Errorf("storage: CountTrials %s: %w", sweepID, err)
 	}
 	if len(rows) == 0 {
@@ -272,14 +250,14 @@ func (s *store) CountTrials(ctx context.Context, sweepID string) (uint64, error)
 
 func (s *store) EachTrial(ctx context.Context, sweepID string, sel TrialSelect, fn func(Trial) error) error {
 	var groups []trialGroupRow
-	q := stmt{SQL: s.sql(qTrialGroups), Params: map[string]string{"sweep_id": sweepID, "arm": sel.Arm, "scenario": sel.Scenario}}
-	if err := s.t.selectRows(ctx, &groups, q); err != nil {
+	q := Stmt{SQL: s.sql(qTrialGroups), Params: map[string]string{"sweep_id": sweepID, "arm": sel.Arm, "scenario": sel.Scenario}}
+	if err := s.t.Select(ctx, &groups, q); err != nil {
 		return fmt.Errorf("storage: EachTrial %s: %w", sweepID, err)
 	}
 	for _, g := range groups {
 		var rows []trialRow
-		q := stmt{SQL: s.sql(qTrialsOfGroup), Params: map[string]string{"sweep_id": sweepID, "arm": g.Arm, "scenario": g.Scenario}}
-		if err := s.t.selectRows(ctx, &rows, q); err != nil {
+		q := Stmt{SQL: s.sql(qTrialsOfGroup), Params: map[string]string{"sweep_id": sweepID, "arm": g.Arm, "scenario": g.Scenario}}
+		if err := s.t.Select(ctx, &rows, q); err != nil {
 			return fmt.Errorf("storage: EachTrial %s (arm %s, scenario %s): %w", sweepID, g.Arm, g.Scenario, err)
 		}
 		for _, r := range rows {
@@ -293,7 +271,7 @@ func (s *store) EachTrial(ctx context.Context, sweepID string, sel TrialSelect, 
 
 func (s *store) Trials(ctx context.Context, sweepID string) ([]Trial, error) {
 	var rows []trialRow
-	if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qTrials), Params: map[string]string{"sweep_id": sweepID}}); err != nil {
+	if err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(qTrials), Params: map[string]string{"sweep_id": sweepID}}); err != nil {
 		return nil, fmt.Errorf("storage: Trials %s: %w", sweepID, err)
 	}
 	out := make([]Trial, len(rows))
@@ -305,7 +283,7 @@ func (s *store) Trials(ctx context.Context, sweepID string) ([]Trial, error) {
 
 func (s *store) Trial(ctx context.Context, trialID string) (Trial, []ToolCall, error) {
 	var rows []trialRow
-	if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qTrial), Params: map[string]string{"trial_id": trialID}}); err != nil {
+	if err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(qTrial), Params: map[string]string{"trial_id": trialID}}); err != nil {
 		return Trial{}, nil, fmt.Errorf("storage: Trial %s: %w", trialID, err)
 	}
 	if len(rows) == 0 {
@@ -313,12 +291,12 @@ func (s *store) Trial(ctx context.Context, trialID string) (Trial, []ToolCall, e
 	}
 	t := rows[0].trial()
 	var crows []toolCallRow
-	q := stmt{SQL: s.sql(qTrialCalls), Params: map[string]string{
+	q := Stmt{SQL: s.sql(qTrialCalls), Params: map[string]string{
 		"sweep_id":      t.SweepID,
 		"trial_id":      t.TrialID,
 		"written_at_ms": strconv.FormatInt(t.WrittenAt.UnixMilli(), 10),
 	}}
-	if err := s.t.selectRows(ctx, &crows, q); err != nil {
+	if err := s.t.Select(ctx, &crows, q); err != nil {
 		return Trial{}, nil, fmt.Errorf("storage: Trial %s: tool calls: %w", trialID, err)
 	}
 	calls := make([]ToolCall, len(crows))
@@ -330,7 +308,7 @@ func (s *store) Trial(ctx context.Context, trialID string) (Trial, []ToolCall, e
 
 func (s *store) CaseFaults(ctx context.Context, sweepID string) ([]CaseFaults, error) {
 	var rows []caseFaultsRow
-	if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qCaseFaults), Params: map[string]string{"sweep_id": sweepID}}); err != nil {
+	if err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(qCaseFaults), Params: map[string]string{"sweep_id": sweepID}}); err != nil {
 		return nil, fmt.Errorf("storage: CaseFaults %s: %w", sweepID, err)
 	}
 	out := make([]CaseFaults, len(rows))
@@ -352,7 +330,7 @@ func (s *store) Query(ctx context.Context, sql string) (Table, error) {
 		// canonical form.)
 		sql = canonical
 	}
-	t, err := s.t.query(ctx, sql)
+	t, err := s.t.Query(ctx, sql)
 	if err != nil {
 		if s.readOnly && IsReadOnlyRefusal(err) {
 			return Table{}, fmt.Errorf("%w: %w", ErrReadOnly, err)
@@ -375,7 +353,7 @@ func (s *store) statement(ctx context.Context, sql string) (string, error) {
 	var rows []struct {
 		Q string `ch:"q" json:"q"`
 	}
-	err := s.t.selectRows(ctx, &rows, stmt{SQL: "SELECT formatQuerySingleLine({q:String}) AS q", Params: map[string]string{"q": sql}})
+	err := s.t.Select(ctx, &rows, Stmt{SQL: "SELECT formatQuerySingleLine({q:String}) AS q", Params: map[string]string{"q": sql}})
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrStatement, err)
 	}
@@ -391,7 +369,7 @@ func (s *store) statement(ctx context.Context, sql string) (string, error) {
 
 func (s *store) Cells(ctx context.Context, sweepID string) ([]Cell, error) {
 	var rows []cellRow
-	if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qCells), Params: map[string]string{"sweep_id": sweepID}}); err != nil {
+	if err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(qCells), Params: map[string]string{"sweep_id": sweepID}}); err != nil {
 		return nil, fmt.Errorf("storage: Cells %s: %w", sweepID, err)
 	}
 	type key struct {
@@ -440,7 +418,7 @@ func (s *store) PutJudgement(ctx context.Context, j Judgement) error {
 	if err != nil {
 		return err
 	}
-	if err := s.t.insert(ctx, s.insertSQL("judgements", judgementCols), judgementCols, [][]any{vals}); err != nil {
+	if err := s.t.Insert(ctx, s.insertSQL("judgements", judgementCols), judgementCols, [][]any{vals}); err != nil {
 		return fmt.Errorf("storage: PutJudgement %s: %w", j.TrialID, err)
 	}
 	return nil
@@ -448,7 +426,7 @@ func (s *store) PutJudgement(ctx context.Context, j Judgement) error {
 
 func (s *store) Judgements(ctx context.Context, sweepID string) ([]Judgement, error) {
 	var rows []judgementRow
-	if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qJudgements), Params: map[string]string{"sweep_id": sweepID}}); err != nil {
+	if err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(qJudgements), Params: map[string]string{"sweep_id": sweepID}}); err != nil {
 		return nil, fmt.Errorf("storage: Judgements %s: %w", sweepID, err)
 	}
 	out := make([]Judgement, len(rows))
@@ -463,13 +441,13 @@ func (s *store) CachedJudgement(ctx context.Context, key JudgeCacheKey) (string,
 		return "", false, err
 	}
 	var rows []judgeCacheRow
-	q := stmt{SQL: s.sql(qJudgeCache), Params: map[string]string{
+	q := Stmt{SQL: s.sql(qJudgeCache), Params: map[string]string{
 		"scenario":          key.Scenario,
 		"trace_hash":        key.TraceHash,
 		"judge_model":       key.JudgeModel,
 		"judge_prompt_hash": key.JudgePromptHash,
 	}}
-	if err := s.t.selectRows(ctx, &rows, q); err != nil {
+	if err := s.t.Select(ctx, &rows, q); err != nil {
 		return "", false, fmt.Errorf("storage: CachedJudgement %s/%s: %w", key.Scenario, key.TraceHash, err)
 	}
 	if len(rows) == 0 {
@@ -483,7 +461,7 @@ func (s *store) PutCachedJudgement(ctx context.Context, key JudgeCacheKey, outpu
 	if err != nil {
 		return err
 	}
-	if err := s.t.insert(ctx, s.insertSQL("judge_cache", judgeCacheCols), judgeCacheCols, [][]any{vals}); err != nil {
+	if err := s.t.Insert(ctx, s.insertSQL("judge_cache", judgeCacheCols), judgeCacheCols, [][]any{vals}); err != nil {
 		return fmt.Errorf("storage: PutCachedJudgement %s/%s: %w", key.Scenario, key.TraceHash, err)
 	}
 	return nil
@@ -494,7 +472,7 @@ func (s *store) EnqueueReview(ctx context.Context, item ReviewItem) error {
 	if err != nil {
 		return err
 	}
-	if err := s.t.insert(ctx, s.insertSQL("review_queue", reviewCols), reviewCols, [][]any{vals}); err != nil {
+	if err := s.t.Insert(ctx, s.insertSQL("review_queue", reviewCols), reviewCols, [][]any{vals}); err != nil {
 		return fmt.Errorf("storage: EnqueueReview %s: %w", item.TrialID, err)
 	}
 	return nil
@@ -502,7 +480,7 @@ func (s *store) EnqueueReview(ctx context.Context, item ReviewItem) error {
 
 func (s *store) ReviewQueue(ctx context.Context, sweepID string) ([]ReviewItem, error) {
 	var rows []reviewRow
-	if err := s.t.selectRows(ctx, &rows, stmt{SQL: s.sql(qReviewQueue), Params: map[string]string{"sweep_id": sweepID}}); err != nil {
+	if err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(qReviewQueue), Params: map[string]string{"sweep_id": sweepID}}); err != nil {
 		return nil, fmt.Errorf("storage: ReviewQueue %s: %w", sweepID, err)
 	}
 	out := make([]ReviewItem, len(rows))

@@ -104,7 +104,7 @@ var ErrNoServerTransport = errors.New("storage: no ClickHouse server transport i
 
 // openServer opens the registered server transport for dsn and returns it
 // with the database the DSN names.
-func openServer(ctx context.Context, dsn string, opts ServerOptions) (transport, string, error) {
+func openServer(ctx context.Context, dsn string, opts ServerOptions) (Transport, string, error) {
 	open := registeredServer()
 	if open == nil {
 		return nil, "", fmt.Errorf("%w: %s names a server; import _ %q in the program's main package to link it (the rebound binary does)",
@@ -123,7 +123,7 @@ func openServer(ctx context.Context, dsn string, opts ServerOptions) (transport,
 			return nil, "", fmt.Errorf("storage: ClickHouse DSN %s: %w", RedactDSN(dsn), err)
 		}
 	}
-	return registered{t}, db, nil
+	return t, db, nil
 }
 
 // ValidateDatabase checks that name can be a database of rebound's
@@ -136,23 +136,3 @@ func ValidateDatabase(name string) error {
 	}
 	return nil
 }
-
-// registered is a registered Transport as the store calls it (the store
-// and the aggregate queries share the embedded transport's spelling).
-type registered struct{ t Transport }
-
-func (r registered) exec(ctx context.Context, q stmt) error { return r.t.Exec(ctx, q) }
-
-func (r registered) selectRows(ctx context.Context, dest any, q stmt) error {
-	return r.t.Select(ctx, dest, q)
-}
-
-func (r registered) insert(ctx context.Context, insertSQL string, cols []string, rows [][]any) error {
-	return r.t.Insert(ctx, insertSQL, cols, rows)
-}
-
-func (r registered) query(ctx context.Context, sql string) (Table, error) { return r.t.Query(ctx, sql) }
-
-func (r registered) close() error { return r.t.Close() }
-
-func (r registered) name() string { return "server" }

@@ -66,23 +66,21 @@ func openCHDB(ctx context.Context, libPath, dataDir string, readOnly bool) (*chd
 	return &chdbTransport{conn: conn, maxInsertBytes: 16 << 20}, nil
 }
 
-func (t *chdbTransport) name() string { return "chdb" }
+func (t *chdbTransport) Close() error { return t.conn.Close() }
 
-func (t *chdbTransport) close() error { return t.conn.Close() }
-
-func (t *chdbTransport) run(ctx context.Context, q stmt, format string) ([]byte, error) {
+func (t *chdbTransport) run(ctx context.Context, q Stmt, format string) ([]byte, error) {
 	if len(q.Params) == 0 {
 		return t.conn.Query(ctx, q.SQL, format)
 	}
 	return t.conn.QueryWithParams(ctx, q.SQL, format, q.Params)
 }
 
-func (t *chdbTransport) exec(ctx context.Context, q stmt) error {
+func (t *chdbTransport) Exec(ctx context.Context, q Stmt) error {
 	_, err := t.run(ctx, q, "TabSeparated")
 	return err
 }
 
-func (t *chdbTransport) selectRows(ctx context.Context, dest any, q stmt) error {
+func (t *chdbTransport) Select(ctx context.Context, dest any, q Stmt) error {
 	out, err := t.run(ctx, q, "JSONEachRow")
 	if err != nil {
 		return err
@@ -90,7 +88,7 @@ func (t *chdbTransport) selectRows(ctx context.Context, dest any, q stmt) error 
 	return decodeJSONEachRow(out, dest)
 }
 
-func (t *chdbTransport) query(ctx context.Context, sql string) (Table, error) {
+func (t *chdbTransport) Query(ctx context.Context, sql string) (Table, error) {
 	out, err := t.conn.Query(ctx, sql, "JSONCompact")
 	if err != nil {
 		return Table{}, err
@@ -136,7 +134,7 @@ func decodeJSONEachRow(data []byte, dest any) error {
 	return nil
 }
 
-func (t *chdbTransport) insert(ctx context.Context, insertSQL string, cols []string, rows [][]any) error {
+func (t *chdbTransport) Insert(ctx context.Context, insertSQL string, cols []string, rows [][]any) error {
 	head := insertSQL + " FORMAT JSONEachRow\n"
 	var buf bytes.Buffer
 	flush := func() error {

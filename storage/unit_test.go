@@ -387,7 +387,7 @@ func (r *recorder) Close() error {
 func recordingStore(t *testing.T, db string) (*store, *recorder) {
 	t.Helper()
 	rec := &recorder{selects: map[string]any{}}
-	st, err := newStore(registered{rec}, db)
+	st, err := newStore(rec, db)
 	if err != nil {
 		t.Fatal(err)
 	}

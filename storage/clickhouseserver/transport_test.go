@@ -197,7 +197,9 @@ func TestServerSQLGolden(t *testing.T) {
 		{"CountTrials", func() error { _, err := st.CountTrials(ctx, "s"); return err }},
 		{"StoredTrials", func() error { _, err := st.StoredTrials(ctx, "s", []string{"t"}); return err }},
 		{"Trials", func() error { _, err := st.Trials(ctx, "s"); return err }},
-		{"EachTrial", func() error { return st.EachTrial(ctx, "s", storage.TrialSelect{Arm: "a"}, func(storage.Trial) error { return nil }) }},
+		{"EachTrial", func() error {
+			return st.EachTrial(ctx, "s", storage.TrialSelect{Arm: "a"}, func(storage.Trial) error { return nil })
+		}},
 		{"Trial", func() error { _, _, err := st.Trial(ctx, "t"); return err }},
 		{"ModelCalls", func() error { _, err := st.ModelCalls(ctx, "s", "t"); return err }},
 		{"Cells", func() error { _, err := st.Cells(ctx, "s"); return err }},
