@@ -79,6 +79,9 @@ type careful struct {
 	stale map[string]bool
 	// notBefore is, per tool, when its last rate limit ends.
 	notBefore map[string]int64
+	// tools are the offered tools' documented metadata (an absent tool
+	// reads as the zero Tool: the default latency, no effect).
+	tools map[string]harness.Tool
 }
 
 // call sends one tool call unless the call budget is spent, in which case
@@ -95,13 +98,13 @@ func (a careful) call(ctx context.Context, env Env, task Task, tool string, args
 	// call of the tool, if the deadline leaves room for the wait and the
 	// call.
 	if until := a.notBefore[tool]; env.Now() < until {
-		if d := task.Budget.DeadlineMs; d > 0 && until+a.latency(env, tool) > d {
+		if d := task.Budget.DeadlineMs; d > 0 && until+a.tools[tool].Latency() > d {
 			return harness.Failed(harness.CodeDeadlineExceeded, false, "the rate limit of %s outlasts the deadline", tool)
 		}
 		env.Sleep(until - env.Now())
 	}
 	*a.calls++
-	if e := a.effect(env, tool); e != harness.EffectRead && e != "" {
+	if e := a.tools[tool].Effect; e != harness.EffectRead && e != "" {
 		// A write may change how a refused or failing call is answered.
 		clear(a.refused)
 		clear(a.failing)
@@ -124,26 +127,6 @@ type failingCall struct {
 	n            int // consecutive failures
 	retryable    bool
 	retryAfterMs int64
-}
-
-// effect is a tool's documented effect.
-func (a careful) effect(env Env, tool string) harness.Effect {
-	for _, t := range env.Tools() {
-		if t.Name == tool {
-			return t.Effect
-		}
-	}
-	return ""
-}
-
-// latency is a tool's documented latency.
-func (a careful) latency(env Env, tool string) int64 {
-	for _, t := range env.Tools() {
-		if t.Name == tool {
-			return t.Latency()
-		}
-	}
-	return harness.Tool{}.Latency()
 }
 
 // replan publishes a plan update while the replan budget allows; past it,
@@ -195,6 +178,7 @@ func (a careful) Run(ctx context.Context, env Env, task Task) (Outcome, error) {
 	for _, t := range env.Tools() {
 		tools[t.Name] = t
 	}
+	a.tools = tools
 	c := newClaim()
 	for i, step := range task.ReferencePlan {
 		current := needsCurrent(task.ReferencePlan, i, tools)
