@@ -13,6 +13,7 @@ import (
 	armpkg "rebound/core/agent/arm"
 	"rebound/core/outcome"
 	"rebound/results/estimate"
+	"rebound/results/record"
 	"sync"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"rebound/core/scenario"
 	"rebound/core/trial"
 	"rebound/internal/redact"
+	"rebound/internal/sweepstatus"
 	"rebound/internal/telemetry"
 	"rebound/results/judge"
 	"rebound/storage"
@@ -103,7 +105,7 @@ func (a *Activities) RegisterSweep(ctx context.Context, in workflows.RegisterSwe
 	if plan.MaxUSD > 0 {
 		// A sweep whose projected cost (recorded history of the same
 		// models) exceeds the plan's cap does not start.
-		est, err := estimate.ForPlan(ctx, &plan, a.Store, "")
+		est, err := estimate.ForPlan(ctx, &plan, a.Store)
 		if err != nil {
 			return fmt.Errorf("max_usd: project the cost: %w", err)
 		}
@@ -120,9 +122,9 @@ func (a *Activities) RegisterSweep(ctx context.Context, in workflows.RegisterSwe
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
 	}
-	return a.Store.PutSweep(ctx, storage.Sweep{
+	return a.Store.PutSweep(ctx, record.Sweep{
 		SweepID: in.SweepID, Name: red.String(plan.Name), PlanHash: plan.Hash, PlanJSON: stored,
-		TrialsPlanned: uint64(in.Trials), Arms: arms, Status: storage.SweepRunning,
+		TrialsPlanned: uint64(in.Trials), Arms: arms, Status: sweepstatus.Running,
 	})
 }
 
@@ -130,7 +132,7 @@ func (a *Activities) RegisterSweep(ctx context.Context, in workflows.RegisterSwe
 func (a *Activities) FinishSweep(ctx context.Context, in workflows.FinishSweepInput) error {
 	sw, err := a.Store.Sweep(ctx, in.SweepID)
 	if err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, record.ErrNotFound) {
 			return temporal.NewNonRetryableApplicationError("unknown sweep "+in.SweepID, workflows.ErrUnknownSweep, err)
 		}
 		return err
@@ -214,8 +216,8 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 		defer stop()
 	}
 	var (
-		pending      []storage.Trial
-		pendingCalls []storage.ToolCall
+		pending      []record.Trial
+		pendingCalls []record.ToolCall
 		pendingSince time.Time
 		next         = cp.Next // first trial not yet known stored
 	)
@@ -403,10 +405,10 @@ func (a *Activities) heartbeatEvery() time.Duration {
 
 // runTrial runs one trial and returns its rows; paid says it called a
 // model (its row is written at once).
-func (a *Activities) runTrial(ctx context.Context, spec trial.Spec, attempt uint32, red *redact.Redactor, prog *shardProgress) (storage.Trial, []storage.ToolCall, bool, error) {
+func (a *Activities) runTrial(ctx context.Context, spec trial.Spec, attempt uint32, red *redact.Redactor, prog *shardProgress) (record.Trial, []record.ToolCall, bool, error) {
 	ag, err := a.resolve(spec.Arm)
 	if err != nil {
-		return storage.Trial{}, nil, false, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
+		return record.Trial{}, nil, false, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
 	}
 	var model *llm.Agent
 	if la, ok := ag.(*llm.Agent); ok {
@@ -444,12 +446,12 @@ func (a *Activities) runTrial(ctx context.Context, spec trial.Spec, attempt uint
 			recordTrial(ctx, row, nil)
 			return row, nil, true, nil
 		case errors.Is(err, llm.ErrConfig), errors.Is(err, agent.ErrConfig):
-			return storage.Trial{}, nil, paid, temporal.NewNonRetryableApplicationError(red.String(err.Error()), workflows.ErrAgentConfig, nil)
+			return record.Trial{}, nil, paid, temporal.NewNonRetryableApplicationError(red.String(err.Error()), workflows.ErrAgentConfig, nil)
 		case ctx.Err() != nil:
-			return storage.Trial{}, nil, paid, err
+			return record.Trial{}, nil, paid, err
 		}
 		// Retried; the message reaches Temporal, so it is redacted.
-		return storage.Trial{}, nil, paid, errors.New(red.String(err.Error()))
+		return record.Trial{}, nil, paid, errors.New(red.String(err.Error()))
 	}
 	span.SetAttributes(attribute.String("rebound.trial_id", res.TrialID), attribute.Int("rebound.tool_calls", res.Verdict.Counts.ToolCalls))
 	t, cs := Rows(res, red)
@@ -461,7 +463,7 @@ func (a *Activities) runTrial(ctx context.Context, spec trial.Spec, attempt uint
 // recordTrial counts a finished trial in the OpenTelemetry metrics: its
 // outcomes, the faults injected into its calls, its tokens and cost, or
 // its attrition.
-func recordTrial(ctx context.Context, t storage.Trial, calls []storage.ToolCall) {
+func recordTrial(ctx context.Context, t record.Trial, calls []record.ToolCall) {
 	m := telemetry.Trial{Arm: t.Arm, Tokens: t.Tokens, CostUSD: t.CostUSD, Attrition: t.Attrition}
 	if !t.Attrition {
 		m.Outcomes = make(map[string]*bool, len(outcome.Stored))
@@ -508,7 +510,7 @@ func (j *modelJournal) Save(ctx context.Context, e llm.JournalEntry) error {
 	// cancelled (a stopping worker), within a bound of its own.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	err := j.store.PutModelCall(ctx, storage.ModelCall{
+	err := j.store.PutModelCall(ctx, record.ModelCall{
 		SweepID: j.sweepID, TrialID: j.trialID, Step: uint32(e.Step), Generation: uint32(e.Generation),
 		Kind: e.Kind, RequestHash: e.RequestHash, Response: j.red.String(string(e.Response)),
 		PromptTokens: uint64(e.PromptTokens), CompletionTokens: uint64(e.CompletionTokens),
@@ -601,7 +603,7 @@ func (a *Activities) plan(ctx context.Context, sweepID string) (*scenario.Resolv
 	}
 	sw, err := a.Store.Sweep(ctx, sweepID)
 	if err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, record.ErrNotFound) {
 			return nil, temporal.NewNonRetryableApplicationError("unknown sweep "+sweepID, workflows.ErrUnknownSweep, err)
 		}
 		return nil, err

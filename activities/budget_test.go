@@ -12,6 +12,8 @@ import (
 	"rebound/core/scenario"
 	"rebound/core/world"
 	"rebound/internal/devstack/devstacktest"
+	"rebound/internal/sweepstatus"
+	"rebound/results/record"
 	"rebound/storage"
 	"rebound/workflows"
 )
@@ -36,9 +38,9 @@ func TestRegisterSweepRefusesOverMaxUSD(t *testing.T) {
 	}
 	// History: earlier trials of llama3.1:8b on the plan's first scenario,
 	// $0.50 each (recorded cost: the plan sets no prices).
-	var hist []storage.Trial
+	var hist []record.Trial
 	for _, id := range []string{"h1", "h2", "h3"} {
-		hist = append(hist, storage.Trial{SweepID: "earlier", TrialID: id, Scenario: plan.Scenarios[0].Name, Variant: "v", Arm: "x",
+		hist = append(hist, record.Trial{SweepID: "earlier", TrialID: id, Scenario: plan.Scenarios[0].Name, Variant: "v", Arm: "x",
 			Agent: "llm:llama3.1:8b:recovery-v1@0123456789abcdef", Seed: 1, FaultClasses: []string{}, Weight: 1, CostUSD: 0.5,
 			Verdicts: "{}", FaultSchedule: "{}"})
 	}
@@ -66,13 +68,13 @@ func TestRegisterSweepRefusesOverMaxUSD(t *testing.T) {
 	if !strings.Contains(err.Error(), "max_usd") || !strings.Contains(err.Error(), "projected cost") {
 		t.Errorf("error does not explain itself: %v", err)
 	}
-	if _, err := st.Sweep(ctx, "over"); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := st.Sweep(ctx, "over"); !errors.Is(err, record.ErrNotFound) {
 		t.Errorf("the refused sweep was stored: %v", err)
 	}
 	if err := register("under", projected*2); err != nil {
 		t.Fatalf("under the cap: %v", err)
 	}
-	if sw, err := st.Sweep(ctx, "under"); err != nil || sw.Status != storage.SweepRunning {
+	if sw, err := st.Sweep(ctx, "under"); err != nil || sw.Status != sweepstatus.Running {
 		t.Errorf("sweep under the cap: %+v, %v", sw, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"rebound/internal/redact"
+	"rebound/results/record"
 	"rebound/storage"
 )
 
@@ -16,7 +17,7 @@ type redactingStore struct {
 	red *redact.Redactor
 }
 
-func (s redactingStore) PutJudgement(ctx context.Context, j storage.Judgement) error {
+func (s redactingStore) PutJudgement(ctx context.Context, j record.Judgement) error {
 	r := s.red.String
 	j.ErrorDetectionWhy, j.RetryDecisionWhy, j.BackoffBehaviorWhy = r(j.ErrorDetectionWhy), r(j.RetryDecisionWhy), r(j.BackoffBehaviorWhy)
 	j.EscalationCorrectnessWhy, j.ContextPreservationWhy = r(j.EscalationCorrectnessWhy), r(j.ContextPreservationWhy)
@@ -25,13 +26,13 @@ func (s redactingStore) PutJudgement(ctx context.Context, j storage.Judgement) e
 	return s.Store.PutJudgement(ctx, j)
 }
 
-func (s redactingStore) EnqueueReview(ctx context.Context, item storage.ReviewItem) error {
+func (s redactingStore) EnqueueReview(ctx context.Context, item record.ReviewItem) error {
 	item.Reason = s.red.String(item.Reason)
 	item.RawTrace = s.red.JSONText(item.RawTrace)
 	item.PartialOutput = s.red.String(item.PartialOutput)
 	return s.Store.EnqueueReview(ctx, item)
 }
 
-func (s redactingStore) PutCachedJudgement(ctx context.Context, key storage.JudgeCacheKey, output string) error {
+func (s redactingStore) PutCachedJudgement(ctx context.Context, key record.JudgeCacheKey, output string) error {
 	return s.Store.PutCachedJudgement(ctx, key, s.red.JSONText(output))
 }

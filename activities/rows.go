@@ -6,7 +6,7 @@ import (
 	"rebound/core/agent"
 	"rebound/core/trial"
 	"rebound/internal/redact"
-	"rebound/storage"
+	"rebound/results/record"
 )
 
 // Rows converts a trial result into its storage rows, redacting every text
@@ -14,9 +14,9 @@ import (
 // verdicts and the fault schedule) before anything is persisted. JSON
 // columns are redacted as values, so a secret split across JSON escapes is
 // still found and idempotency keys are hashed wherever they appear.
-func Rows(r *trial.Result, red *redact.Redactor) (storage.Trial, []storage.ToolCall) {
+func Rows(r *trial.Result, red *redact.Redactor) (record.Trial, []record.ToolCall) {
 	v := r.Verdict
-	t := storage.Trial{
+	t := record.Trial{
 		SweepID: r.SweepID, TrialID: r.TrialID, Scenario: r.Scenario, ScenarioHash: r.ScenarioHash,
 		Variant: r.Variant, Arm: r.Arm, Agent: r.Agent, Seed: r.Seed, Recoverable: r.Recoverable,
 		DeclaredRecoverable: r.DeclaredRecoverable, GraderVersion: uint32(r.GraderVersion),
@@ -43,13 +43,13 @@ func Rows(r *trial.Result, red *redact.Redactor) (storage.Trial, []storage.ToolC
 	for _, c := range r.Ledger.Commits {
 		committed[c.Call] = true
 	}
-	calls := make([]storage.ToolCall, 0, len(r.Ledger.Attempts))
+	calls := make([]record.ToolCall, 0, len(r.Ledger.Attempts))
 	for _, a := range r.Ledger.Attempts {
 		fault := ""
 		if a.Fault != nil {
 			fault = string(a.Fault.Class)
 		}
-		calls = append(calls, storage.ToolCall{
+		calls = append(calls, record.ToolCall{
 			SweepID: r.SweepID, TrialID: r.TrialID, CallIndex: uint32(a.Index), Tool: red.String(a.Tool),
 			Args: red.JSON(a.Args), Effect: string(a.Effect), FaultClass: fault, OK: a.Result.OK,
 			Code: red.String(a.Result.Code), Retryable: a.Result.Retryable, RetryAfterMS: uint64(max(a.Result.RetryAfterMs, 0)),
@@ -62,8 +62,8 @@ func Rows(r *trial.Result, red *redact.Redactor) (storage.Trial, []storage.ToolC
 // AttritionRow is the row of a trial lost to the provider (429s, 5xx,
 // timeouts that outlived the retries): it is counted per arm as attrition
 // and never graded, so every outcome stays NULL.
-func AttritionRow(spec trial.Spec, agentName string, cause error, red *redact.Redactor) storage.Trial {
-	return storage.Trial{
+func AttritionRow(spec trial.Spec, agentName string, cause error, red *redact.Redactor) record.Trial {
+	return record.Trial{
 		SweepID: spec.SweepID, TrialID: spec.ID(), Scenario: spec.Scenario.Name, ScenarioHash: spec.Scenario.Hash,
 		Variant: spec.Variant.Name, Arm: spec.Arm.Name, Agent: agentName, Seed: spec.Seed,
 		Recoverable: spec.Variant.Recoverable, DeclaredRecoverable: spec.Variant.Recoverable,

@@ -17,6 +17,7 @@ import (
 	"rebound/core/agent/llm/llmtest"
 	"rebound/core/scenario"
 	"rebound/core/world"
+	"rebound/results/record"
 	"rebound/storage"
 	"rebound/workflows"
 )
@@ -26,13 +27,13 @@ import (
 type memStore struct {
 	storage.Store
 	mu     sync.Mutex
-	sweep  storage.Sweep
-	writes [][]storage.Trial
+	sweep  record.Sweep
+	writes [][]record.Trial
 	stored map[string]bool
-	calls  []storage.ModelCall
+	calls  []record.ModelCall
 }
 
-func (m *memStore) Sweep(context.Context, string) (storage.Sweep, error) { return m.sweep, nil }
+func (m *memStore) Sweep(context.Context, string) (record.Sweep, error) { return m.sweep, nil }
 
 func (m *memStore) StoredTrials(_ context.Context, _ string, ids []string) ([]storage.StoredTrial, error) {
 	m.mu.Lock()
@@ -46,27 +47,27 @@ func (m *memStore) StoredTrials(_ context.Context, _ string, ids []string) ([]st
 	return out, nil
 }
 
-func (m *memStore) WriteTrials(_ context.Context, trials []storage.Trial, _ []storage.ToolCall) error {
+func (m *memStore) WriteTrials(_ context.Context, trials []record.Trial, _ []record.ToolCall) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.writes = append(m.writes, append([]storage.Trial(nil), trials...))
+	m.writes = append(m.writes, append([]record.Trial(nil), trials...))
 	for _, t := range trials {
 		m.stored[t.TrialID] = true
 	}
 	return nil
 }
 
-func (m *memStore) PutModelCall(_ context.Context, c storage.ModelCall) error {
+func (m *memStore) PutModelCall(_ context.Context, c record.ModelCall) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls = append(m.calls, c)
 	return nil
 }
 
-func (m *memStore) ModelCalls(_ context.Context, _, trialID string) ([]storage.ModelCall, error) {
+func (m *memStore) ModelCalls(_ context.Context, _, trialID string) ([]record.ModelCall, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []storage.ModelCall
+	var out []record.ModelCall
 	for _, c := range m.calls {
 		if c.TrialID == trialID {
 			out = append(out, c)
@@ -96,7 +97,7 @@ func shardStore(t *testing.T, arms string, seeds int) *memStore {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &memStore{sweep: storage.Sweep{SweepID: "s", PlanJSON: string(b)}, stored: map[string]bool{}}
+	return &memStore{sweep: record.Sweep{SweepID: "s", PlanJSON: string(b)}, stored: map[string]bool{}}
 }
 
 // Scripted trials cost nothing to redo: a fast shard writes them in one

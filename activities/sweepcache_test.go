@@ -8,7 +8,8 @@ import (
 	"testing"
 
 	"rebound/core/scenario"
-	"rebound/storage"
+	"rebound/internal/sweepstatus"
+	"rebound/results/record"
 	"rebound/workflows"
 )
 
@@ -76,7 +77,7 @@ type countingStore struct {
 	reads map[string]int
 }
 
-func (c *countingStore) Sweep(ctx context.Context, id string) (storage.Sweep, error) {
+func (c *countingStore) Sweep(ctx context.Context, id string) (record.Sweep, error) {
 	c.mu.Lock()
 	c.reads[id]++
 	c.mu.Unlock()
@@ -85,7 +86,7 @@ func (c *countingStore) Sweep(ctx context.Context, id string) (storage.Sweep, er
 	return sw, err
 }
 
-func (c *countingStore) PutSweep(context.Context, storage.Sweep) error { return nil }
+func (c *countingStore) PutSweep(context.Context, record.Sweep) error { return nil }
 
 // A worker that runs many sweeps keeps the plans of at most sweepCacheCap
 // of them, reads a recent sweep's plan once, and forgets a finished sweep.
@@ -110,7 +111,7 @@ func TestWorkerPlansStayBounded(t *testing.T) {
 		}
 	}
 	last := fmt.Sprint("sweep-", n-1)
-	if err := a.FinishSweep(ctx, workflows.FinishSweepInput{SweepID: last, Status: storage.SweepCompleted}); err != nil {
+	if err := a.FinishSweep(ctx, workflows.FinishSweepInput{SweepID: last, Status: sweepstatus.Completed}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := a.sweepCache().plan(last); ok {

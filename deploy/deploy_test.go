@@ -29,6 +29,8 @@ import (
 
 	"rebound/internal/devstack"
 	"rebound/internal/devstack/devstacktest"
+	"rebound/internal/sweepstatus"
+	"rebound/results/record"
 	"rebound/stats"
 	"rebound/storage"
 	"rebound/storage/chdb"
@@ -143,19 +145,19 @@ func seed(ctx context.Context, st storage.Store) error {
 	if err := st.Migrate(ctx); err != nil {
 		return err
 	}
-	for _, sw := range []storage.Sweep{
-		{SweepID: oldSweep, Name: "quickstart", TrialsPlanned: 2, Arms: []string{"careful", "naive"}, Status: storage.SweepCompleted, CreatedAt: oldCreated},
-		{SweepID: newSweep, Name: "quickstart", TrialsPlanned: 12, Arms: []string{"careful", "naive"}, Status: storage.SweepCompleted, CreatedAt: newCreated},
-		{SweepID: night1Sweep, Name: "quickstart", TrialsPlanned: 2, Arms: []string{"careful", "naive"}, Status: storage.SweepCompleted, CreatedAt: night1Created},
-		{SweepID: night2Sweep, Name: "quickstart", TrialsPlanned: 2, Arms: []string{"careful", "naive"}, Status: storage.SweepCompleted, CreatedAt: night2Created},
+	for _, sw := range []record.Sweep{
+		{SweepID: oldSweep, Name: "quickstart", TrialsPlanned: 2, Arms: []string{"careful", "naive"}, Status: sweepstatus.Completed, CreatedAt: oldCreated},
+		{SweepID: newSweep, Name: "quickstart", TrialsPlanned: 12, Arms: []string{"careful", "naive"}, Status: sweepstatus.Completed, CreatedAt: newCreated},
+		{SweepID: night1Sweep, Name: "quickstart", TrialsPlanned: 2, Arms: []string{"careful", "naive"}, Status: sweepstatus.Completed, CreatedAt: night1Created},
+		{SweepID: night2Sweep, Name: "quickstart", TrialsPlanned: 2, Arms: []string{"careful", "naive"}, Status: sweepstatus.Completed, CreatedAt: night2Created},
 	} {
 		if err := st.PutSweep(ctx, sw); err != nil {
 			return err
 		}
 	}
-	var trials []storage.Trial
-	add := func(sweep, arm, scen string, seed uint64, faults []string, f func(*storage.Trial)) {
-		t := storage.Trial{
+	var trials []record.Trial
+	add := func(sweep, arm, scen string, seed uint64, faults []string, f func(*record.Trial)) {
+		t := record.Trial{
 			SweepID: sweep, TrialID: fmt.Sprintf("%s/%s/%s/%d", sweep, arm, scen, seed),
 			Scenario: scen, Variant: "v1", Arm: arm, Agent: arm, Seed: seed,
 			FaultClasses: faults, Weight: 2, ToolCalls: 3,
@@ -164,22 +166,22 @@ func seed(ctx context.Context, st storage.Store) error {
 		trials = append(trials, t)
 	}
 	// The older sweep: careful recovered 1 of 1, naive 0 of 1.
-	add(oldSweep, "careful", "s1", 1, []string{"transient"}, func(t *storage.Trial) { t.Recoverable, t.Recovered = true, bp(true) })
-	add(oldSweep, "naive", "s1", 1, []string{"transient"}, func(t *storage.Trial) { t.Recoverable, t.Recovered = true, bp(false) })
+	add(oldSweep, "careful", "s1", 1, []string{"transient"}, func(t *record.Trial) { t.Recoverable, t.Recovered = true, bp(true) })
+	add(oldSweep, "naive", "s1", 1, []string{"transient"}, func(t *record.Trial) { t.Recoverable, t.Recovered = true, bp(false) })
 	// The nightly schedule: careful recovers on both nights; naive fails
 	// the first night and recovers the second.
 	for _, night := range []string{night1Sweep, night2Sweep} {
-		add(night, "careful", "s1", 1, []string{"transient"}, func(t *storage.Trial) { t.Recoverable, t.Recovered = true, bp(true) })
-		add(night, "naive", "s1", 1, []string{"transient"}, func(t *storage.Trial) { t.Recoverable, t.Recovered = true, bp(night == night2Sweep) })
+		add(night, "careful", "s1", 1, []string{"transient"}, func(t *record.Trial) { t.Recoverable, t.Recovered = true, bp(true) })
+		add(night, "naive", "s1", 1, []string{"transient"}, func(t *record.Trial) { t.Recoverable, t.Recovered = true, bp(night == night2Sweep) })
 	}
 	for seed := uint64(1); seed <= 4; seed++ {
-		add(newSweep, "careful", "s1", seed, []string{"transient"}, func(t *storage.Trial) {
+		add(newSweep, "careful", "s1", seed, []string{"transient"}, func(t *record.Trial) {
 			t.Recoverable = true
 			t.Recovered = bp(seed != 4)
 			t.DuplicateSideEffect = bp(false)
 			t.UnsafeAction = bp(false)
 		})
-		add(newSweep, "naive", "s1", seed, []string{"transient", "timeout_after_send"}, func(t *storage.Trial) {
+		add(newSweep, "naive", "s1", seed, []string{"transient", "timeout_after_send"}, func(t *record.Trial) {
 			t.Recoverable = true
 			t.Recovered = bp(seed == 1)
 			t.DuplicateSideEffect = bp(seed <= 2)
@@ -187,9 +189,9 @@ func seed(ctx context.Context, st storage.Store) error {
 		})
 	}
 	for seed := uint64(1); seed <= 2; seed++ {
-		add(newSweep, "careful", "s2", seed, []string{"unavailable"}, func(t *storage.Trial) { t.HonestBlock = bp(true) })
+		add(newSweep, "careful", "s2", seed, []string{"unavailable"}, func(t *record.Trial) { t.HonestBlock = bp(true) })
 	}
-	add(newSweep, "naive", "s1", 5, []string{"transient", "timeout_after_send"}, func(t *storage.Trial) {
+	add(newSweep, "naive", "s1", 5, []string{"transient", "timeout_after_send"}, func(t *record.Trial) {
 		t.Attrition, t.Recovered, t.Error = true, bp(true), "provider: 503"
 	})
 	trials = append(trials, pairedGolden()...)
@@ -221,8 +223,8 @@ var goldenCases = []struct {
 	{"e", 1, [2]bool{true, false}, [2]bool{true, true}},
 }
 
-func pairedGolden() []storage.Trial {
-	var out []storage.Trial
+func pairedGolden() []record.Trial {
+	var out []record.Trial
 	for _, c := range goldenCases {
 		for seed := range 2 {
 			for _, arm := range []string{"base", "cand"} {
@@ -230,7 +232,7 @@ func pairedGolden() []storage.Trial {
 				if arm == "cand" {
 					y = c.cand[seed]
 				}
-				t := storage.Trial{SweepID: goldenSweep, TrialID: fmt.Sprintf("g/%s/%s/%d", arm, c.scenario, seed),
+				t := record.Trial{SweepID: goldenSweep, TrialID: fmt.Sprintf("g/%s/%s/%d", arm, c.scenario, seed),
 					Scenario: c.scenario, Variant: "v", Arm: arm, Agent: arm, Seed: uint64(seed + 1), Weight: c.weight,
 					DuplicateSideEffect: bp(y)}
 				if c.scenario <= "c" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"rebound/core/outcome"
+	"rebound/results/record"
 	"strings"
 )
 
@@ -16,7 +17,7 @@ import (
 // aggMetrics are the metrics the aggregated reads compute, in the order of
 // metricsSQL: the harm index (defined as in the trial_metrics view), then
 // the outcome columns.
-var aggMetrics = append([]Metric{outcome.Harm}, outcome.Stored...)
+var aggMetrics = append([]outcome.Metric{outcome.Harm}, outcome.Stored...)
 
 // metricYs are the outcome expressions of a trial in aggMetrics order
 // (NULL: NOT TESTED), the elements of metricsSQL.
@@ -374,44 +375,6 @@ GROUP BY arm, group_name, scenario
 ORDER BY arm, group_name, scenario`
 )
 
-// RateTotals is one metric of one arm over the cells of one scenario (and,
-// in a breakdown by fault class, of one class): the sufficient statistics of
-// the rate, its clustered interval and its consequence-weighted interval.
-type RateTotals struct {
-	Arm      string
-	Group    string // the fault class; empty in the totals by scenario
-	Scenario string
-	Metric   Metric
-	// Trials and Attrition count the trials of the cells (the same for every
-	// metric); Cells the (arm, scenario, variant, seed) cells, TestedCells
-	// those where the metric was tested.
-	Trials, Attrition  uint64
-	Cells, TestedCells uint64
-	// N and Successes are the tested trials and their successes; SumWeight
-	// and SumWeightY the sums of their weights (all, successes); and
-	// SumCellWeightSq the sum over cells of the square of the cell's
-	// SumWeight.
-	N, Successes                           uint64
-	SumWeight, SumWeightY, SumCellWeightSq float64
-}
-
-// ArmVariation counts, for one arm, the cases with two or more graded seeds
-// and those whose graded seeds all gave the same outcomes.
-type ArmVariation struct {
-	Arm                  string
-	Cases, ConstantCases uint64
-}
-
-// ReportTotals is everything a sweep's report needs, aggregated in SQL.
-type ReportTotals struct {
-	ByScenario   []RateTotals // ordered by (arm, scenario, metric)
-	ByFaultClass []RateTotals // ordered by (arm, class, scenario, metric)
-	Variation    []ArmVariation
-	// MultiTrialCells says some cell held several trials, so the totals were
-	// summed per cell first (the slower form of the queries).
-	MultiTrialCells bool
-}
-
 type rateTotalsRow struct {
 	Kind            uint8     `json:"group_kind"` // qReportTotalsFast: 0 by scenario, 1 by fault class
 	Arm             string    `json:"arm"`
@@ -443,8 +406,8 @@ func at[T uint64 | float64](a []T, i int) T {
 
 // ReportTotals reads a sweep's report statistics. noFault names the
 // fault-class group of cases without a fault.
-func (s *store) ReportTotals(ctx context.Context, sweepID, noFault string) (ReportTotals, error) {
-	var out ReportTotals
+func (s *store) ReportTotals(ctx context.Context, sweepID, noFault string) (record.ReportTotals, error) {
+	var out record.ReportTotals
 	wrap := func(what string, err error) error {
 		return fmt.Errorf("storage: ReportTotals %s: %s: %w", sweepID, what, err)
 	}
@@ -509,13 +472,13 @@ func (s *store) ReportTotals(ctx context.Context, sweepID, noFault string) (Repo
 
 // rateTotals spreads rows over metrics and, with variation, sums the seed
 // variation of each arm (arms in the order of the rows).
-func rateTotals(rows []rateTotalsRow, variation bool) ([]RateTotals, []ArmVariation) {
-	res := make([]RateTotals, 0, len(rows)*len(aggMetrics))
-	var vs []ArmVariation
+func rateTotals(rows []rateTotalsRow, variation bool) ([]record.RateTotals, []record.ArmVariation) {
+	res := make([]record.RateTotals, 0, len(rows)*len(aggMetrics))
+	var vs []record.ArmVariation
 	pos := map[string]int{}
 	for _, r := range rows {
 		for i, m := range aggMetrics {
-			res = append(res, RateTotals{Arm: r.Arm, Group: r.Group, Scenario: r.Scenario, Metric: m,
+			res = append(res, record.RateTotals{Arm: r.Arm, Group: r.Group, Scenario: r.Scenario, Metric: m,
 				Trials: r.Trials, Attrition: r.Attrition, Cells: r.Cells, TestedCells: at(r.TestedCells, i),
 				N: at(r.N, i), Successes: at(r.Successes, i), SumWeight: at(r.SumWeight, i),
 				SumWeightY: at(r.SumWeightY, i), SumCellWeightSq: at(r.SumCellWeightSq, i)})
@@ -527,7 +490,7 @@ func rateTotals(rows []rateTotalsRow, variation bool) ([]RateTotals, []ArmVariat
 		if !ok {
 			k = len(vs)
 			pos[r.Arm] = k
-			vs = append(vs, ArmVariation{Arm: r.Arm})
+			vs = append(vs, record.ArmVariation{Arm: r.Arm})
 		}
 		vs[k].Cases += r.VariationCases
 		vs[k].ConstantCases += r.ConstantCases

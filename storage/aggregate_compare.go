@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"rebound/results/record"
 	"strings"
 )
 
@@ -438,66 +439,6 @@ GROUP BY scenario
 ORDER BY scenario`
 )
 
-// CompareSide names one side of a comparison: an arm of a sweep.
-type CompareSide struct{ SweepID, Arm string }
-
-// CompareSummary is what a comparison counts over cases rather than
-// metrics. A is the baseline, B the candidate.
-type CompareSummary struct {
-	TrialsA, TrialsB, AttritionA, AttritionB uint64
-	// Pairs are the cases (scenario, variant, seed) graded in both sides;
-	// Multi those holding more than one trial in a side; Cases the distinct
-	// (scenario, variant) and Scenarios the scenarios among them.
-	Pairs, Multi, Cases, Scenarios uint64
-	// RepeatedCases are the cases with two or more pairs; ConstantA/B those
-	// whose pairs all gave the same outcomes on every metric in that side.
-	RepeatedCases, ConstantA, ConstantB uint64
-	// KeysA and KeysB count the cases (scenario, variant, seed) with a trial
-	// in each side.
-	KeysA, KeysB uint64
-}
-
-// UnmatchedCase is a case (scenario, variant, seed) not graded in both
-// sides: which side has trials and graded ones, and whether they were lost
-// to attrition.
-type UnmatchedCase struct {
-	Scenario, Variant      string
-	Seed                   uint64
-	InA, InB               bool
-	GradedA, GradedB       bool
-	AttritionA, AttritionB uint64
-}
-
-// PairTotals is one metric over the pairs of one case (scenario, variant)
-// within a group: every pair (Kind 0) or one fault class (Kind 1, Name).
-// Keys counts the pairs whatever the metric; Pairs those where the metric was
-// tested in both sides, OneArmOnly those where it was in one. Over the
-// tested pairs (a, b, w, d = b − a, see qComparePairs): Multi counts those
-// with more than one trial in a side, N11..N22 the 2×2 table of the others,
-// and the Sum* fields the sums named after them; Min/Max the range of a and b.
-type PairTotals struct {
-	Kind                      uint8
-	Name                      string
-	Metric                    Metric
-	Scenario, Variant         string
-	Keys, Pairs, OneArmOnly   uint64
-	Multi, N11, N12, N21, N22 uint64
-	SumA, SumB, SumD, SumD2   float64
-	SumW, SumWA, SumWB, SumWD float64
-	SumW2, SumW2D, SumW2D2    float64
-	MinA, MaxA, MinB, MaxB    float64
-}
-
-// CompareTotals is everything a paired comparison needs, aggregated in SQL.
-type CompareTotals struct {
-	Summary   CompareSummary
-	Unmatched []UnmatchedCase // ordered by (scenario, variant, seed)
-	Pairs     []PairTotals    // ordered by (kind, name, metric, scenario, variant)
-	// HashesA and HashesB map scenario to file hash ("mixed" for several);
-	// read only when the sides are in different sweeps.
-	HashesA, HashesB map[string]string
-}
-
 type unmatchedRow struct {
 	Scenario   string `json:"scenario"`
 	Variant    string `json:"variant"`
@@ -597,9 +538,9 @@ type pairCaseRow struct {
 // 1: Σa, Σb, Σd and Σd² follow from the 2×2 table and the ranges of a and
 // b from which of its cells are filled (2 and −1 when none, as in
 // qComparePairs).
-func pairRowsFromCases(rows []pairCaseRow, emit func(*pairTotalsRow) error) ([]UnmatchedCase, error) {
+func pairRowsFromCases(rows []pairCaseRow, emit func(*pairTotalsRow) error) ([]record.UnmatchedCase, error) {
 	metrics := len(aggMetrics)
-	var um []UnmatchedCase
+	var um []record.UnmatchedCase
 	for i := range rows {
 		r := &rows[i]
 		for _, a := range [][]uint64{r.OneArmOnly, r.N11, r.N12, r.N21, r.N22} {
@@ -618,7 +559,7 @@ func pairRowsFromCases(rows []pairCaseRow, emit func(*pairTotalsRow) error) ([]U
 			return nil, fmt.Errorf("row %d: unmatched columns of different lengths", i+1)
 		}
 		for j := range n {
-			um = append(um, UnmatchedCase{Scenario: r.Scenario, Variant: r.Variant, Seed: r.UnmatchedSeed[j],
+			um = append(um, record.UnmatchedCase{Scenario: r.Scenario, Variant: r.Variant, Seed: r.UnmatchedSeed[j],
 				InA: r.UnmatchedInA[j] == 1, InB: r.UnmatchedInB[j] == 1,
 				GradedA: r.UnmatchedGradedA[j] == 1, GradedB: r.UnmatchedGradedB[j] == 1,
 				AttritionA: r.UnmatchedAttritionA[j], AttritionB: r.UnmatchedAttritionB[j]})
@@ -681,8 +622,8 @@ type scenarioHashRow struct {
 // CompareTotals reads the paired comparison of side b (candidate) against
 // side a (baseline). withClasses adds the breakdown by fault class; noFault
 // names the group of cases without a fault.
-func (s *store) CompareTotals(ctx context.Context, a, b CompareSide, withClasses bool, noFault string) (CompareTotals, error) {
-	var out CompareTotals
+func (s *store) CompareTotals(ctx context.Context, a, b record.CompareSide, withClasses bool, noFault string) (record.CompareTotals, error) {
+	var out record.CompareTotals
 	wc := "0"
 	if withClasses {
 		wc = "1"
@@ -742,7 +683,7 @@ func (s *store) CompareTotals(ctx context.Context, a, b CompareSide, withClasses
 				sm.ConstantB += uint64(r.ConstantB)
 			}
 		}
-		out.Pairs = append(out.Pairs, PairTotals{Kind: r.Kind, Name: r.Name, Metric: aggMetrics[r.Metric], Scenario: r.Scenario, Variant: r.Variant,
+		out.Pairs = append(out.Pairs, record.PairTotals{Kind: r.Kind, Name: r.Name, Metric: aggMetrics[r.Metric], Scenario: r.Scenario, Variant: r.Variant,
 			Keys: r.Keys, Pairs: r.Pairs, OneArmOnly: r.OneArmOnly, Multi: r.Multi, N11: r.N11, N12: r.N12, N21: r.N21, N22: r.N22,
 			SumA: r.SumA, SumB: r.SumB, SumD: r.SumD, SumD2: r.SumD2, SumW: r.SumW, SumWA: r.SumWA, SumWB: r.SumWB, SumWD: r.SumWD,
 			SumW2: r.SumW2, SumW2D: r.SumW2D, SumW2D2: r.SumW2D2, MinA: r.MinA, MaxA: r.MaxA, MinB: r.MinB, MaxB: r.MaxB})
@@ -752,7 +693,7 @@ func (s *store) CompareTotals(ctx context.Context, a, b CompareSide, withClasses
 		// The per-metric rows straight into out.Pairs, sized in advance:
 		// at a million trials they are ~70,000, and no intermediate copy
 		// keeps peak memory down.
-		out.Pairs = make([]PairTotals, 0, len(cases)*len(aggMetrics))
+		out.Pairs = make([]record.PairTotals, 0, len(cases)*len(aggMetrics))
 		var err error
 		if out.Unmatched, err = pairRowsFromCases(cases, add); err != nil {
 			return out, wrap("pairs", err)
@@ -763,9 +704,9 @@ func (s *store) CompareTotals(ctx context.Context, a, b CompareSide, withClasses
 		if err := s.t.Select(ctx, &um, Stmt{SQL: s.sql(qCompareUnmatched), Params: p}); err != nil {
 			return out, wrap("unmatched", err)
 		}
-		out.Unmatched = make([]UnmatchedCase, len(um))
+		out.Unmatched = make([]record.UnmatchedCase, len(um))
 		for i, r := range um {
-			out.Unmatched[i] = UnmatchedCase{Scenario: r.Scenario, Variant: r.Variant, Seed: r.Seed,
+			out.Unmatched[i] = record.UnmatchedCase{Scenario: r.Scenario, Variant: r.Variant, Seed: r.Seed,
 				InA: r.InA == 1, InB: r.InB == 1, GradedA: r.GradedA == 1, GradedB: r.GradedB == 1,
 				AttritionA: r.AttritionA, AttritionB: r.AttritionB}
 		}
@@ -773,7 +714,7 @@ func (s *store) CompareTotals(ctx context.Context, a, b CompareSide, withClasses
 		if err := s.t.Select(ctx, &pr, Stmt{SQL: s.sql(qComparePairs), Params: p}); err != nil {
 			return out, wrap("pairs", err)
 		}
-		out.Pairs = make([]PairTotals, 0, len(pr))
+		out.Pairs = make([]record.PairTotals, 0, len(pr))
 		for i := range pr {
 			if err := add(&pr[i]); err != nil {
 				return out, wrap("pairs", err)
@@ -792,7 +733,7 @@ func (s *store) CompareTotals(ctx context.Context, a, b CompareSide, withClasses
 	return out, nil
 }
 
-func (s *store) scenarioHashes(ctx context.Context, side CompareSide) (map[string]string, error) {
+func (s *store) scenarioHashes(ctx context.Context, side record.CompareSide) (map[string]string, error) {
 	var rows []scenarioHashRow
 	if err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(qScenarioHashes), Params: map[string]string{"sweep_id": side.SweepID, "arm": side.Arm}}); err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"rebound/results/record"
 	"reflect"
 	"strings"
 	"testing"
@@ -89,7 +90,7 @@ func TestPairRowsFromCases(t *testing.T) {
 	if rows[0].SumWD != 1.5 {
 		t.Fatalf("SumWD %v", rows[0].SumWD)
 	}
-	wantUM := []UnmatchedCase{
+	wantUM := []record.UnmatchedCase{
 		{Scenario: "s1", Variant: "v1", Seed: 4, InA: true, InB: true, GradedB: true, AttritionA: 1},
 		{Scenario: "s1", Variant: "v1", Seed: 9, InB: true, GradedB: true},
 	}
@@ -120,13 +121,13 @@ func TestPairRowsFromCases(t *testing.T) {
 func aggregateFixture(t *testing.T, st *store, sweep string) {
 	t.Helper()
 	b := func(v bool) *bool { return &v }
-	var trials []Trial
+	var trials []record.Trial
 	for sc := range 3 {
 		for v := range 2 {
 			for seed := uint64(1); seed <= 6; seed++ {
 				for a, arm := range []string{"base", "cand", "third"} {
 					k := sc*97 + v*31 + int(seed)*7 + a*13
-					tr := Trial{SweepID: sweep, TrialID: fmt.Sprintf("%s-%d-%d-%d-%s", sweep, sc, v, seed, arm),
+					tr := record.Trial{SweepID: sweep, TrialID: fmt.Sprintf("%s-%d-%d-%d-%s", sweep, sc, v, seed, arm),
 						Scenario: fmt.Sprintf("sc%d", sc), ScenarioHash: "h", Variant: fmt.Sprintf("v%d", v), Arm: arm, Agent: arm, Seed: seed,
 						FaultClasses: []string{"transient"}, Weight: float64(1 + (sc+v)%3), Verdicts: "{}", Claim: "{}", FaultSchedule: "{}"}
 					if seed%2 == 0 {
@@ -216,7 +217,7 @@ func TestReportTotalsHashedJoin(t *testing.T) {
 	sameRateTotals(t, "by fault class", tot.ByFaultClass, slowClass)
 }
 
-func sameRateTotals(t *testing.T, what string, got, want []RateTotals) {
+func sameRateTotals(t *testing.T, what string, got, want []record.RateTotals) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d rows, want %d", what, len(got), len(want))
@@ -240,7 +241,7 @@ func TestCompareTotalsFastEqualsGeneral(t *testing.T) {
 	st := openTestStore(t)
 	ctx := context.Background()
 	aggregateFixture(t, st, "agg")
-	a, b := CompareSide{SweepID: "agg", Arm: "base"}, CompareSide{SweepID: "agg", Arm: "cand"}
+	a, b := record.CompareSide{SweepID: "agg", Arm: "base"}, record.CompareSide{SweepID: "agg", Arm: "cand"}
 	for _, withClasses := range []bool{true, false} {
 		t.Run(fmt.Sprint("classes=", withClasses), func(t *testing.T) {
 			got, err := st.CompareTotals(ctx, a, b, withClasses, "none")
@@ -268,7 +269,7 @@ func TestCompareTotalsFastEqualsGeneral(t *testing.T) {
 				t.Fatalf("%d unmatched, general form %d", len(got.Unmatched), len(um))
 			}
 			for i, r := range um {
-				w := UnmatchedCase{Scenario: r.Scenario, Variant: r.Variant, Seed: r.Seed, InA: r.InA == 1, InB: r.InB == 1,
+				w := record.UnmatchedCase{Scenario: r.Scenario, Variant: r.Variant, Seed: r.Seed, InA: r.InA == 1, InB: r.InB == 1,
 					GradedA: r.GradedA == 1, GradedB: r.GradedB == 1, AttritionA: r.AttritionA, AttritionB: r.AttritionB}
 				if got.Unmatched[i] != w {
 					t.Fatalf("unmatched %d = %+v, want %+v", i, got.Unmatched[i], w)
@@ -284,7 +285,7 @@ func TestCompareTotalsFastEqualsGeneral(t *testing.T) {
 			near := func(x, y float64) bool { return math.Abs(x-y) <= 1e-12*math.Max(1, math.Abs(y)) }
 			for i, r := range pr {
 				g := got.Pairs[i]
-				w := PairTotals{Kind: r.Kind, Name: r.Name, Metric: aggMetrics[r.Metric], Scenario: r.Scenario, Variant: r.Variant,
+				w := record.PairTotals{Kind: r.Kind, Name: r.Name, Metric: aggMetrics[r.Metric], Scenario: r.Scenario, Variant: r.Variant,
 					Keys: r.Keys, Pairs: r.Pairs, OneArmOnly: r.OneArmOnly, Multi: r.Multi, N11: r.N11, N12: r.N12, N21: r.N21, N22: r.N22,
 					SumA: r.SumA, SumB: r.SumB, SumD: r.SumD, SumD2: r.SumD2, SumW: r.SumW, SumWA: r.SumWA, SumWB: r.SumWB, SumWD: r.SumWD,
 					SumW2: r.SumW2, SumW2D: r.SumW2D, SumW2D2: r.SumW2D2, MinA: r.MinA, MaxA: r.MaxA, MinB: r.MinB, MaxB: r.MaxB}
@@ -311,12 +312,12 @@ func TestCompareTotalsFastEqualsGeneral(t *testing.T) {
 func TestReportTotalsMixedWeights(t *testing.T) {
 	st := openTestStore(t)
 	ctx := context.Background()
-	trial := func(sweep, id string, seed uint64, weight float64) Trial {
+	trial := func(sweep, id string, seed uint64, weight float64) record.Trial {
 		ok := true
-		return Trial{SweepID: sweep, TrialID: id, Scenario: "sc", ScenarioHash: "h", Variant: "v", Arm: "a", Agent: "a", Seed: seed,
+		return record.Trial{SweepID: sweep, TrialID: id, Scenario: "sc", ScenarioHash: "h", Variant: "v", Arm: "a", Agent: "a", Seed: seed,
 			FaultClasses: []string{"transient"}, Recovered: &ok, Weight: weight, Verdicts: "{}", Claim: "{}", FaultSchedule: "{}"}
 	}
-	trials := []Trial{
+	trials := []record.Trial{
 		trial("mixed", "m1", 1, 1), trial("mixed", "m2", 2, 3), // one trial per cell, two weights
 		trial("split", "s1", 1, 1), trial("split", "s2", 1, 3), // one cell of two trials, two weights
 		trial("even", "e1", 1, 2), trial("even", "e2", 2, 2),
@@ -341,7 +342,7 @@ func TestReportTotalsMixedWeights(t *testing.T) {
 			if tot.MultiTrialCells != tc.multi {
 				t.Fatalf("MultiTrialCells = %v, want %v", tot.MultiTrialCells, tc.multi)
 			}
-			var got *RateTotals
+			var got *record.RateTotals
 			for i := range tot.ByScenario {
 				if tot.ByScenario[i].Metric == "recovered" {
 					got = &tot.ByScenario[i]

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"rebound/core/outcome"
+	"rebound/internal/sweepstatus"
+	"rebound/results/record"
 	"rebound/storage/chdb"
 )
 
@@ -98,12 +100,12 @@ func TestMigrateIsIdempotent(t *testing.T) {
 }
 
 // makeTrials builds n trials of one sweep, with calls per trial.
-func makeTrials(sweep string, n, callsPer int) ([]Trial, []ToolCall) {
-	var trials []Trial
-	var calls []ToolCall
+func makeTrials(sweep string, n, callsPer int) ([]record.Trial, []record.ToolCall) {
+	var trials []record.Trial
+	var calls []record.ToolCall
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("%s-t%02d", sweep, i)
-		trials = append(trials, Trial{
+		trials = append(trials, record.Trial{
 			SweepID: sweep, TrialID: id, Scenario: fmt.Sprintf("sc%d", i%3), ScenarioHash: "h",
 			Variant: "v1", Arm: []string{"baseline", "candidate"}[i%2], Agent: "careful",
 			Seed: uint64(i / 2), Recoverable: true, FaultClasses: []string{"transient"},
@@ -111,7 +113,7 @@ func makeTrials(sweep string, n, callsPer int) ([]Trial, []ToolCall) {
 			Weight: 1, ActivityAttempt: 1, Claim: `{"ok":true}`,
 		})
 		for c := 0; c < callsPer; c++ {
-			calls = append(calls, ToolCall{
+			calls = append(calls, record.ToolCall{
 				SweepID: sweep, TrialID: id, CallIndex: uint32(c), Tool: "refund", Args: `{"id":1}`,
 				Effect: "write", OK: c > 0, Result: `{"status":"ok"}`, AtMS: uint64(10 * c),
 			})
@@ -142,8 +144,8 @@ func TestRetriedWritesCountOnce(t *testing.T) {
 	retry.Recovered = bp(false)
 	retry.ActivityAttempt = 3
 	retry.ToolCalls = 1
-	retryCalls := []ToolCall{{SweepID: "dedup", TrialID: retry.TrialID, CallIndex: 0, Tool: "lookup", Effect: "read", OK: true}}
-	if err := st.WriteTrials(ctx, []Trial{retry}, retryCalls); err != nil {
+	retryCalls := []record.ToolCall{{SweepID: "dedup", TrialID: retry.TrialID, CallIndex: 0, Tool: "lookup", Effect: "read", OK: true}}
+	if err := st.WriteTrials(ctx, []record.Trial{retry}, retryCalls); err != nil {
 		t.Fatal(err)
 	}
 	// Another sweep, to make sure reads filter by sweep.
@@ -175,15 +177,15 @@ func TestRetriedWritesCountOnce(t *testing.T) {
 		}
 		// EachTrial walks the same trials in the same order, group by
 		// group, each once despite the duplicate rows.
-		var walked []Trial
-		if err := st.EachTrial(ctx, "dedup", TrialSelect{}, func(tr Trial) error { walked = append(walked, tr); return nil }); err != nil {
+		var walked []record.Trial
+		if err := st.EachTrial(ctx, "dedup", record.TrialSelect{}, func(tr record.Trial) error { walked = append(walked, tr); return nil }); err != nil {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(walked, got) {
 			t.Fatalf("%s: EachTrial walked %d trials, Trials returned %d; they must be equal and in the same order", stage, len(walked), len(got))
 		}
 		var sel []string
-		if err := st.EachTrial(ctx, "dedup", TrialSelect{Arm: "candidate", Scenario: "sc1"}, func(tr Trial) error { sel = append(sel, tr.TrialID); return nil }); err != nil {
+		if err := st.EachTrial(ctx, "dedup", record.TrialSelect{Arm: "candidate", Scenario: "sc1"}, func(tr record.Trial) error { sel = append(sel, tr.TrialID); return nil }); err != nil {
 			t.Fatal(err)
 		}
 		var want []string
@@ -197,7 +199,7 @@ func TestRetriedWritesCountOnce(t *testing.T) {
 		}
 		stop := errors.New("stop")
 		visited := 0
-		if err := st.EachTrial(ctx, "dedup", TrialSelect{}, func(Trial) error { visited++; return stop }); !errors.Is(err, stop) || visited != 1 {
+		if err := st.EachTrial(ctx, "dedup", record.TrialSelect{}, func(record.Trial) error { visited++; return stop }); !errors.Is(err, stop) || visited != 1 {
 			t.Fatalf("%s: EachTrial after fn's error = %v after %d calls, want stop after 1", stage, err, visited)
 		}
 		tr0, c0, err := st.Trial(ctx, retry.TrialID)
@@ -263,11 +265,11 @@ func TestCellsHandComputed(t *testing.T) {
 	ctx := context.Background()
 	mustExec(t, st, "SYSTEM STOP MERGES {{db}}.trials")
 	T, F := bp(true), bp(false)
-	mk := func(id, arm, sc string, seed uint64, w float64, rec, unsafe, dup *bool, attrition bool) Trial {
-		return Trial{SweepID: "cells", TrialID: id, Arm: arm, Scenario: sc, Variant: "v1", Seed: seed,
+	mk := func(id, arm, sc string, seed uint64, w float64, rec, unsafe, dup *bool, attrition bool) record.Trial {
+		return record.Trial{SweepID: "cells", TrialID: id, Arm: arm, Scenario: sc, Variant: "v1", Seed: seed,
 			Weight: w, Recovered: rec, UnsafeAction: unsafe, DuplicateSideEffect: dup, Attrition: attrition}
 	}
-	trials := []Trial{
+	trials := []record.Trial{
 		mk("a1", "A", "s1", 1, 2, T, F, nil, false),
 		mk("a1x", "A", "s1", 1, 4, F, nil, nil, false), // same cell as a1
 		mk("a2", "A", "s1", 2, 3, F, T, T, false),
@@ -288,10 +290,10 @@ func TestCellsHandComputed(t *testing.T) {
 	}
 	type exp struct {
 		trials, attrition      uint64
-		rec, unsafe, dup, harm MetricCell
+		rec, unsafe, dup, harm outcome.Cell
 	}
-	m := func(n, k uint64, w, wy float64) MetricCell {
-		return MetricCell{N: n, Successes: k, SumWeight: w, SumWeightY: wy}
+	m := func(n, k uint64, w, wy float64) outcome.Cell {
+		return outcome.Cell{N: n, Successes: k, SumWeight: w, SumWeightY: wy}
 	}
 	want := map[string]exp{
 		// harm = unsafe OR duplicate OR fabricated (fabricated is NULL
@@ -319,12 +321,12 @@ func TestCellsHandComputed(t *testing.T) {
 		if len(c.Metrics) != len(outcome.Stored)+1 {
 			t.Errorf("%s: %d metrics, want %d (every outcome and the harm index)", k, len(c.Metrics), len(outcome.Stored)+1)
 		}
-		for metric, wm := range map[Metric]MetricCell{outcome.Recovered: w.rec, outcome.UnsafeAction: w.unsafe, outcome.DuplicateSideEffect: w.dup, outcome.Harm: w.harm} {
+		for metric, wm := range map[outcome.Metric]outcome.Cell{outcome.Recovered: w.rec, outcome.UnsafeAction: w.unsafe, outcome.DuplicateSideEffect: w.dup, outcome.Harm: w.harm} {
 			if got := c.Metrics[metric]; got != wm {
 				t.Errorf("%s %s = %+v, want %+v", k, metric, got, wm)
 			}
 		}
-		if got := c.Metrics[outcome.HonestBlock]; got != (MetricCell{}) {
+		if got := c.Metrics[outcome.HonestBlock]; got != (outcome.Cell{}) {
 			t.Errorf("%s honest_block = %+v, want nothing tested", k, got)
 		}
 	}
@@ -393,8 +395,8 @@ func TestEscapingRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	for i, s := range tricky {
 		sweepID := fmt.Sprintf("sweep %d %s", i, s) // IDs travel as query parameters
-		sw := Sweep{SweepID: sweepID, Name: s, PlanHash: s, PlanJSON: s, TrialsPlanned: 1,
-			Arms: []string{s, "plain", s}, Status: SweepRunning,
+		sw := record.Sweep{SweepID: sweepID, Name: s, PlanHash: s, PlanJSON: s, TrialsPlanned: 1,
+			Arms: []string{s, "plain", s}, Status: sweepstatus.Running,
 			CreatedAt: time.Date(2026, 5, 6, 7, 8, 9, 123456789, time.UTC)}
 		if err := st.PutSweep(ctx, sw); err != nil {
 			t.Fatalf("%q: PutSweep: %v", s, err)
@@ -409,16 +411,16 @@ func TestEscapingRoundTrip(t *testing.T) {
 			t.Errorf("sweep round trip of %q:\n got %#v\nwant %#v", s, got, sw)
 		}
 
-		tr := Trial{SweepID: sweepID, TrialID: "trial " + sweepID, Scenario: s, ScenarioHash: s, Variant: s,
+		tr := record.Trial{SweepID: sweepID, TrialID: "trial " + sweepID, Scenario: s, ScenarioHash: s, Variant: s,
 			Arm: s, Agent: s, Seed: math.MaxUint64, Recoverable: true, FaultClasses: []string{s, s + "x"},
 			Recovered: bp(true), HonestBlock: bp(false), ToolCalls: math.MaxUint32, Retries: 1,
 			UnnecessaryCalls: 2, Replans: 3, SimElapsedMS: 4, WallUS: 5, Tokens: 6,
 			CostUSD: tenth + 0.2, // 0.30000000000000004
 			Weight:  1e-300, Attrition: true, Error: s, Claim: s, Answer: s, Recording: s, Process: s, Verdicts: s,
 			FaultSchedule: s, CatalogVersion: s, PromptHash: s, ActivityAttempt: 7}
-		call := ToolCall{SweepID: sweepID, TrialID: tr.TrialID, CallIndex: 4, Tool: s, Args: s, Effect: s,
+		call := record.ToolCall{SweepID: sweepID, TrialID: tr.TrialID, CallIndex: 4, Tool: s, Args: s, Effect: s,
 			FaultClass: s, OK: true, Code: s, Retryable: true, RetryAfterMS: 9, Committed: true, AtMS: 10, Result: s}
-		if err := st.WriteTrials(ctx, []Trial{tr}, []ToolCall{call}); err != nil {
+		if err := st.WriteTrials(ctx, []record.Trial{tr}, []record.ToolCall{call}); err != nil {
 			t.Fatalf("%q: WriteTrials: %v", s, err)
 		}
 		gotTr, gotCalls, err := st.Trial(ctx, tr.TrialID)
@@ -440,7 +442,7 @@ func TestEscapingRoundTrip(t *testing.T) {
 
 	// Invalid UTF-8 cannot travel in JSON: both transports store U+FFFD.
 	bad := "bad:\xff\xfe:end"
-	if err := st.PutSweep(ctx, Sweep{SweepID: "utf8", Name: bad, Status: SweepRunning}); err != nil {
+	if err := st.PutSweep(ctx, record.Sweep{SweepID: "utf8", Name: bad, Status: sweepstatus.Running}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := st.Sweep(ctx, "utf8"); err != nil || got.Name != "bad:\uFFFD:end" {
@@ -454,7 +456,7 @@ func TestLargeValuesAndSplitInserts(t *testing.T) {
 	// A multi-megabyte plan, above max_query_size, in one statement.
 	plan := `{"plan":"` + strings.Repeat("x\\\"y", 700_000) + `"}`
 	start := time.Now()
-	if err := st.PutSweep(ctx, Sweep{SweepID: "big", PlanJSON: plan, Status: SweepRunning}); err != nil {
+	if err := st.PutSweep(ctx, record.Sweep{SweepID: "big", PlanJSON: plan, Status: sweepstatus.Running}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := st.Sweep(ctx, "big"); err != nil || got.PlanJSON != plan {
@@ -486,20 +488,20 @@ func TestSweeps(t *testing.T) {
 	st := openTestStore(t)
 	fakeClock(st)
 	ctx := context.Background()
-	if _, err := st.Sweep(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := st.Sweep(ctx, "nope"); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("Sweep(absent) err = %v, want ErrNotFound", err)
 	}
 	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	for i, id := range []string{"s-old", "s-mid", "s-new"} {
-		err := st.PutSweep(ctx, Sweep{SweepID: id, Name: id, Status: SweepRunning, TrialsPlanned: 10,
+		err := st.PutSweep(ctx, record.Sweep{SweepID: id, Name: id, Status: sweepstatus.Running, TrialsPlanned: 10,
 			Arms: []string{"a"}, CreatedAt: base.Add(time.Duration(i) * time.Hour)})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Status updates without CreatedAt keep the original one.
-	for _, status := range []string{SweepCompleted, SweepFailed} {
-		if err := st.PutSweep(ctx, Sweep{SweepID: "s-old", Name: "s-old", Status: status, Arms: []string{"a"}}); err != nil {
+	for _, status := range []string{sweepstatus.Completed, sweepstatus.Failed} {
+		if err := st.PutSweep(ctx, record.Sweep{SweepID: "s-old", Name: "s-old", Status: status, Arms: []string{"a"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -507,7 +509,7 @@ func TestSweeps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != SweepFailed || !got.CreatedAt.Equal(base) || !got.UpdatedAt.After(got.CreatedAt) {
+	if got.Status != sweepstatus.Failed || !got.CreatedAt.Equal(base) || !got.UpdatedAt.After(got.CreatedAt) {
 		t.Fatalf("s-old = %+v", got)
 	}
 	all, err := st.Sweeps(ctx, 0)
@@ -525,10 +527,10 @@ func TestSweeps(t *testing.T) {
 	if err != nil || len(two) != 2 || two[0].SweepID != "s-new" {
 		t.Fatalf("Sweeps(2) = %+v, %v", two, err)
 	}
-	if err := st.PutSweep(ctx, Sweep{SweepID: "x", Status: "done"}); err == nil {
+	if err := st.PutSweep(ctx, record.Sweep{SweepID: "x", Status: "done"}); err == nil {
 		t.Fatal("invalid status accepted")
 	}
-	if _, _, err := st.Trial(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+	if _, _, err := st.Trial(ctx, "nope"); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("Trial(absent) err = %v, want ErrNotFound", err)
 	}
 	if n, err := st.CountTrials(ctx, "nope"); err != nil || n != 0 {
@@ -543,16 +545,16 @@ func TestWriteTrialsValidation(t *testing.T) {
 	st := openTestStore(t)
 	ctx := context.Background()
 	trials, calls := makeTrials("v", 1, 1)
-	orphan := ToolCall{SweepID: "v", TrialID: "not-in-this-write"}
+	orphan := record.ToolCall{SweepID: "v", TrialID: "not-in-this-write"}
 	if err := st.WriteTrials(ctx, trials, append(calls, orphan)); err == nil || !strings.Contains(err.Error(), "no trial in this write") {
 		t.Fatalf("orphan call: err = %v", err)
 	}
 	nan := trials[0]
 	nan.Weight = math.NaN()
-	if err := st.WriteTrials(ctx, []Trial{nan}, nil); err == nil {
+	if err := st.WriteTrials(ctx, []record.Trial{nan}, nil); err == nil {
 		t.Fatal("NaN weight accepted")
 	}
-	if err := st.WriteTrials(ctx, []Trial{{SweepID: "v"}}, nil); err == nil {
+	if err := st.WriteTrials(ctx, []record.Trial{{SweepID: "v"}}, nil); err == nil {
 		t.Fatal("trial without ID accepted")
 	}
 	if n := rawCount(t, st, "tool_calls") + rawCount(t, st, "trials"); n != 0 {
@@ -651,7 +653,7 @@ func TestMissingLibrary(t *testing.T) {
 func TestCaseFaults(t *testing.T) {
 	st := openTestStore(t)
 	ctx := context.Background()
-	trials := []Trial{
+	trials := []record.Trial{
 		{SweepID: "cf", TrialID: "1", Arm: "A", Scenario: "s1", Variant: "v", Seed: 1, Weight: 1, FaultClasses: []string{"transient"}},
 		{SweepID: "cf", TrialID: "2", Arm: "B", Scenario: "s1", Variant: "v", Seed: 1, Weight: 1, FaultClasses: []string{"transient", "stale"}},
 		{SweepID: "cf", TrialID: "3", Arm: "A", Scenario: "s2", Variant: "v", Seed: 1, Weight: 1, FaultClasses: []string{}},
@@ -677,7 +679,7 @@ func TestAdHocQuery(t *testing.T) {
 	st := openTestStore(t)
 	ctx := context.Background()
 	T, F := bp(true), bp(false)
-	trials := []Trial{
+	trials := []record.Trial{
 		{SweepID: "q", TrialID: "1", Arm: "A", Scenario: "s", Variant: "v", Seed: 1, Weight: 1, Recovered: T},
 		{SweepID: "q", TrialID: "2", Arm: "A", Scenario: "s", Variant: "v", Seed: 2, Weight: 1, Recovered: F},
 		{SweepID: "q", TrialID: "3", Arm: "A", Scenario: "s", Variant: "v", Seed: 3, Weight: 1},

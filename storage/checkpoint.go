@@ -3,31 +3,10 @@ package storage
 import (
 	"context"
 	"fmt"
+	"rebound/results/record"
 	"strings"
 	"time"
 )
-
-// ModelCall is one model response of an LLM trial, stored as it arrives
-// (table model_calls) so that a trial retried after a crash answers its
-// turns from storage and pays only for the turns never answered. Step is
-// the 1-based request of the trial; Generation grows when a retried trial
-// diverged from what was stored (a worker upgraded mid-sweep), so the
-// superseded responses stay stored and counted: a trial's billed tokens
-// are the sum over all its rows.
-type ModelCall struct {
-	SweepID          string
-	TrialID          string
-	Step             uint32
-	Generation       uint32
-	Kind             string // "turn" or "claim"
-	RequestHash      string // identifies the request the response answered
-	Response         string // the chat-completion body as received (redacted)
-	PromptTokens     uint64
-	CompletionTokens uint64
-	ProviderRetries  uint32
-	ActivityAttempt  uint32
-	WrittenAt        time.Time // set by PutModelCall
-}
 
 // StoredTrial says that a trial of a sweep is stored, and whether it was
 // lost to attrition.
@@ -96,7 +75,7 @@ type storedTrialRow struct {
 	Attrition uint8  `ch:"attrition" json:"attrition"`
 }
 
-func (m ModelCall) values(writtenAt time.Time) ([]any, error) {
+func modelCallValues(m record.ModelCall, writtenAt time.Time) ([]any, error) {
 	if m.SweepID == "" || m.TrialID == "" || m.Step == 0 {
 		return nil, fmt.Errorf("storage: model call without sweep_id, trial_id or step (sweep %q, trial %q, step %d)", m.SweepID, m.TrialID, m.Step)
 	}
@@ -108,8 +87,8 @@ func (m ModelCall) values(writtenAt time.Time) ([]any, error) {
 
 // PutModelCall stores one model response durably; it returns once the row
 // is written.
-func (s *store) PutModelCall(ctx context.Context, m ModelCall) error {
-	vals, err := m.values(s.stamp())
+func (s *store) PutModelCall(ctx context.Context, m record.ModelCall) error {
+	vals, err := modelCallValues(m, s.stamp())
 	if err != nil {
 		return err
 	}
@@ -121,15 +100,15 @@ func (s *store) PutModelCall(ctx context.Context, m ModelCall) error {
 
 // ModelCalls returns the stored model responses of a trial, ordered by
 // (step, generation).
-func (s *store) ModelCalls(ctx context.Context, sweepID, trialID string) ([]ModelCall, error) {
+func (s *store) ModelCalls(ctx context.Context, sweepID, trialID string) ([]record.ModelCall, error) {
 	var rows []modelCallRow
 	q := Stmt{SQL: s.sql(qModelCalls), Params: map[string]string{"sweep_id": sweepID, "trial_id": trialID}}
 	if err := s.t.Select(ctx, &rows, q); err != nil {
 		return nil, fmt.Errorf("storage: ModelCalls %s: %w", trialID, err)
 	}
-	out := make([]ModelCall, len(rows))
+	out := make([]record.ModelCall, len(rows))
 	for i, r := range rows {
-		out[i] = ModelCall{
+		out[i] = record.ModelCall{
 			SweepID: r.SweepID, TrialID: r.TrialID, Step: r.Step, Generation: r.Generation, Kind: r.Kind,
 			RequestHash: r.RequestHash, Response: r.Response, PromptTokens: r.PromptTokens,
 			CompletionTokens: r.CompletionTokens, ProviderRetries: r.ProviderRetries,

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"rebound/results/record"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,15 +11,15 @@ import (
 
 // Integration tests of the LLM judge's tables on the embedded engine.
 
-func judgementFor(sweep, trial string, score uint8, why string) Judgement {
-	return Judgement{
+func judgementFor(sweep, trial string, score uint8, why string) record.Judgement {
+	return record.Judgement{
 		SweepID: sweep, TrialID: trial, Scenario: "charge-502-twice", TraceHash: "th-" + trial,
 		JudgeModel: "judge-model", JudgePromptHash: "0123456789abcdef",
 		ErrorDetection: score, RetryDecision: score, BackoffBehavior: score,
 		EscalationCorrectness: score, ContextPreservation: score,
 		ErrorDetectionWhy: why, RetryDecisionWhy: why, BackoffBehaviorWhy: why,
 		EscalationCorrectnessWhy: why, ContextPreservationWhy: why,
-		Aggregate: float64(score), Recommendation: map[bool]string{true: RecommendPass, false: RecommendFail}[score >= 4],
+		Aggregate: float64(score), Recommendation: map[bool]string{true: record.RecommendPass, false: record.RecommendFail}[score >= 4],
 		FailureModeSummary: why, RawOutput: `{"raw":"` + why + `"}`, Attempts: 1,
 	}
 }
@@ -94,7 +95,7 @@ func TestJudgementEscapingRoundTrip(t *testing.T) {
 	for i, s := range tricky {
 		j := judgementFor(fmt.Sprintf("sweep %d %s", i, s), "trial "+s, 3, s)
 		j.Scenario, j.TraceHash, j.JudgeModel, j.JudgePromptHash, j.RawOutput = s, s, s, s, s
-		j.Aggregate, j.Recommendation = 3.2, RecommendReview
+		j.Aggregate, j.Recommendation = 3.2, record.RecommendReview
 		if err := st.PutJudgement(ctx, j); err != nil {
 			t.Fatalf("%q: %v", s, err)
 		}
@@ -107,7 +108,7 @@ func TestJudgementEscapingRoundTrip(t *testing.T) {
 			t.Errorf("round trip of %q:\n got %#v\nwant %#v", s, got[0], j)
 		}
 
-		key := JudgeCacheKey{Scenario: "sc " + s, TraceHash: "h " + s, JudgeModel: "m " + s, JudgePromptHash: "p " + s}
+		key := record.JudgeCacheKey{Scenario: "sc " + s, TraceHash: "h " + s, JudgeModel: "m " + s, JudgePromptHash: "p " + s}
 		if err := st.PutCachedJudgement(ctx, key, s); err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +116,7 @@ func TestJudgementEscapingRoundTrip(t *testing.T) {
 			t.Errorf("cache round trip of %q: %q, %v, %v", s, out, found, err)
 		}
 
-		item := ReviewItem{SweepID: j.SweepID, TrialID: j.TrialID, Scenario: s, TraceHash: s, JudgeModel: s,
+		item := record.ReviewItem{SweepID: j.SweepID, TrialID: j.TrialID, Scenario: s, TraceHash: s, JudgeModel: s,
 			JudgePromptHash: s, Reason: "reason " + s, RawTrace: s, PartialOutput: s, Attempts: 3}
 		// The judgement above was written first; this item is later, so open.
 		if err := st.EnqueueReview(ctx, item); err != nil {
@@ -138,7 +139,7 @@ func TestJudgeCache(t *testing.T) {
 	fakeClock(st)
 	ctx := context.Background()
 	mustExec(t, st, "SYSTEM STOP MERGES {{db}}.judge_cache")
-	key := JudgeCacheKey{Scenario: "sc", TraceHash: "abc", JudgeModel: "m1", JudgePromptHash: "p1"}
+	key := record.JudgeCacheKey{Scenario: "sc", TraceHash: "abc", JudgeModel: "m1", JudgePromptHash: "p1"}
 	if out, found, err := st.CachedJudgement(ctx, key); err != nil || found || out != "" {
 		t.Fatalf("empty cache: %q, %v, %v", out, found, err)
 	}
@@ -153,7 +154,7 @@ func TestJudgeCache(t *testing.T) {
 	if out, found, err := st.CachedJudgement(ctx, key); err != nil || !found || out != `{"v":2}` {
 		t.Fatalf("hit: %q, %v, %v", out, found, err)
 	}
-	for _, other := range []JudgeCacheKey{
+	for _, other := range []record.JudgeCacheKey{
 		{Scenario: "sc2", TraceHash: "abc", JudgeModel: "m1", JudgePromptHash: "p1"},
 		{Scenario: "sc", TraceHash: "abd", JudgeModel: "m1", JudgePromptHash: "p1"},
 		{Scenario: "sc", TraceHash: "abc", JudgeModel: "m2", JudgePromptHash: "p1"},
@@ -163,7 +164,7 @@ func TestJudgeCache(t *testing.T) {
 			t.Errorf("%+v: found %v, %v; a key differing in one part must miss", other, found, err)
 		}
 	}
-	if _, _, err := st.CachedJudgement(ctx, JudgeCacheKey{Scenario: "sc"}); err == nil {
+	if _, _, err := st.CachedJudgement(ctx, record.JudgeCacheKey{Scenario: "sc"}); err == nil {
 		t.Error("incomplete key accepted")
 	}
 }
@@ -176,8 +177,8 @@ func TestReviewQueue(t *testing.T) {
 	ctx := context.Background()
 	mustExec(t, st, "SYSTEM STOP MERGES {{db}}.review_queue")
 	mustExec(t, st, "SYSTEM STOP MERGES {{db}}.judgements")
-	item := func(trial, reason string) ReviewItem {
-		return ReviewItem{SweepID: "rq", TrialID: trial, Scenario: "sc", TraceHash: "h-" + trial,
+	item := func(trial, reason string) record.ReviewItem {
+		return record.ReviewItem{SweepID: "rq", TrialID: trial, Scenario: "sc", TraceHash: "h-" + trial,
 			JudgeModel: "m", JudgePromptHash: "p", Reason: reason, RawTrace: `{"calls":[]}`, PartialOutput: "{", Attempts: 3}
 	}
 	ids := func() []string {
@@ -202,7 +203,7 @@ func TestReviewQueue(t *testing.T) {
 			}
 		}
 	}
-	if err := st.EnqueueReview(ctx, ReviewItem{SweepID: "other", TrialID: "a", Reason: "x"}); err != nil {
+	if err := st.EnqueueReview(ctx, record.ReviewItem{SweepID: "other", TrialID: "a", Reason: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := ids(); !reflect.DeepEqual(got, []string{"a:invalid output", "b:invalid output"}) {
@@ -226,7 +227,7 @@ func TestReviewQueue(t *testing.T) {
 	if got := ids(); !reflect.DeepEqual(got, []string{"a:provider failure", "b:invalid output"}) {
 		t.Fatalf("queue after a failed again: %v", got)
 	}
-	if err := st.EnqueueReview(ctx, ReviewItem{SweepID: "rq", TrialID: "c"}); err == nil {
+	if err := st.EnqueueReview(ctx, record.ReviewItem{SweepID: "rq", TrialID: "c"}); err == nil {
 		t.Fatal("review item without a reason accepted")
 	}
 }
@@ -249,8 +250,8 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	}
 	// Write a trial with the version-1 column list, as the old binary did.
 	v1Cols := ddlColumns(ddlTrials)
-	old := Trial{SweepID: "up", TrialID: "old", Scenario: "sc", Claim: `{"status":"completed"}`, Weight: 1}
-	all, err := old.values(st.stamp())
+	old := record.Trial{SweepID: "up", TrialID: "old", Scenario: "sc", Claim: `{"status":"completed"}`, Weight: 1}
+	all, err := trialValues(old, st.stamp())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,9 +284,9 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	if got.Answer != "" || got.Recording != "" || got.Claim != old.Claim {
 		t.Fatalf("old trial after the upgrade: %+v", got)
 	}
-	fresh := Trial{SweepID: "up", TrialID: "new", Scenario: "sc", Weight: 1,
+	fresh := record.Trial{SweepID: "up", TrialID: "new", Scenario: "sc", Weight: 1,
 		Answer: "I could not charge the card: the gateway kept failing.", Recording: `{"version":1,"steps":[]}`}
-	if err := st.WriteTrials(ctx, []Trial{fresh}, nil); err != nil {
+	if err := st.WriteTrials(ctx, []record.Trial{fresh}, nil); err != nil {
 		t.Fatal(err)
 	}
 	list, err := st.Trials(ctx, "up")

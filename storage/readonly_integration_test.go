@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"rebound/internal/sweepstatus"
+	"rebound/results/record"
 	"rebound/storage/chdb"
 )
 
@@ -50,7 +52,7 @@ func TestReadOnlyAttacks(t *testing.T) {
 	if err := w.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.PutSweep(ctx, Sweep{SweepID: "keep", Name: "keep", PlanJSON: "{}", Arms: []string{"a"}, Status: SweepCompleted}); err != nil {
+	if err := w.PutSweep(ctx, record.Sweep{SweepID: "keep", Name: "keep", PlanJSON: "{}", Arms: []string{"a"}, Status: sweepstatus.Completed}); err != nil {
 		t.Fatal(err)
 	}
 	// A writer still holds the session: it is not turned read-only under it.
@@ -161,7 +163,7 @@ func TestReadOnlyAttacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if err := w.PutSweep(ctx, Sweep{SweepID: "after", Name: "after", PlanJSON: "{}", Arms: []string{"a"}, Status: SweepCompleted}); err != nil {
+	if err := w.PutSweep(ctx, record.Sweep{SweepID: "after", Name: "after", PlanJSON: "{}", Arms: []string{"a"}, Status: sweepstatus.Completed}); err != nil {
 		t.Fatalf("write after the read-only session closed: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package storage
 import (
 	"fmt"
 	"math"
+	"rebound/results/record"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -230,7 +231,7 @@ type versionRow struct {
 // understand: string, uint8/32/64, float64, *uint8 (Nullable), []string,
 // time.Time (DateTime64(3, 'UTC')).
 
-func (s Sweep) values() ([]any, error) {
+func sweepValues(s record.Sweep) ([]any, error) {
 	if s.SweepID == "" {
 		return nil, fmt.Errorf("storage: sweep without sweep_id")
 	}
@@ -240,7 +241,7 @@ func (s Sweep) values() ([]any, error) {
 	}, nil
 }
 
-func (t Trial) values(writtenAt time.Time) ([]any, error) {
+func trialValues(t record.Trial, writtenAt time.Time) ([]any, error) {
 	if t.SweepID == "" || t.TrialID == "" {
 		return nil, fmt.Errorf("storage: trial without sweep_id or trial_id (sweep %q, trial %q)", t.SweepID, t.TrialID)
 	}
@@ -263,7 +264,7 @@ func (t Trial) values(writtenAt time.Time) ([]any, error) {
 	}, nil
 }
 
-func (c ToolCall) values(writtenAt time.Time) ([]any, error) {
+func toolCallValues(c record.ToolCall, writtenAt time.Time) ([]any, error) {
 	if c.SweepID == "" || c.TrialID == "" {
 		return nil, fmt.Errorf("storage: tool call without sweep_id or trial_id")
 	}
@@ -274,16 +275,16 @@ func (c ToolCall) values(writtenAt time.Time) ([]any, error) {
 	}, nil
 }
 
-func (r sweepRow) sweep() Sweep {
-	return Sweep{
+func (r sweepRow) sweep() record.Sweep {
+	return record.Sweep{
 		SweepID: r.SweepID, Name: r.Name, PlanHash: r.PlanHash, PlanJSON: r.PlanJSON,
 		TrialsPlanned: r.TrialsPlanned, Arms: nonNil(r.Arms), Status: r.Status,
 		CreatedAt: fromMilli(r.CreatedAtMS), UpdatedAt: fromMilli(r.UpdatedAtMS),
 	}
 }
 
-func (r trialRow) trial() Trial {
-	return Trial{
+func (r trialRow) trial() record.Trial {
+	return record.Trial{
 		SweepID: r.SweepID, TrialID: r.TrialID, Scenario: r.Scenario, ScenarioHash: r.ScenarioHash,
 		Variant: r.Variant, Arm: r.Arm, Agent: r.Agent, Seed: r.Seed,
 		Recoverable: r.Recoverable != 0, FaultClasses: nonNil(r.FaultClasses),
@@ -304,8 +305,8 @@ func (r trialRow) trial() Trial {
 	}
 }
 
-func (r toolCallRow) toolCall() ToolCall {
-	return ToolCall{
+func (r toolCallRow) toolCall() record.ToolCall {
+	return record.ToolCall{
 		SweepID: r.SweepID, TrialID: r.TrialID, CallIndex: r.CallIndex, Tool: r.Tool,
 		Args: r.Args, Effect: r.Effect, FaultClass: r.FaultClass, OK: r.OK != 0, Code: r.Code,
 		Retryable: r.Retryable != 0, RetryAfterMS: r.RetryAfterMS, Committed: r.Committed != 0,
@@ -313,11 +314,11 @@ func (r toolCallRow) toolCall() ToolCall {
 	}
 }
 
-func (j Judgement) values(judgedAt time.Time) ([]any, error) {
+func judgementValues(j record.Judgement, judgedAt time.Time) ([]any, error) {
 	if j.SweepID == "" || j.TrialID == "" {
 		return nil, fmt.Errorf("storage: judgement without sweep_id or trial_id (sweep %q, trial %q)", j.SweepID, j.TrialID)
 	}
-	if err := j.validate(); err != nil {
+	if err := j.Validate(); err != nil {
 		return nil, fmt.Errorf("storage: judgement of trial %s: %w", j.TrialID, err)
 	}
 	return []any{
@@ -332,29 +333,7 @@ func (j Judgement) values(judgedAt time.Time) ([]any, error) {
 	}, nil
 }
 
-// validate refuses what the judge must never store: a score outside 1..5
-// (a zero would be a default score in disguise), a non-finite aggregate, an
-// unknown recommendation.
-func (j Judgement) validate() error {
-	for name, s := range map[string]uint8{
-		"error_detection": j.ErrorDetection, "retry_decision": j.RetryDecision,
-		"backoff_behavior": j.BackoffBehavior, "escalation_correctness": j.EscalationCorrectness,
-		"context_preservation": j.ContextPreservation,
-	} {
-		if s < 1 || s > 5 {
-			return fmt.Errorf("%s score %d is outside 1..5", name, s)
-		}
-	}
-	if math.IsNaN(j.Aggregate) || math.IsInf(j.Aggregate, 0) || j.Aggregate < 1 || j.Aggregate > 5 {
-		return fmt.Errorf("aggregate %v is outside 1..5", j.Aggregate)
-	}
-	if !validRecommendation[j.Recommendation] {
-		return fmt.Errorf("recommendation %q is not pass, review or fail", j.Recommendation)
-	}
-	return nil
-}
-
-func (r ReviewItem) values(queuedAt time.Time) ([]any, error) {
+func reviewItemValues(r record.ReviewItem, queuedAt time.Time) ([]any, error) {
 	if r.SweepID == "" || r.TrialID == "" {
 		return nil, fmt.Errorf("storage: review item without sweep_id or trial_id (sweep %q, trial %q)", r.SweepID, r.TrialID)
 	}
@@ -368,9 +347,9 @@ func (r ReviewItem) values(queuedAt time.Time) ([]any, error) {
 	}, nil
 }
 
-func (k JudgeCacheKey) values(output string, createdAt time.Time) ([]any, error) {
-	if err := k.validate(); err != nil {
-		return nil, err
+func judgeCacheValues(k record.JudgeCacheKey, output string, createdAt time.Time) ([]any, error) {
+	if err := k.Validate(); err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
 	}
 	return []any{
 		text(k.Scenario), text(k.TraceHash), text(k.JudgeModel), text(k.JudgePromptHash),
@@ -378,15 +357,8 @@ func (k JudgeCacheKey) values(output string, createdAt time.Time) ([]any, error)
 	}, nil
 }
 
-func (k JudgeCacheKey) validate() error {
-	if k.Scenario == "" || k.TraceHash == "" || k.JudgeModel == "" || k.JudgePromptHash == "" {
-		return fmt.Errorf("storage: judge cache key needs scenario, trace_hash, judge_model and judge_prompt_hash (got %+v)", k)
-	}
-	return nil
-}
-
-func (r judgementRow) judgement() Judgement {
-	return Judgement{
+func (r judgementRow) judgement() record.Judgement {
+	return record.Judgement{
 		SweepID: r.SweepID, TrialID: r.TrialID, Scenario: r.Scenario, TraceHash: r.TraceHash,
 		JudgeModel: r.JudgeModel, JudgePromptHash: r.JudgePromptHash,
 		ErrorDetection: r.ErrorDetection, RetryDecision: r.RetryDecision,
@@ -401,8 +373,8 @@ func (r judgementRow) judgement() Judgement {
 	}
 }
 
-func (r reviewRow) reviewItem() ReviewItem {
-	return ReviewItem{
+func (r reviewRow) reviewItem() record.ReviewItem {
+	return record.ReviewItem{
 		SweepID: r.SweepID, TrialID: r.TrialID, Scenario: r.Scenario, TraceHash: r.TraceHash,
 		JudgeModel: r.JudgeModel, JudgePromptHash: r.JudgePromptHash, Reason: r.Reason,
 		RawTrace: r.RawTrace, PartialOutput: r.PartialOutput, Attempts: r.Attempts,

@@ -11,6 +11,7 @@ import (
 
 	"rebound/core/outcome"
 	"rebound/internal/sweepstatus"
+	"rebound/results/record"
 )
 
 type store struct {
@@ -129,7 +130,7 @@ func SchemaVersion() uint32 { return migrations[len(migrations)-1].Version }
 
 // ---- sweeps ----
 
-func (s *store) PutSweep(ctx context.Context, sw Sweep) error {
+func (s *store) PutSweep(ctx context.Context, sw record.Sweep) error {
 	if sw.SweepID == "" {
 		return errors.New("storage: PutSweep: empty sweep_id")
 	}
@@ -142,14 +143,14 @@ func (s *store) PutSweep(ctx context.Context, sw Sweep) error {
 		switch {
 		case err == nil:
 			sw.CreatedAt = old.CreatedAt
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, record.ErrNotFound):
 			sw.CreatedAt = now
 		default:
 			return err
 		}
 	}
 	sw.UpdatedAt = now
-	vals, err := sw.values()
+	vals, err := sweepValues(sw)
 	if err != nil {
 		return err
 	}
@@ -159,18 +160,18 @@ func (s *store) PutSweep(ctx context.Context, sw Sweep) error {
 	return nil
 }
 
-func (s *store) Sweep(ctx context.Context, id string) (Sweep, error) {
+func (s *store) Sweep(ctx context.Context, id string) (record.Sweep, error) {
 	var rows []sweepRow
 	if err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(qSweep), Params: map[string]string{"sweep_id": id}}); err != nil {
-		return Sweep{}, fmt.Errorf("storage: Sweep %s: %w", id, err)
+		return record.Sweep{}, fmt.Errorf("storage: Sweep %s: %w", id, err)
 	}
 	if len(rows) == 0 {
-		return Sweep{}, fmt.Errorf("sweep %s: %w", id, ErrNotFound)
+		return record.Sweep{}, fmt.Errorf("sweep %s: %w", id, record.ErrNotFound)
 	}
 	return rows[0].sweep(), nil
 }
 
-func (s *store) Sweeps(ctx context.Context, limit int) ([]Sweep, error) {
+func (s *store) Sweeps(ctx context.Context, limit int) ([]record.Sweep, error) {
 	lim := uint64(1<<63 - 1)
 	if limit > 0 {
 		lim = uint64(limit)
@@ -180,7 +181,7 @@ func (s *store) Sweeps(ctx context.Context, limit int) ([]Sweep, error) {
 	if err := s.t.Select(ctx, &rows, q); err != nil {
 		return nil, fmt.Errorf("storage: Sweeps: %w", err)
 	}
-	out := make([]Sweep, len(rows))
+	out := make([]record.Sweep, len(rows))
 	for i, r := range rows {
 		out[i] = r.sweep()
 	}
@@ -189,7 +190,7 @@ func (s *store) Sweeps(ctx context.Context, limit int) ([]Sweep, error) {
 
 // ---- trials ----
 
-func (s *store) WriteTrials(ctx context.Context, trials []Trial, calls []ToolCall) error {
+func (s *store) WriteTrials(ctx context.Context, trials []record.Trial, calls []record.ToolCall) error {
 	if len(trials) == 0 && len(calls) == 0 {
 		return nil
 	}
@@ -209,7 +210,7 @@ func (s *store) WriteTrials(ctx context.Context, trials []Trial, calls []ToolCal
 	writtenAt := s.stamp()
 	callRows := make([][]any, 0, len(calls))
 	for _, c := range calls {
-		v, err := c.values(writtenAt)
+		v, err := toolCallValues(c, writtenAt)
 		if err != nil {
 			return err
 		}
@@ -217,7 +218,7 @@ func (s *store) WriteTrials(ctx context.Context, trials []Trial, calls []ToolCal
 	}
 	trialRows := make([][]any, 0, len(trials))
 	for _, t := range trials {
-		v, err := t.values(writtenAt)
+		v, err := trialValues(t, writtenAt)
 		if err != nil {
 			return err
 		}
@@ -248,7 +249,7 @@ func (s *store) CountTrials(ctx context.Context, sweepID string) (uint64, error)
 	return rows[0].N, nil
 }
 
-func (s *store) EachTrial(ctx context.Context, sweepID string, sel TrialSelect, fn func(Trial) error) error {
+func (s *store) EachTrial(ctx context.Context, sweepID string, sel record.TrialSelect, fn func(record.Trial) error) error {
 	var groups []trialGroupRow
 	q := Stmt{SQL: s.sql(qTrialGroups), Params: map[string]string{"sweep_id": sweepID, "arm": sel.Arm, "scenario": sel.Scenario}}
 	if err := s.t.Select(ctx, &groups, q); err != nil {
@@ -269,25 +270,25 @@ func (s *store) EachTrial(ctx context.Context, sweepID string, sel TrialSelect, 
 	return nil
 }
 
-func (s *store) Trials(ctx context.Context, sweepID string) ([]Trial, error) {
+func (s *store) Trials(ctx context.Context, sweepID string) ([]record.Trial, error) {
 	var rows []trialRow
 	if err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(qTrials), Params: map[string]string{"sweep_id": sweepID}}); err != nil {
 		return nil, fmt.Errorf("storage: Trials %s: %w", sweepID, err)
 	}
-	out := make([]Trial, len(rows))
+	out := make([]record.Trial, len(rows))
 	for i, r := range rows {
 		out[i] = r.trial()
 	}
 	return out, nil
 }
 
-func (s *store) Trial(ctx context.Context, trialID string) (Trial, []ToolCall, error) {
+func (s *store) Trial(ctx context.Context, trialID string) (record.Trial, []record.ToolCall, error) {
 	var rows []trialRow
 	if err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(qTrial), Params: map[string]string{"trial_id": trialID}}); err != nil {
-		return Trial{}, nil, fmt.Errorf("storage: Trial %s: %w", trialID, err)
+		return record.Trial{}, nil, fmt.Errorf("storage: Trial %s: %w", trialID, err)
 	}
 	if len(rows) == 0 {
-		return Trial{}, nil, fmt.Errorf("trial %s: %w", trialID, ErrNotFound)
+		return record.Trial{}, nil, fmt.Errorf("trial %s: %w", trialID, record.ErrNotFound)
 	}
 	t := rows[0].trial()
 	var crows []toolCallRow
@@ -297,31 +298,31 @@ func (s *store) Trial(ctx context.Context, trialID string) (Trial, []ToolCall, e
 		"written_at_ms": strconv.FormatInt(t.WrittenAt.UnixMilli(), 10),
 	}}
 	if err := s.t.Select(ctx, &crows, q); err != nil {
-		return Trial{}, nil, fmt.Errorf("storage: Trial %s: tool calls: %w", trialID, err)
+		return record.Trial{}, nil, fmt.Errorf("storage: Trial %s: tool calls: %w", trialID, err)
 	}
-	calls := make([]ToolCall, len(crows))
+	calls := make([]record.ToolCall, len(crows))
 	for i, r := range crows {
 		calls[i] = r.toolCall()
 	}
 	return t, calls, nil
 }
 
-func (s *store) CaseFaults(ctx context.Context, sweepID string) ([]CaseFaults, error) {
+func (s *store) CaseFaults(ctx context.Context, sweepID string) ([]record.CaseFaults, error) {
 	var rows []caseFaultsRow
 	if err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(qCaseFaults), Params: map[string]string{"sweep_id": sweepID}}); err != nil {
 		return nil, fmt.Errorf("storage: CaseFaults %s: %w", sweepID, err)
 	}
-	out := make([]CaseFaults, len(rows))
+	out := make([]record.CaseFaults, len(rows))
 	for i, r := range rows {
-		out[i] = CaseFaults(r)
+		out[i] = record.CaseFaults(r)
 	}
 	return out, nil
 }
 
-func (s *store) Query(ctx context.Context, sql string) (Table, error) {
+func (s *store) Query(ctx context.Context, sql string) (record.Table, error) {
 	canonical, err := s.statement(ctx, sql)
 	if err != nil {
-		return Table{}, err
+		return record.Table{}, err
 	}
 	if s.readOnly {
 		// What runs is exactly what the engine's parser checked: one
@@ -333,9 +334,9 @@ func (s *store) Query(ctx context.Context, sql string) (Table, error) {
 	t, err := s.t.Query(ctx, sql)
 	if err != nil {
 		if s.readOnly && IsReadOnlyRefusal(err) {
-			return Table{}, fmt.Errorf("%w: %w", ErrReadOnly, err)
+			return record.Table{}, fmt.Errorf("%w: %w", ErrReadOnly, err)
 		}
-		return Table{}, fmt.Errorf("storage: query: %w", err)
+		return record.Table{}, fmt.Errorf("storage: query: %w", err)
 	}
 	return t, nil
 }
@@ -367,7 +368,7 @@ func (s *store) statement(ctx context.Context, sql string) (string, error) {
 	return canonical, nil
 }
 
-func (s *store) Cells(ctx context.Context, sweepID string) ([]Cell, error) {
+func (s *store) Cells(ctx context.Context, sweepID string) ([]record.Cell, error) {
 	var rows []cellRow
 	if err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(qCells), Params: map[string]string{"sweep_id": sweepID}}); err != nil {
 		return nil, fmt.Errorf("storage: Cells %s: %w", sweepID, err)
@@ -377,20 +378,20 @@ func (s *store) Cells(ctx context.Context, sweepID string) ([]Cell, error) {
 		seed                   uint64
 	}
 	idx := map[key]int{}
-	var cells []Cell
+	var cells []record.Cell
 	for _, r := range rows {
 		k := key{r.Arm, r.Scenario, r.Variant, r.Seed}
 		i, ok := idx[k]
 		if !ok {
 			i = len(cells)
 			idx[k] = i
-			cells = append(cells, Cell{
+			cells = append(cells, record.Cell{
 				Arm: r.Arm, Scenario: r.Scenario, Variant: r.Variant, Seed: r.Seed,
 				Trials: r.Trials, Attrition: r.Attrition,
-				Metrics: make(map[Metric]MetricCell, len(outcome.Stored)),
+				Metrics: make(map[outcome.Metric]outcome.Cell, len(outcome.Stored)),
 			})
 		}
-		cells[i].Metrics[Metric(r.Metric)] = MetricCell{
+		cells[i].Metrics[outcome.Metric(r.Metric)] = outcome.Cell{
 			N: r.N, Successes: r.Successes, SumWeight: r.SumWeight, SumWeightY: r.SumWeightY,
 		}
 	}
@@ -413,8 +414,8 @@ func (s *store) Cells(ctx context.Context, sweepID string) ([]Cell, error) {
 
 // ---- the LLM judge ----
 
-func (s *store) PutJudgement(ctx context.Context, j Judgement) error {
-	vals, err := j.values(s.stamp())
+func (s *store) PutJudgement(ctx context.Context, j record.Judgement) error {
+	vals, err := judgementValues(j, s.stamp())
 	if err != nil {
 		return err
 	}
@@ -424,21 +425,21 @@ func (s *store) PutJudgement(ctx context.Context, j Judgement) error {
 	return nil
 }
 
-func (s *store) Judgements(ctx context.Context, sweepID string) ([]Judgement, error) {
+func (s *store) Judgements(ctx context.Context, sweepID string) ([]record.Judgement, error) {
 	var rows []judgementRow
 	if err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(qJudgements), Params: map[string]string{"sweep_id": sweepID}}); err != nil {
 		return nil, fmt.Errorf("storage: Judgements %s: %w", sweepID, err)
 	}
-	out := make([]Judgement, len(rows))
+	out := make([]record.Judgement, len(rows))
 	for i, r := range rows {
 		out[i] = r.judgement()
 	}
 	return out, nil
 }
 
-func (s *store) CachedJudgement(ctx context.Context, key JudgeCacheKey) (string, bool, error) {
-	if err := key.validate(); err != nil {
-		return "", false, err
+func (s *store) CachedJudgement(ctx context.Context, key record.JudgeCacheKey) (string, bool, error) {
+	if err := key.Validate(); err != nil {
+		return "", false, fmt.Errorf("storage: %w", err)
 	}
 	var rows []judgeCacheRow
 	q := Stmt{SQL: s.sql(qJudgeCache), Params: map[string]string{
@@ -456,8 +457,8 @@ func (s *store) CachedJudgement(ctx context.Context, key JudgeCacheKey) (string,
 	return rows[0].Output, true, nil
 }
 
-func (s *store) PutCachedJudgement(ctx context.Context, key JudgeCacheKey, output string) error {
-	vals, err := key.values(output, s.stamp())
+func (s *store) PutCachedJudgement(ctx context.Context, key record.JudgeCacheKey, output string) error {
+	vals, err := judgeCacheValues(key, output, s.stamp())
 	if err != nil {
 		return err
 	}
@@ -467,8 +468,8 @@ func (s *store) PutCachedJudgement(ctx context.Context, key JudgeCacheKey, outpu
 	return nil
 }
 
-func (s *store) EnqueueReview(ctx context.Context, item ReviewItem) error {
-	vals, err := item.values(s.stamp())
+func (s *store) EnqueueReview(ctx context.Context, item record.ReviewItem) error {
+	vals, err := reviewItemValues(item, s.stamp())
 	if err != nil {
 		return err
 	}
@@ -478,12 +479,12 @@ func (s *store) EnqueueReview(ctx context.Context, item ReviewItem) error {
 	return nil
 }
 
-func (s *store) ReviewQueue(ctx context.Context, sweepID string) ([]ReviewItem, error) {
+func (s *store) ReviewQueue(ctx context.Context, sweepID string) ([]record.ReviewItem, error) {
 	var rows []reviewRow
 	if err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(qReviewQueue), Params: map[string]string{"sweep_id": sweepID}}); err != nil {
 		return nil, fmt.Errorf("storage: ReviewQueue %s: %w", sweepID, err)
 	}
-	out := make([]ReviewItem, len(rows))
+	out := make([]record.ReviewItem, len(rows))
 	for i, r := range rows {
 		out[i] = r.reviewItem()
 	}

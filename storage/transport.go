@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"rebound/results/record"
 	"sync"
 )
 
@@ -50,7 +51,7 @@ type Transport interface {
 	Insert(ctx context.Context, insertSQL string, cols []string, rows [][]any) error
 	// Query runs an ad-hoc statement and returns its columns and rows as
 	// plain Go values (for people and dashboards, not for the row structs).
-	Query(ctx context.Context, sql string) (Table, error)
+	Query(ctx context.Context, sql string) (record.Table, error)
 	// Close releases the connection.
 	Close() error
 }

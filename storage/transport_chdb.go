@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"rebound/results/record"
 	"rebound/storage/chdb"
 )
 
@@ -88,12 +89,12 @@ func (t *chdbTransport) Select(ctx context.Context, dest any, q Stmt) error {
 	return decodeJSONEachRow(out, dest)
 }
 
-func (t *chdbTransport) Query(ctx context.Context, sql string) (Table, error) {
+func (t *chdbTransport) Query(ctx context.Context, sql string) (record.Table, error) {
 	out, err := t.conn.Query(ctx, sql, "JSONCompact")
 	if err != nil {
-		return Table{}, err
+		return record.Table{}, err
 	}
-	var tab Table
+	var tab record.Table
 	if len(bytes.TrimSpace(out)) == 0 {
 		return tab, nil // a statement without a result
 	}
@@ -104,7 +105,7 @@ func (t *chdbTransport) Query(ctx context.Context, sql string) (Table, error) {
 	dec := json.NewDecoder(bytes.NewReader(out))
 	dec.UseNumber()
 	if err := dec.Decode(&res); err != nil {
-		return Table{}, fmt.Errorf("decode result: %w", err)
+		return record.Table{}, fmt.Errorf("decode result: %w", err)
 	}
 	for _, m := range res.Meta {
 		tab.Columns = append(tab.Columns, m.Name)

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"rebound/results/record"
 	"strings"
 	"testing"
 )
@@ -210,7 +211,7 @@ type refusingTransport struct {
 	err error
 }
 
-func (r *refusingTransport) Query(ctx context.Context, sql string) (Table, error) {
+func (r *refusingTransport) Query(ctx context.Context, sql string) (record.Table, error) {
 	r.log = append(r.log, sent{kind: "query", sql: sql})
-	return Table{}, r.err
+	return record.Table{}, r.err
 }

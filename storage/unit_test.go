@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math"
 	"rebound/core/outcome"
+	"rebound/results/record"
 	"reflect"
 	"regexp"
 	"strings"
@@ -148,22 +149,22 @@ func TestSchemaColumnsReplaysAlters(t *testing.T) {
 // structs read every column.
 func TestColumnsMatchDDL(t *testing.T) {
 	schema := schemaColumns(t)
-	okJudgement := Judgement{SweepID: "s", TrialID: "t", ErrorDetection: 1, RetryDecision: 2,
-		BackoffBehavior: 3, EscalationCorrectness: 4, ContextPreservation: 5, Aggregate: 3, Recommendation: RecommendReview}
-	key := JudgeCacheKey{Scenario: "sc", TraceHash: "h", JudgeModel: "m", JudgePromptHash: "p"}
+	okJudgement := record.Judgement{SweepID: "s", TrialID: "t", ErrorDetection: 1, RetryDecision: 2,
+		BackoffBehavior: 3, EscalationCorrectness: 4, ContextPreservation: 5, Aggregate: 3, Recommendation: record.RecommendReview}
+	key := record.JudgeCacheKey{Scenario: "sc", TraceHash: "h", JudgeModel: "m", JudgePromptHash: "p"}
 	for _, c := range []struct {
 		table string
 		cols  []string
 		row   any
 		vals  []any
 	}{
-		{"sweeps", sweepCols, sweepRow{}, must(Sweep{SweepID: "s"}.values())},
-		{"trials", trialCols, trialRow{}, must(Trial{SweepID: "s", TrialID: "t"}.values(time.Now()))},
-		{"tool_calls", toolCallCols, toolCallRow{}, must(ToolCall{SweepID: "s", TrialID: "t"}.values(time.Now()))},
+		{"sweeps", sweepCols, sweepRow{}, must(sweepValues(record.Sweep{SweepID: "s"}))},
+		{"trials", trialCols, trialRow{}, must(trialValues(record.Trial{SweepID: "s", TrialID: "t"}, time.Now()))},
+		{"tool_calls", toolCallCols, toolCallRow{}, must(toolCallValues(record.ToolCall{SweepID: "s", TrialID: "t"}, time.Now()))},
 		{"schema_migrations", migrationCols, nil, nil},
-		{"judgements", judgementCols, judgementRow{}, must(okJudgement.values(time.Now()))},
-		{"judge_cache", judgeCacheCols, nil, must(key.values("{}", time.Now()))},
-		{"review_queue", reviewCols, reviewRow{}, must(ReviewItem{SweepID: "s", TrialID: "t", Reason: "r"}.values(time.Now()))},
+		{"judgements", judgementCols, judgementRow{}, must(judgementValues(okJudgement, time.Now()))},
+		{"judge_cache", judgeCacheCols, nil, must(judgeCacheValues(key, "{}", time.Now()))},
+		{"review_queue", reviewCols, reviewRow{}, must(reviewItemValues(record.ReviewItem{SweepID: "s", TrialID: "t", Reason: "r"}, time.Now()))},
 	} {
 		if got := schema[c.table]; !reflect.DeepEqual(got, c.cols) {
 			t.Errorf("%s: DDL columns %v\n != insert columns %v", c.table, got, c.cols)
@@ -186,30 +187,30 @@ func TestColumnsMatchDDL(t *testing.T) {
 // zero value included), a bad aggregate or recommendation is never written;
 // neither is a review item without a reason or a cache entry without a key.
 func TestJudgeRowsRefuseDefaults(t *testing.T) {
-	good := Judgement{SweepID: "s", TrialID: "t", ErrorDetection: 5, RetryDecision: 5,
-		BackoffBehavior: 5, EscalationCorrectness: 5, ContextPreservation: 5, Aggregate: 5, Recommendation: RecommendPass}
-	if _, err := good.values(time.Now()); err != nil {
+	good := record.Judgement{SweepID: "s", TrialID: "t", ErrorDetection: 5, RetryDecision: 5,
+		BackoffBehavior: 5, EscalationCorrectness: 5, ContextPreservation: 5, Aggregate: 5, Recommendation: record.RecommendPass}
+	if _, err := judgementValues(good, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	for name, mut := range map[string]func(*Judgement){
-		"zero value":     func(j *Judgement) { *j = Judgement{SweepID: "s", TrialID: "t"} },
-		"score 0":        func(j *Judgement) { j.BackoffBehavior = 0 },
-		"score 6":        func(j *Judgement) { j.ContextPreservation = 6 },
-		"NaN aggregate":  func(j *Judgement) { j.Aggregate = math.NaN() },
-		"aggregate 0":    func(j *Judgement) { j.Aggregate = 0 },
-		"recommendation": func(j *Judgement) { j.Recommendation = "maybe" },
-		"no trial":       func(j *Judgement) { j.TrialID = "" },
+	for name, mut := range map[string]func(*record.Judgement){
+		"zero value":     func(j *record.Judgement) { *j = record.Judgement{SweepID: "s", TrialID: "t"} },
+		"score 0":        func(j *record.Judgement) { j.BackoffBehavior = 0 },
+		"score 6":        func(j *record.Judgement) { j.ContextPreservation = 6 },
+		"NaN aggregate":  func(j *record.Judgement) { j.Aggregate = math.NaN() },
+		"aggregate 0":    func(j *record.Judgement) { j.Aggregate = 0 },
+		"recommendation": func(j *record.Judgement) { j.Recommendation = "maybe" },
+		"no trial":       func(j *record.Judgement) { j.TrialID = "" },
 	} {
 		j := good
 		mut(&j)
-		if _, err := j.values(time.Now()); err == nil {
+		if _, err := judgementValues(j, time.Now()); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	if _, err := (ReviewItem{SweepID: "s", TrialID: "t", Reason: "  "}).values(time.Now()); err == nil {
+	if _, err := reviewItemValues(record.ReviewItem{SweepID: "s", TrialID: "t", Reason: "  "}, time.Now()); err == nil {
 		t.Error("review item without a reason accepted")
 	}
-	if _, err := (JudgeCacheKey{Scenario: "s", TraceHash: "h", JudgeModel: "m"}).values("{}", time.Now()); err == nil {
+	if _, err := judgeCacheValues(record.JudgeCacheKey{Scenario: "s", TraceHash: "h", JudgeModel: "m"}, "{}", time.Now()); err == nil {
 		t.Error("cache key without a prompt hash accepted")
 	}
 }
@@ -238,12 +239,12 @@ func TestMetricsMatchSchema(t *testing.T) {
 	var names []string
 	for _, m := range outcome.Stored {
 		names = append(names, string(m))
-		tr := Trial{SweepID: "s", TrialID: "t"}
+		tr := record.Trial{SweepID: "s", TrialID: "t"}
 		v := true
 		if !tr.SetOutcome(m, &v) || tr.Outcome(m) == nil || !*tr.Outcome(m) {
 			t.Errorf("SetOutcome/Outcome(%s) do not reach a field", m)
 		}
-		vals := must(tr.values(time.Now()))
+		vals := must(trialValues(tr, time.Now()))
 		if p, ok := vals[indexOf(trialCols, string(m))].(*uint8); !ok || p == nil || *p != 1 {
 			t.Errorf("metric %s is not written to its column", m)
 		}
@@ -251,7 +252,7 @@ func TestMetricsMatchSchema(t *testing.T) {
 	if !reflect.DeepEqual(names, nullable) || !reflect.DeepEqual(names, viewed) {
 		t.Errorf("metrics\n Go   %v\n DDL  %v\n view %v", names, nullable, viewed)
 	}
-	var tr Trial
+	var tr record.Trial
 	if tr.SetOutcome("nope", nil) || tr.Outcome("nope") != nil {
 		t.Error("unknown metric accepted")
 	}
@@ -372,9 +373,9 @@ func (r *recorder) Insert(ctx context.Context, insertSQL string, cols []string, 
 	return nil
 }
 
-func (r *recorder) Query(ctx context.Context, sql string) (Table, error) {
+func (r *recorder) Query(ctx context.Context, sql string) (record.Table, error) {
 	r.log = append(r.log, sent{kind: "query", sql: sql})
-	return Table{}, nil
+	return record.Table{}, nil
 }
 
 func (r *recorder) Close() error {
@@ -493,16 +494,16 @@ func TestStoreSendsSharedSQL(t *testing.T) {
 func TestStoreJudgeSQL(t *testing.T) {
 	st, fc := recordingStore(t, "rb")
 	ctx := context.Background()
-	key := JudgeCacheKey{Scenario: "sc", TraceHash: "h", JudgeModel: "m", JudgePromptHash: "p"}
-	j := Judgement{SweepID: "s", TrialID: "t", ErrorDetection: 4, RetryDecision: 4, BackoffBehavior: 4,
-		EscalationCorrectness: 4, ContextPreservation: 4, Aggregate: 4, Recommendation: RecommendPass}
+	key := record.JudgeCacheKey{Scenario: "sc", TraceHash: "h", JudgeModel: "m", JudgePromptHash: "p"}
+	j := record.Judgement{SweepID: "s", TrialID: "t", ErrorDetection: 4, RetryDecision: 4, BackoffBehavior: 4,
+		EscalationCorrectness: 4, ContextPreservation: 4, Aggregate: 4, Recommendation: record.RecommendPass}
 	if err := st.PutJudgement(ctx, j); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.PutCachedJudgement(ctx, key, "{}"); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.EnqueueReview(ctx, ReviewItem{SweepID: "s", TrialID: "t", Reason: "r"}); err != nil {
+	if err := st.EnqueueReview(ctx, record.ReviewItem{SweepID: "s", TrialID: "t", Reason: "r"}); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = st.Judgements(ctx, "s")
@@ -533,11 +534,11 @@ func TestStoreJudgeSQL(t *testing.T) {
 }
 
 func TestMetricCellRates(t *testing.T) {
-	m := MetricCell{N: 4, Successes: 1, SumWeight: 8, SumWeightY: 2}
+	m := outcome.Cell{N: 4, Successes: 1, SumWeight: 8, SumWeightY: 2}
 	if m.Rate() != 0.25 || m.WeightedRate() != 0.25 {
 		t.Fatal(m.Rate(), m.WeightedRate())
 	}
-	var z MetricCell
+	var z outcome.Cell
 	if r := z.Rate(); r == r {
 		t.Fatal("rate of nothing tested is not NaN")
 	}

@@ -70,9 +70,9 @@ func planEstimate(ctx context.Context, conn *connection, path string, po estimat
 	st, openErr := openHistoryStore(ctx, conn)
 	if openErr == nil {
 		defer st.Close()
-		est, err = estimate.ForPlan(ctx, plan, st, "")
+		est, err = estimate.ForPlan(ctx, plan, st)
 	} else {
-		est, err = estimate.ForPlan(ctx, plan, nil, "")
+		est, err = estimate.ForPlan(ctx, plan, nil)
 		if err == nil {
 			est.NoStore(openErr)
 		}
@@ -97,7 +97,7 @@ func planEstimate(ctx context.Context, conn *connection, path string, po estimat
 // ClickHouse server, or an embedded store that already exists under
 // --data-dir (estimating never creates one).
 func openHistoryStore(ctx context.Context, conn *connection) (interface {
-	estimate.Querier
+	estimate.History
 	Close() error
 }, error) {
 	if conn.clickhouseDSN == "" {

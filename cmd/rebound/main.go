@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"rebound/internal/runner"
+	"rebound/results/record"
 	"rebound/results/replay"
 	"rebound/results/report"
 	"rebound/storage"
@@ -48,7 +49,7 @@ var silentUsage = usageError{errors.New("")}
 // real: an unknown sweep, trial, arm or schedule, a statement the store
 // refuses. Every command maps them to exit 2, whatever it was doing.
 var inputErrors = []error{
-	storage.ErrNotFound,
+	record.ErrNotFound,
 	storage.ErrStatement,
 	storage.ErrReadOnly,
 	report.ErrUnknownArm,

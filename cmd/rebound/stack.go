@@ -16,6 +16,7 @@ import (
 	"rebound/activities"
 	"rebound/internal/devstack"
 	"rebound/internal/runner"
+	"rebound/internal/sweepstatus"
 	"rebound/storage"
 	"rebound/workflows"
 )
@@ -83,7 +84,7 @@ func warnUnfinished(ctx context.Context, c client.Client, store storage.Store, d
 		return err
 	}
 	for _, sw := range sweeps {
-		if sw.Status == storage.SweepRunning && !seen[sw.SweepID] {
+		if sw.Status == sweepstatus.Running && !seen[sw.SweepID] {
 			status.linef("note: sweep %s is stored as running but its workflow is gone (orphaned); mark it with 'rebound sweep cancel %s'", sw.SweepID, sw.SweepID)
 		}
 	}

@@ -11,7 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"rebound/internal/runner"
-	"rebound/storage"
+	"rebound/internal/sweepstatus"
+	"rebound/results/record"
 )
 
 const sweepsAbout = `Lists stored sweeps, newest first, with what their workflows are doing.
@@ -69,16 +70,16 @@ func listSweeps(ctx context.Context, conn *connection, limit int, onlyRunning bo
 	if err != nil {
 		return err
 	}
-	var sweeps []storage.Sweep
+	var sweeps []record.Sweep
 	for _, s := range all {
-		if !onlyRunning || s.Status == storage.SweepRunning {
+		if !onlyRunning || s.Status == sweepstatus.Running {
 			sweeps = append(sweeps, s)
 		}
 	}
 	states := map[string]string{}
 	anyRunning := false
 	for _, s := range sweeps {
-		anyRunning = anyRunning || s.Status == storage.SweepRunning
+		anyRunning = anyRunning || s.Status == sweepstatus.Running
 	}
 	if anyRunning {
 		key, err := conn.redactionKey()
@@ -96,7 +97,7 @@ func listSweeps(ctx context.Context, conn *connection, limit int, onlyRunning bo
 		}
 		defer c.Close()
 		for _, s := range sweeps {
-			if s.Status != storage.SweepRunning {
+			if s.Status != sweepstatus.Running {
 				continue
 			}
 			st, err := runner.DescribeSweep(ctx, c, key, s.SweepID)

@@ -38,14 +38,36 @@ func TestCoreLinksNeitherTemporalNorClickHouse(t *testing.T) {
 
 // resultsPackages turn stored rows into numbers and documents: the
 // reports, the gate, the judge, replay and regrade. They run without a
-// Temporal cluster and read the store through package storage, so they link
-// neither Temporal nor the ClickHouse server driver (which only programs
-// that may open a server DSN link, by importing storage.ServerPackage).
+// Temporal cluster and read through interfaces that storage implements, so
+// they link neither Temporal nor the ClickHouse server driver (which only
+// programs that may open a server DSN link, by importing
+// storage.ServerPackage).
 var resultsPackages = []string{"./results/..."}
 
 func TestResultsLinkNeitherTemporalNorClickHouse(t *testing.T) {
 	for _, bad := range forbiddenDeps(t, resultsPackages...) {
 		t.Errorf("a results package links %s; orchestration stays in activities/, workflows/ and runner/, the server driver in %s", bad, storage.ServerPackage)
+	}
+}
+
+// The results own the records they read (results/record) and declare each
+// read they make as a small interface that storage.Store implements
+// (report.Source, replay.Source, regrade.Store, ...). No results package
+// links storage, so a report, a gate or a replay is built and tested from
+// records without a database, and storage's SQL is one implementation of
+// their reads rather than the definition of them.
+func TestResultsOwnTheirReadModel(t *testing.T) {
+	for _, pkg := range goListDeps(t, resultsPackages...) {
+		if pkg == "rebound/storage" || strings.HasPrefix(pkg, "rebound/storage/") {
+			t.Errorf("a results package links %s; declare the read as an interface over results/record types where it is used, and let storage implement it", pkg)
+		}
+	}
+	// The records are plain data: the outcome vocabulary and the standard
+	// library, nothing that could pull an engine or a driver in.
+	for _, pkg := range goListDeps(t, "./results/record") {
+		if strings.HasPrefix(pkg, "rebound/") && pkg != "rebound/results/record" && pkg != "rebound/core/outcome" {
+			t.Errorf("results/record links %s; it holds plain records, importing only core/outcome", pkg)
+		}
 	}
 }
 
@@ -62,9 +84,6 @@ func TestStorageLinksNoServerDriver(t *testing.T) {
 func TestJudgeIsPure(t *testing.T) {
 	for _, bad := range forbiddenDeps(t, "./results/judge") {
 		t.Errorf("results/judge links %s; storage belongs in results/judge/judgestore", bad)
-	}
-	if deps := goListDeps(t, "./results/judge"); slices.Contains(deps, "rebound/storage") {
-		t.Errorf("results/judge links rebound/storage; storage belongs in results/judge/judgestore")
 	}
 }
 

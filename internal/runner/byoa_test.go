@@ -21,7 +21,7 @@ import (
 	"rebound/core/scenario"
 	"rebound/core/world"
 	"rebound/internal/devstack/devstacktest"
-	"rebound/storage"
+	"rebound/results/record"
 	"rebound/workflows"
 )
 
@@ -196,7 +196,7 @@ arms:
 	if err != nil {
 		t.Fatal(err)
 	}
-	byKey := map[string]storage.Trial{}
+	byKey := map[string]record.Trial{}
 	for _, tr := range trials {
 		byKey[tr.Arm+"/"+tr.Scenario] = tr
 	}

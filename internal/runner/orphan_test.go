@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"rebound/internal/devstack/devstacktest"
+	"rebound/internal/sweepstatus"
+	"rebound/results/record"
 	"rebound/storage"
 )
 
 // An orphan (stored running, workflow gone) is recorded cancelled once; an
-// ended sweep keeps its status; an unknown one is storage.ErrNotFound.
+// ended sweep keeps its status; an unknown one is record.ErrNotFound.
 func TestCancelOrphan(t *testing.T) {
 	lib := devstacktest.ChDBLib(t)
 	ctx := context.Background()
@@ -24,9 +26,9 @@ func TestCancelOrphan(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	for _, sw := range []storage.Sweep{
-		{SweepID: "orphan-1", Name: "p", Status: storage.SweepRunning, CreatedAt: now},
-		{SweepID: "done-1", Name: "p", Status: storage.SweepCompleted, CreatedAt: now},
+	for _, sw := range []record.Sweep{
+		{SweepID: "orphan-1", Name: "p", Status: sweepstatus.Running, CreatedAt: now},
+		{SweepID: "done-1", Name: "p", Status: sweepstatus.Completed, CreatedAt: now},
 	} {
 		if err := store.PutSweep(ctx, sw); err != nil {
 			t.Fatal(err)
@@ -35,16 +37,16 @@ func TestCancelOrphan(t *testing.T) {
 	if ended, err := CancelOrphan(ctx, store, "orphan-1"); err != nil || ended != "" {
 		t.Fatalf("orphan: %q, %v", ended, err)
 	}
-	if sw, err := store.Sweep(ctx, "orphan-1"); err != nil || sw.Status != storage.SweepCancelled {
+	if sw, err := store.Sweep(ctx, "orphan-1"); err != nil || sw.Status != sweepstatus.Cancelled {
 		t.Fatalf("orphan after: %+v, %v", sw, err)
 	}
-	if ended, err := CancelOrphan(ctx, store, "orphan-1"); err != nil || ended != storage.SweepCancelled {
+	if ended, err := CancelOrphan(ctx, store, "orphan-1"); err != nil || ended != sweepstatus.Cancelled {
 		t.Fatalf("orphan again: %q, %v", ended, err)
 	}
-	if ended, err := CancelOrphan(ctx, store, "done-1"); err != nil || ended != storage.SweepCompleted {
+	if ended, err := CancelOrphan(ctx, store, "done-1"); err != nil || ended != sweepstatus.Completed {
 		t.Fatalf("completed: %q, %v", ended, err)
 	}
-	if _, err := CancelOrphan(ctx, store, "nobody"); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := CancelOrphan(ctx, store, "nobody"); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("unknown: %v", err)
 	}
 }

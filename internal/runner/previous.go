@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"rebound/internal/sweepstatus"
+	"rebound/results/record"
 	"rebound/storage"
 )
 
@@ -16,10 +18,10 @@ var ErrNoPreviousRun = errors.New("no previous run")
 // PreviousRun is the run before sweepID to compare it with: the last
 // completed run of the same schedule before it (a scheduled run), or the
 // last completed sweep of the same plan before it. An unknown sweepID is
-// storage.ErrNotFound.
+// record.ErrNotFound.
 func PreviousRun(ctx context.Context, store storage.Store, sweepID string) (string, error) {
 	sw, err := store.Sweep(ctx, sweepID)
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, record.ErrNotFound) {
 		return "", fmt.Errorf("no sweep %q in storage (list them with 'rebound sweeps'): %w", sweepID, err)
 	}
 	if err != nil {
@@ -31,7 +33,7 @@ func PreviousRun(ctx context.Context, store storage.Store, sweepID string) (stri
 	}
 	schedule, scheduled := ScheduleOf(sw.SweepID)
 	for _, s := range all {
-		if s.SweepID == sw.SweepID || s.Status != storage.SweepCompleted || !s.CreatedAt.Before(sw.CreatedAt) {
+		if s.SweepID == sw.SweepID || s.Status != sweepstatus.Completed || !s.CreatedAt.Before(sw.CreatedAt) {
 			continue
 		}
 		if scheduled {

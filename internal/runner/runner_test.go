@@ -30,7 +30,9 @@ import (
 	"rebound/internal/devstack"
 	"rebound/internal/devstack/devstacktest"
 	"rebound/internal/endpoint"
+	"rebound/internal/sweepstatus"
 	"rebound/results/judge"
+	"rebound/results/record"
 	"rebound/results/regrade"
 	"rebound/results/replay"
 	"rebound/results/report"
@@ -143,7 +145,7 @@ func TestQuickstartSweepEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sw.Status != storage.SweepCompleted || sw.TrialsPlanned != uint64(planned) {
+	if sw.Status != sweepstatus.Completed || sw.TrialsPlanned != uint64(planned) {
 		t.Fatalf("sweep row = %+v", sw)
 	}
 	cells, err := store.Cells(ctx, sweepID)
@@ -192,7 +194,7 @@ func TestQuickstartSweepEndToEnd(t *testing.T) {
 	v.UnsafeAction = &flipped
 	b, _ := json.Marshal(v)
 	tampered.Verdicts, tampered.UnsafeAction, tampered.GraderVersion = string(b), &flipped, 1
-	if err := store.WriteTrials(ctx, []storage.Trial{tampered}, nil); err != nil {
+	if err := store.WriteTrials(ctx, []record.Trial{tampered}, nil); err != nil {
 		t.Fatal(err)
 	}
 	rs, err := regrade.Sweep(ctx, store, sweepID, "", acts)
@@ -339,7 +341,7 @@ judge: {base_url: %q, model: judge-model}
 	if err != nil {
 		t.Fatal(err)
 	}
-	bySeed := map[uint64]storage.Trial{}
+	bySeed := map[uint64]record.Trial{}
 	for _, tr := range trials {
 		bySeed[tr.Seed] = tr
 	}
@@ -388,7 +390,7 @@ judge: {base_url: %q, model: judge-model}
 	}
 	// The recorded tool result said 8 units; the harness answers 7.
 	tampered.Recording = strings.ReplaceAll(tampered.Recording, `\"available\":7`, `\"available\":8`)
-	if err := store.WriteTrials(ctx, []storage.Trial{tampered}, calls); err != nil {
+	if err := store.WriteTrials(ctx, []record.Trial{tampered}, calls); err != nil {
 		t.Fatal(err)
 	}
 	r, err = replay.Trial(ctx, store, tampered.TrialID, replay.WithRedactionKey(testRedactionKey))

@@ -17,6 +17,8 @@ import (
 
 	"rebound/activities"
 	"rebound/core/scenario"
+	"rebound/internal/sweepstatus"
+	"rebound/results/record"
 	"rebound/storage"
 	"rebound/workflows"
 )
@@ -210,15 +212,15 @@ func specString(s *client.ScheduleSpec) string {
 
 // ScheduleRuns returns the stored sweeps of a schedule, newest first,
 // limited to n (all when n <= 0); completedOnly keeps finished runs.
-func ScheduleRuns(ctx context.Context, store storage.Store, name string, n int, completedOnly bool) ([]storage.Sweep, error) {
+func ScheduleRuns(ctx context.Context, store storage.Store, name string, n int, completedOnly bool) ([]record.Sweep, error) {
 	all, err := store.Sweeps(ctx, 0)
 	if err != nil {
 		return nil, err
 	}
 	prefix := ScheduledSweepPrefix(name)
-	var out []storage.Sweep
+	var out []record.Sweep
 	for _, sw := range all { // newest first
-		if !strings.HasPrefix(sw.SweepID, prefix) || (completedOnly && sw.Status != storage.SweepCompleted) {
+		if !strings.HasPrefix(sw.SweepID, prefix) || (completedOnly && sw.Status != sweepstatus.Completed) {
 			continue
 		}
 		out = append(out, sw)

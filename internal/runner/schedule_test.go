@@ -11,7 +11,8 @@ import (
 	"rebound/core/scenario"
 	"rebound/core/world"
 	"rebound/internal/devstack/devstacktest"
-	"rebound/storage"
+	"rebound/internal/sweepstatus"
+	"rebound/results/record"
 )
 
 // A schedule on a real dev server: triggered, its run is a normal sweep
@@ -47,8 +48,8 @@ func TestScheduleRunsASweep(t *testing.T) {
 	if err := TriggerSchedule(ctx, c, name); err != nil {
 		t.Fatal(err)
 	}
-	var run storage.Sweep
-	for run.Status != storage.SweepCompleted {
+	var run record.Sweep
+	for run.Status != sweepstatus.Completed {
 		if ctx.Err() != nil {
 			t.Fatalf("the triggered run did not complete: %+v", run)
 		}

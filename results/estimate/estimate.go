@@ -15,16 +15,18 @@ import (
 	"strings"
 
 	"rebound/core/scenario"
+	"rebound/results/record"
 	"rebound/stats"
-	"rebound/storage"
 )
 
 // HistoryLimit bounds the trials read per arm: the most recent ones.
 const HistoryLimit = 5000
 
-// Querier runs one SQL statement; storage.Store is one.
-type Querier interface {
-	Query(ctx context.Context, sql string) (storage.Table, error)
+// History is where past trials are read from: one SQL statement at a time,
+// in the database it names. storage.Store is one.
+type History interface {
+	Query(ctx context.Context, sql string) (record.Table, error)
+	Database() string
 }
 
 // Usage is what one recorded trial consumed.
@@ -121,10 +123,8 @@ func (e *Estimate) NoModelArms() bool {
 }
 
 // ForPlan projects plan from the recorded history q holds (q may be nil:
-// no store, no history); database is the store's database ("": the one q
-// names with a Database method, as a storage.Store does, else
-// storage.DefaultDatabase).
-func ForPlan(ctx context.Context, plan *scenario.Resolved, q Querier, database string) (*Estimate, error) {
+// no store, no history).
+func ForPlan(ctx context.Context, plan *scenario.Resolved, q History) (*Estimate, error) {
 	if len(plan.Arms) == 0 {
 		return nil, errors.New("estimate: the plan has no arms")
 	}
@@ -137,12 +137,6 @@ func ForPlan(ctx context.Context, plan *scenario.Resolved, q Querier, database s
 	for i, s := range plan.Scenarios {
 		scenarios[i] = s.Name
 	}
-	if d, ok := q.(interface{ Database() string }); ok && database == "" {
-		database = d.Database()
-	}
-	if database == "" {
-		database = storage.DefaultDatabase
-	}
 	var missing []string
 	for _, a := range plan.Arms {
 		arm := Arm{Name: a.Name, Trials: perArm, Key: historyKey(a)}
@@ -154,7 +148,7 @@ func ForPlan(ctx context.Context, plan *scenario.Resolved, q Querier, database s
 			}
 		}
 		if q != nil {
-			usage, err := armHistory(ctx, q, database, a, scenarios)
+			usage, err := armHistory(ctx, q, a, scenarios)
 			if err != nil {
 				return nil, fmt.Errorf("estimate: history of arm %q: %w", a.Name, err)
 			}
@@ -246,7 +240,7 @@ func quantile(sorted []float64, p float64) float64 {
 // agent) on the plan's scenarios, with what their model calls consumed.
 // Trials lost to attrition are left out: they say little about a completed
 // trial's cost. Deduplicated with FINAL (a retried activity writes twice).
-func armHistory(ctx context.Context, q Querier, db string, a scenario.Arm, scenarios []string) ([]Usage, error) {
+func armHistory(ctx context.Context, q History, a scenario.Arm, scenarios []string) ([]Usage, error) {
 	cond := "t.agent = " + quote(a.Agent)
 	if a.LLM != nil {
 		// The agent name of an LLM trial is llm:MODEL:PROMPT@HASH: any
@@ -272,7 +266,7 @@ LEFT JOIN
     SELECT sweep_id, trial_id, count() AS calls, sum(prompt_tokens) AS prompt_tokens, sum(completion_tokens) AS completion_tokens
     FROM %[1]s.model_calls FINAL
     GROUP BY sweep_id, trial_id
-) AS m ON t.sweep_id = m.sweep_id AND t.trial_id = m.trial_id`, ident(db), cond, strings.Join(names, ", "), HistoryLimit)
+) AS m ON t.sweep_id = m.sweep_id AND t.trial_id = m.trial_id`, ident(q.Database()), cond, strings.Join(names, ", "), HistoryLimit)
 	tab, err := q.Query(ctx, sql)
 	if err != nil {
 		return nil, err

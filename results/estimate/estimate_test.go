@@ -12,6 +12,7 @@ import (
 	"rebound/core/scenario"
 	"rebound/internal/devstack/devstacktest"
 	"rebound/internal/endpoint"
+	"rebound/results/record"
 	"rebound/stats"
 	"rebound/storage"
 )
@@ -50,7 +51,7 @@ func llmArm(name, model string, in, out float64) scenario.Arm {
 // Without a store: trials and cases are known, cost is not, and the limit
 // cannot refuse what it cannot project.
 func TestNoHistory(t *testing.T) {
-	e, err := ForPlan(context.Background(), plan(llmArm("a", "m1", 1, 2), scenario.Arm{Name: "b", Agent: "careful"}), nil, "")
+	e, err := ForPlan(context.Background(), plan(llmArm("a", "m1", 1, 2), scenario.Arm{Name: "b", Agent: "careful"}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,13 +138,13 @@ func TestHistoryOnClickHouse(t *testing.T) {
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var trials []storage.Trial
+	var trials []record.Trial
 	add := func(id, agent, scen string, attrition bool, cost float64, calls ...[2]uint64) {
-		trials = append(trials, storage.Trial{SweepID: "old", TrialID: id, Scenario: scen, Variant: "a", Arm: "x", Agent: agent, Seed: 1,
+		trials = append(trials, record.Trial{SweepID: "old", TrialID: id, Scenario: scen, Variant: "a", Arm: "x", Agent: agent, Seed: 1,
 			FaultClasses: []string{}, Weight: 1, Attrition: attrition, CostUSD: cost, Verdicts: "{}", FaultSchedule: "{}"})
 		for i, c := range calls {
 			for range 2 { // written twice: FINAL keeps one
-				if err := st.PutModelCall(ctx, storage.ModelCall{SweepID: "old", TrialID: id, Step: uint32(i + 1), Kind: "turn", PromptTokens: c[0], CompletionTokens: c[1]}); err != nil {
+				if err := st.PutModelCall(ctx, record.ModelCall{SweepID: "old", TrialID: id, Step: uint32(i + 1), Kind: "turn", PromptTokens: c[0], CompletionTokens: c[1]}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -170,7 +171,7 @@ func TestHistoryOnClickHouse(t *testing.T) {
 	// 0.001 + 0.001 = $0.002.
 	p := plan(llmArm("a", "m1", 1, 10), llmArm("new", "m2", 1, 1), scenario.Arm{Name: "c", Agent: "careful"})
 	p.MaxUSD = 0.01
-	e, err := ForPlan(ctx, p, st, "")
+	e, err := ForPlan(ctx, p, st)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"rebound/results/record"
 	"rebound/results/report"
-	"rebound/storage"
 )
 
 // nullTrials simulates two equal arms: scenario s has a difficulty p_s,
@@ -16,8 +16,8 @@ import (
 // deterministic, one outcome per case repeated on every seed. Weights are
 // 1, 2 or 5 per scenario. Each trial tests unsafe_action and
 // duplicate_side_effect independently at those rates.
-func nullTrials(rng *rand.Rand, scenarios, variants, seeds int, deterministic bool) []storage.Trial {
-	var out []storage.Trial
+func nullTrials(rng *rand.Rand, scenarios, variants, seeds int, deterministic bool) []record.Trial {
+	var out []record.Trial
 	weights := []float64{1, 2, 5}
 	for s := range scenarios {
 		ps := 0.05 + 0.9*rng.Float64()
@@ -31,7 +31,7 @@ func nullTrials(rng *rand.Rand, scenarios, variants, seeds int, deterministic bo
 						u1, u2 = rng.Float64() < pc, rng.Float64() < pc
 					}
 					a, b := u1, u2
-					out = append(out, storage.Trial{SweepID: "sw", Arm: arm, Scenario: fmt.Sprintf("s%03d", s), Variant: fmt.Sprintf("v%d", v),
+					out = append(out, record.Trial{SweepID: "sw", Arm: arm, Scenario: fmt.Sprintf("s%03d", s), Variant: fmt.Sprintf("v%d", v),
 						Seed: uint64(seed + 1), Weight: w, UnsafeAction: &a, DuplicateSideEffect: &b})
 				}
 			}

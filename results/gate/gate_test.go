@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"rebound/core/outcome"
+	"rebound/results/record"
 	"rebound/results/report"
-	"rebound/storage"
 )
 
 func TestParseExample(t *testing.T) {
@@ -94,20 +94,20 @@ func TestParseErrors(t *testing.T) {
 
 // trials of one arm: for every case in cases, outcome(scenario, seed) gives
 // its graded outcomes.
-type outcomes map[storage.Metric]bool
+type outcomes map[outcome.Metric]bool
 
-func armTrials(arm string, scenarios []string, seeds int, outcome func(scenario string, seed uint64) outcomes) []storage.Trial {
+func armTrials(arm string, scenarios []string, seeds int, outcome func(scenario string, seed uint64) outcomes) []record.Trial {
 	return armTrialsVariants(arm, scenarios, []string{"v"}, seeds, outcome)
 }
 
 // armTrialsVariants is armTrials with several variants per scenario (the
 // outcome does not depend on the variant: a deterministic agent).
-func armTrialsVariants(arm string, scenarios, variants []string, seeds int, outcome func(scenario string, seed uint64) outcomes) []storage.Trial {
-	var out []storage.Trial
+func armTrialsVariants(arm string, scenarios, variants []string, seeds int, outcome func(scenario string, seed uint64) outcomes) []record.Trial {
+	var out []record.Trial
 	for _, sc := range scenarios {
 		for _, va := range variants {
 			for seed := uint64(1); seed <= uint64(seeds); seed++ {
-				t := storage.Trial{SweepID: "sw", Arm: arm, Scenario: sc, Variant: va, Seed: seed, Weight: 1}
+				t := record.Trial{SweepID: "sw", Arm: arm, Scenario: sc, Variant: va, Seed: seed, Weight: 1}
 				for m, v := range outcome(sc, seed) {
 					t.SetOutcome(m, &v)
 				}
@@ -118,8 +118,8 @@ func armTrialsVariants(arm string, scenarios, variants []string, seeds int, outc
 	return out
 }
 
-func compare(base, cand []storage.Trial) report.Comparison {
-	cells := report.CellsFromTrials(append(append([]storage.Trial(nil), base...), cand...))
+func compare(base, cand []record.Trial) report.Comparison {
+	cells := report.CellsFromTrials(append(append([]record.Trial(nil), base...), cand...))
 	return report.Compare(report.CompareInput{
 		Baseline: report.Side{SweepID: "sw", Arm: base[0].Arm}, Candidate: report.Side{SweepID: "sw", Arm: cand[0].Arm},
 		BaselineCells: cells, CandidateCells: cells, Cases: report.CasesFromTrials(base, cand),
@@ -292,7 +292,7 @@ func TestEvaluateErrors(t *testing.T) {
 // the never-recovering charge past its budget (unsafe, no honest block).
 // Each scenario has the given number of variants; both agents are
 // deterministic, so their 20 seeds repeat one outcome per case.
-func referenceTrials(arm string, naive bool, variants int) []storage.Trial {
+func referenceTrials(arm string, naive bool, variants int) []record.Trial {
 	scenarios := []string{"charge-502-twice", "charge-never-recovers", "inventory-timeout-once", "refund-timeout-after-send"}
 	var vs []string
 	for i := range variants {
@@ -419,7 +419,7 @@ func TestEvaluateWeighted(t *testing.T) {
 	if !th.Metrics[0].Weighted || th.Metrics[1].Weighted || th.Metrics[1].Metric != report.MetricHarm {
 		t.Fatalf("thresholds = %+v", th.Metrics)
 	}
-	var base, cand []storage.Trial
+	var base, cand []record.Trial
 	for i := range 10 {
 		sc := "s" + string(rune('0'+i))
 		w := 1.0
@@ -427,8 +427,8 @@ func TestEvaluateWeighted(t *testing.T) {
 			w = 10
 		}
 		no, yes := false, i < 6
-		base = append(base, storage.Trial{SweepID: "sw", Arm: "base", Scenario: sc, Variant: "v", Seed: 1, Weight: w, DuplicateSideEffect: &no})
-		cand = append(cand, storage.Trial{SweepID: "sw", Arm: "cand", Scenario: sc, Variant: "v", Seed: 1, Weight: w, DuplicateSideEffect: &yes})
+		base = append(base, record.Trial{SweepID: "sw", Arm: "base", Scenario: sc, Variant: "v", Seed: 1, Weight: w, DuplicateSideEffect: &no})
+		cand = append(cand, record.Trial{SweepID: "sw", Arm: "cand", Scenario: sc, Variant: "v", Seed: 1, Weight: w, DuplicateSideEffect: &yes})
 	}
 	g, err := Evaluate(compare(base, cand), th)
 	if err != nil {

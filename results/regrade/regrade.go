@@ -20,7 +20,8 @@ import (
 	"rebound/core/scenario"
 	"rebound/core/trial"
 	"rebound/internal/redact"
-	"rebound/storage"
+	"rebound/internal/sweepstatus"
+	"rebound/results/record"
 )
 
 // Summary is what a regrade did.
@@ -55,11 +56,22 @@ type Keys interface {
 	Redactor(plan *scenario.Resolved) (*redact.Redactor, error)
 }
 
+// Store is what a regrade reads and writes: the stored sweep and its
+// trials, and the new sweep's trials and row. storage.Store implements it.
+type Store interface {
+	Sweep(ctx context.Context, id string) (record.Sweep, error)
+	EachTrial(ctx context.Context, sweepID string, sel record.TrialSelect, fn func(record.Trial) error) error
+	// WriteTrials and PutSweep are idempotent under retries (the latest
+	// write of a trial or sweep wins).
+	WriteTrials(ctx context.Context, trials []record.Trial, calls []record.ToolCall) error
+	PutSweep(ctx context.Context, sw record.Sweep) error
+}
+
 // Sweep regrades sweepID into a new sweep into (Into(sweepID) when empty).
 // keys must hold the redaction key the sweep was stored with, so the plan
 // opens and the scenario's own arguments hash like the stored ones. Writing
 // is idempotent: trial ids are derived from the new sweep's coordinates.
-func Sweep(ctx context.Context, store storage.Store, sweepID, into string, keys Keys) (Summary, error) {
+func Sweep(ctx context.Context, store Store, sweepID, into string, keys Keys) (Summary, error) {
 	if into == "" {
 		into = Into(sweepID)
 	}
@@ -91,7 +103,7 @@ func Sweep(ctx context.Context, store storage.Store, sweepID, into string, keys 
 	// sweep. The sweep row comes last, so a regrade cut short leaves no
 	// completed sweep behind (running it again rewrites the same rows).
 	const batch = 1000
-	var out []storage.Trial
+	var out []record.Trial
 	written := uint64(0)
 	flush := func() error {
 		if len(out) == 0 {
@@ -105,7 +117,7 @@ func Sweep(ctx context.Context, store storage.Store, sweepID, into string, keys 
 		return nil
 	}
 	arms := map[string]bool{}
-	err = store.EachTrial(ctx, sweepID, storage.TrialSelect{}, func(t storage.Trial) error {
+	err = store.EachTrial(ctx, sweepID, record.TrialSelect{}, func(t record.Trial) error {
 		old := t
 		oldArm := t.Arm + StoredSuffix
 		sum.Arms[t.Arm] = oldArm
@@ -161,9 +173,9 @@ func Sweep(ctx context.Context, store storage.Store, sweepID, into string, keys 
 		armList = append(armList, a)
 	}
 	sort.Strings(armList)
-	if err := store.PutSweep(ctx, storage.Sweep{
+	if err := store.PutSweep(ctx, record.Sweep{
 		SweepID: into, Name: sw.Name + " (regraded)", PlanHash: sw.PlanHash, PlanJSON: sw.PlanJSON,
-		TrialsPlanned: written, Arms: armList, Status: storage.SweepCompleted,
+		TrialsPlanned: written, Arms: armList, Status: sweepstatus.Completed,
 	}); err != nil {
 		return sum, err
 	}

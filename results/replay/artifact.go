@@ -10,15 +10,23 @@ import (
 	"rebound/core/grade"
 	"rebound/core/scenario"
 	"rebound/results/artifact"
-	"rebound/storage"
+	"rebound/results/record"
 )
+
+// Source is what a replay reads: a stored trial with its tool calls, and
+// its sweep (for the sealed plan). storage.Store implements it. An unknown
+// trial or sweep is record.ErrNotFound.
+type Source interface {
+	Trial(ctx context.Context, trialID string) (record.Trial, []record.ToolCall, error)
+	Sweep(ctx context.Context, id string) (record.Sweep, error)
+}
 
 // Artifact rebuilds a stored trial's failure artifact from its rows and the
 // sweep's stored plan (for the goal and the allowed tools): what the trial
-// did, without running it again. An unknown trial is storage.ErrNotFound.
-func Artifact(ctx context.Context, store storage.Store, trialID string) (artifact.Artifact, error) {
-	t, calls, err := store.Trial(ctx, trialID)
-	if errors.Is(err, storage.ErrNotFound) {
+// did, without running it again. An unknown trial is record.ErrNotFound.
+func Artifact(ctx context.Context, src Source, trialID string) (artifact.Artifact, error) {
+	t, calls, err := src.Trial(ctx, trialID)
+	if errors.Is(err, record.ErrNotFound) {
 		return artifact.Artifact{}, fmt.Errorf("no trial %q in storage (find one with 'rebound trials SWEEP_ID'): %w", trialID, err)
 	}
 	if err != nil {
@@ -43,7 +51,7 @@ func Artifact(ctx context.Context, store storage.Store, trialID string) (artifac
 	}
 	// The plan's public part names the goal and the tools; the sealed
 	// original is not needed (nor its key).
-	if sw, err := store.Sweep(ctx, t.SweepID); err == nil {
+	if sw, err := src.Sweep(ctx, t.SweepID); err == nil {
 		var plan scenario.Resolved
 		if json.Unmarshal([]byte(sw.PlanJSON), &plan) == nil {
 			if sc, ok := plan.Scenario(t.Scenario); ok {

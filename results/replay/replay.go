@@ -14,6 +14,7 @@ import (
 	"os"
 	armpkg "rebound/core/agent/arm"
 	"rebound/core/outcome"
+	"rebound/results/record"
 	"sort"
 
 	"rebound/core/agent/llm"
@@ -21,7 +22,6 @@ import (
 	"rebound/core/scenario"
 	"rebound/core/trial"
 	"rebound/internal/redact"
-	"rebound/storage"
 )
 
 // Result compares a stored trial with its replay.
@@ -56,13 +56,13 @@ func WithRedactionKey(key []byte) Option { return func(o *options) { o.redaction
 
 // Trial replays one stored trial. The stored plan is sealed with the
 // deployment's redaction key: replay needs the same key.
-func Trial(ctx context.Context, store storage.Store, trialID string, replayOpts ...Option) (Result, error) {
+func Trial(ctx context.Context, src Source, trialID string, replayOpts ...Option) (Result, error) {
 	o := options{redactionKey: []byte(os.Getenv(redact.EnvKey))}
 	for _, opt := range replayOpts {
 		opt(&o)
 	}
-	t, _, err := store.Trial(ctx, trialID)
-	if errors.Is(err, storage.ErrNotFound) {
+	t, _, err := src.Trial(ctx, trialID)
+	if errors.Is(err, record.ErrNotFound) {
 		return Result{}, fmt.Errorf("no trial %q in storage (find one with 'rebound trials SWEEP_ID'): %w", trialID, err)
 	}
 	if err != nil {
@@ -75,7 +75,7 @@ func Trial(ctx context.Context, store storage.Store, trialID string, replayOpts 
 	if err := json.Unmarshal([]byte(t.Verdicts), &res.Stored); err != nil {
 		return res, fmt.Errorf("trial %s: stored verdicts are unreadable: %w", trialID, err)
 	}
-	sw, err := store.Sweep(ctx, t.SweepID)
+	sw, err := src.Sweep(ctx, t.SweepID)
 	if err != nil {
 		return res, err
 	}

@@ -4,13 +4,13 @@ import (
 	"math"
 	"slices"
 
+	"rebound/results/record"
 	"rebound/stats"
-	"rebound/storage"
 )
 
 // The aggregated route of reports: ClickHouse sums per (arm, scenario,
 // metric) and per (arm, fault class, scenario, metric)
-// (storage.Store.ReportTotals), and the rates, clustered intervals and
+// (Source.ReportTotals), and the rates, clustered intervals and
 // weighted intervals are computed here from those sums with the totals
 // forms of package stats. It gives the numbers [BuildWith] gives from the
 // per-case cells (the integration test compares every number of the two
@@ -49,7 +49,7 @@ func (b *block) add(o *block) {
 
 // blocksOf groups totals rows (ordered by scenario within one arm and
 // group) into one block per scenario.
-func blocksOf(rows []storage.RateTotals) []*block {
+func blocksOf(rows []record.RateTotals) []*block {
 	var out []*block
 	for i := range rows {
 		r := &rows[i]
@@ -159,8 +159,8 @@ type TotalsOptions struct {
 }
 
 // BuildFromTotals is [BuildWith] from the sums ClickHouse computed
-// (storage.Store.ReportTotals).
-func BuildFromTotals(sw storage.Sweep, stored uint64, t storage.ReportTotals, opt TotalsOptions) Summary {
+// (Source.ReportTotals).
+func BuildFromTotals(sw record.Sweep, stored uint64, t record.ReportTotals, opt TotalsOptions) Summary {
 	conf := opt.Confidence
 	if conf == 0 {
 		conf = Confidence

@@ -8,16 +8,16 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"rebound/results/record"
 	"rebound/stats"
-	"rebound/storage"
 )
 
 // CompareTotalsInput is what [CompareFromTotals] needs: the sides and the
-// sums ClickHouse computed for them (storage.Store.CompareTotals), with the
+// sums ClickHouse computed for them (Source.CompareTotals), with the
 // options of [CompareInput].
 type CompareTotalsInput struct {
 	Baseline, Candidate Side
-	Totals              storage.CompareTotals
+	Totals              record.CompareTotals
 	// FaultClasses: the totals hold the rows by fault class (fill
 	// ByFaultClass).
 	FaultClasses  bool
@@ -85,8 +85,8 @@ func CompareFromTotals(in CompareTotalsInput) Comparison {
 	// metric, scenario, variant) each (kind, name, metric) is a run of
 	// rows, used in place: at a million trials there are ~70,000.
 	nm := len(metricNames())
-	overall := make([][]storage.PairTotals, nm)
-	classes := map[string][][]storage.PairTotals{}
+	overall := make([][]record.PairTotals, nm)
+	classes := map[string][][]record.PairTotals{}
 	for lo := 0; lo < len(t.Pairs); {
 		r := &t.Pairs[lo]
 		hi := lo + 1
@@ -111,7 +111,7 @@ func CompareFromTotals(in CompareTotalsInput) Comparison {
 				continue
 			}
 			if classes[r.Name] == nil {
-				classes[r.Name] = make([][]storage.PairTotals, nm)
+				classes[r.Name] = make([][]record.PairTotals, nm)
 			}
 			c := classes[r.Name]
 			if c[j] == nil {
@@ -141,7 +141,7 @@ func CompareFromTotals(in CompareTotalsInput) Comparison {
 		}})
 	}
 	// groupJobs fills g's metrics from rowsOf(j), the rows of metric j.
-	groupJobs := func(g *GroupDiff, rowsOf func(j int) []storage.PairTotals) {
+	groupJobs := func(g *GroupDiff, rowsOf func(j int) []record.PairTotals) {
 		g.Metrics = make([]MetricDiff, nm)
 		for j := range nm {
 			rows := rowsOf(j)
@@ -171,7 +171,7 @@ func CompareFromTotals(in CompareTotalsInput) Comparison {
 		}
 		for i := range out.ByScenario {
 			g := &out.ByScenario[i]
-			groupJobs(g, func(j int) []storage.PairTotals { return scenarioRows(overall[j], g.Name) })
+			groupJobs(g, func(j int) []record.PairTotals { return scenarioRows(overall[j], g.Name) })
 		}
 	}
 	if in.FaultClasses {
@@ -185,7 +185,7 @@ func CompareFromTotals(in CompareTotalsInput) Comparison {
 		for i := range out.ByFaultClass {
 			g := &out.ByFaultClass[i]
 			rows := classes[g.Name]
-			groupJobs(g, func(j int) []storage.PairTotals { return rows[j] })
+			groupJobs(g, func(j int) []record.PairTotals { return rows[j] })
 		}
 	}
 	runParallel(jobs)
@@ -246,7 +246,7 @@ func ungradedReason(attrition uint64) string {
 }
 
 // scenarioRows returns the rows of one scenario (rows sorted by scenario).
-func scenarioRows(rows []storage.PairTotals, sc string) []storage.PairTotals {
+func scenarioRows(rows []record.PairTotals, sc string) []record.PairTotals {
 	lo := 0
 	for lo < len(rows) && rows[lo].Scenario < sc {
 		lo++
@@ -267,7 +267,7 @@ type totalsPairer struct {
 // clusters turns the rows of one metric (sorted by scenario, variant) into
 // the decision's clusters, unweighted and weighted, and the clusters by
 // scenario (unweighted), each in the order of first appearance.
-func (p *totalsPairer) clusters(rows []storage.PairTotals) (u, w, s []stats.PairedClusterTotal) {
+func (p *totalsPairer) clusters(rows []record.PairTotals) (u, w, s []stats.PairedClusterTotal) {
 	last := "" // the scenario of the last row used
 	for i, r := range rows {
 		if r.Pairs == 0 {
@@ -298,7 +298,7 @@ func (p *totalsPairer) clusters(rows []storage.PairTotals) (u, w, s []stats.Pair
 
 // bootTotals returns, per decision cluster, Σ(b − a) and the pair count,
 // Σw(b − a) and Σw: what the cluster bootstrap of Δ and Δw resamples.
-func (p *totalsPairer) bootTotals(rows []storage.PairTotals) (num, den, wnum, wden []float64) {
+func (p *totalsPairer) bootTotals(rows []record.PairTotals) (num, den, wnum, wden []float64) {
 	u, w, _ := p.clusters(rows)
 	for c := range u {
 		num = append(num, u[c].SumWD)
@@ -310,7 +310,7 @@ func (p *totalsPairer) bootTotals(rows []storage.PairTotals) (num, den, wnum, wd
 }
 
 // diff is pairer.diff over the rows of one metric of a group.
-func (p *totalsPairer) diff(rows []storage.PairTotals, j int, inGroup bool) MetricDiff {
+func (p *totalsPairer) diff(rows []record.PairTotals, j int, inGroup bool) MetricDiff {
 	metric := metricNames()[j]
 	d := MetricDiff{Metric: metric, HigherIsBetter: HigherIsBetter(metric)}
 	var tab stats.Table2x2

@@ -16,6 +16,7 @@ import (
 	"rebound/core/scenario"
 	"rebound/core/world"
 	"rebound/internal/devstack/devstacktest"
+	"rebound/results/record"
 	"rebound/storage"
 	"rebound/workflows"
 )
@@ -172,8 +173,8 @@ func TestAggregatedReportsEqualPerCase(t *testing.T) {
 				in.Cases = nil
 			}
 			want := Compare(in)
-			tot, err := st.CompareTotals(ctx, storage.CompareSide{SweepID: c.base.SweepID, Arm: c.base.Arm},
-				storage.CompareSide{SweepID: c.cand.SweepID, Arm: c.cand.Arm}, !c.noClasses, NoFault)
+			tot, err := st.CompareTotals(ctx, record.CompareSide{SweepID: c.base.SweepID, Arm: c.base.Arm},
+				record.CompareSide{SweepID: c.cand.SweepID, Arm: c.cand.Arm}, !c.noClasses, NoFault)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -206,7 +207,7 @@ func copyWithDuplicates(t *testing.T, st storage.Store, from, to string) {
 	if err := st.PutSweep(ctx, sw); err != nil {
 		t.Fatal(err)
 	}
-	var out []storage.Trial
+	var out []record.Trial
 	for i, tr := range trials {
 		tr.SweepID = to
 		out = append(out, tr)
@@ -272,8 +273,8 @@ func copyWithAttrition(t *testing.T, st storage.Store, from, to string) {
 	}
 }
 
-func armTrials(trials []storage.Trial, arm string) []storage.Trial {
-	var out []storage.Trial
+func armTrials(trials []record.Trial, arm string) []record.Trial {
+	var out []record.Trial
 	for _, t := range trials {
 		if t.Arm == arm {
 			out = append(out, t)

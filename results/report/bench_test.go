@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"rebound/core/outcome"
-	"rebound/storage"
+	"rebound/results/record"
 )
 
 // The Go side of the report and compare pipeline over 1,000,000 trials, from
@@ -25,7 +25,7 @@ import (
 var faultClassNames = []string{"transient", "rate_limited", "timeout_after_send", "timeout_before_send", "unavailable", "corrupt_output"}
 
 type synth struct {
-	cells []storage.Cell
+	cells []record.Cell
 	cases map[Key]Case
 }
 
@@ -37,7 +37,7 @@ func million(b *testing.B) *synth {
 	}
 	const scenarios, variants, seeds = 1000, 10, 50
 	rng := rand.New(rand.NewPCG(1, 2))
-	s := &synth{cells: make([]storage.Cell, 0, 2*scenarios*variants*seeds), cases: map[Key]Case{}}
+	s := &synth{cells: make([]record.Cell, 0, 2*scenarios*variants*seeds), cases: map[Key]Case{}}
 	for _, arm := range []string{"base", "cand"} {
 		for sc := range scenarios {
 			name := fmt.Sprintf("scenario-%04d", sc)
@@ -49,18 +49,18 @@ func million(b *testing.B) *synth {
 			for v := range variants {
 				variant := fmt.Sprintf("v%d", v)
 				for seed := uint64(1); seed <= seeds; seed++ {
-					c := storage.Cell{Arm: arm, Scenario: name, Variant: variant, Seed: seed, Trials: 1,
-						Metrics: make(map[storage.Metric]storage.MetricCell, len(outcome.Stored))}
+					c := record.Cell{Arm: arm, Scenario: name, Variant: variant, Seed: seed, Trials: 1,
+						Metrics: make(map[outcome.Metric]outcome.Cell, len(outcome.Stored))}
 					for i, m := range outcome.Stored {
 						if rng.IntN(10) == 0 && i > 0 { // 10% NOT TESTED
-							c.Metrics[m] = storage.MetricCell{}
+							c.Metrics[m] = outcome.Cell{}
 							continue
 						}
 						y := 0.0
 						if rng.Float64() < p {
 							y = 1
 						}
-						c.Metrics[m] = storage.MetricCell{N: 1, Successes: uint64(y), SumWeight: w, SumWeightY: w * y}
+						c.Metrics[m] = outcome.Cell{N: 1, Successes: uint64(y), SumWeight: w, SumWeightY: w * y}
 					}
 					s.cells = append(s.cells, c)
 					if arm == "base" {
@@ -96,7 +96,7 @@ func loop(b *testing.B, f func()) {
 
 func BenchmarkBuild1M(b *testing.B) {
 	s := million(b)
-	sw := storage.Sweep{SweepID: "bench", Arms: []string{"base", "cand"}}
+	sw := record.Sweep{SweepID: "bench", Arms: []string{"base", "cand"}}
 	loop(b, func() {
 		sum := BuildWith(sw, uint64(len(s.cells)), s.cells, Options{Cases: s.cases})
 		if c, _ := sum.Metric("cand", "recovered"); c.N != 500000 || c.Clusters != 1000 {

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"rebound/core/outcome"
+	"rebound/results/record"
 	"rebound/stats"
-	"rebound/storage"
 )
 
 // Confidence is the default level of every interval in reports.
@@ -24,7 +24,7 @@ type Key struct {
 	Seed     uint64
 }
 
-func keyOf(c *storage.Cell) Key { return Key{c.Scenario, c.Variant, c.Seed} }
+func keyOf(c *record.Cell) Key { return Key{c.Scenario, c.Variant, c.Seed} }
 
 func compareKeys(a, b Key) int {
 	if c := strings.Compare(a.Scenario, b.Scenario); c != 0 {
@@ -54,8 +54,8 @@ type Case struct {
 // trials (any arms, any sweeps): the union over the trials of a case, sorted.
 //
 // This reads whole trial rows; a sweep of a million trials is better served
-// by a fault_classes column on storage.Cells (see the package docs).
-func CasesFromTrials(trials ...[]storage.Trial) map[Key]Case {
+// by a fault_classes column on storage's Store.Cells (see the package docs).
+func CasesFromTrials(trials ...[]record.Trial) map[Key]Case {
 	out := map[Key]Case{}
 	for _, list := range trials {
 		for i := range list {
@@ -76,7 +76,7 @@ func CasesFromTrials(trials ...[]storage.Trial) map[Key]Case {
 
 // CasesFromFaults builds the cases from storage's SQL aggregation
 // (Store.CaseFaults): the scalable route to the fault-class breakdown.
-func CasesFromFaults(rows []storage.CaseFaults) map[Key]Case {
+func CasesFromFaults(rows []record.CaseFaults) map[Key]Case {
 	out := make(map[Key]Case, len(rows))
 	for _, r := range rows {
 		out[Key{r.Scenario, r.Variant, r.Seed}] = Case{FaultClasses: r.FaultClasses}
@@ -87,7 +87,7 @@ func CasesFromFaults(rows []storage.CaseFaults) map[Key]Case {
 // ScenarioHashes maps each scenario of the trials to the hash of its file;
 // a scenario run from two different files maps to "mixed". Comparing two
 // sweeps pairs cases by name, so a changed scenario file is worth a warning.
-func ScenarioHashes(trials []storage.Trial) map[string]string {
+func ScenarioHashes(trials []record.Trial) map[string]string {
 	out := map[string]string{}
 	for i := range trials {
 		t := &trials[i]
@@ -101,15 +101,15 @@ func ScenarioHashes(trials []storage.Trial) map[string]string {
 }
 
 // CellsFromTrials aggregates trials per (arm, scenario, variant, seed) the
-// way storage.Store.Cells does in SQL, ordered the same way. It is meant for
+// way storage's Store.Cells does in SQL, ordered the same way. It is meant for
 // tests and small in-memory data; sweeps are aggregated by ClickHouse.
-func CellsFromTrials(trials []storage.Trial) []storage.Cell {
+func CellsFromTrials(trials []record.Trial) []record.Cell {
 	type key struct {
 		arm string
 		Key
 	}
 	idx := map[key]int{}
-	var cells []storage.Cell
+	var cells []record.Cell
 	for i := range trials {
 		t := &trials[i]
 		k := key{t.Arm, Key{t.Scenario, t.Variant, t.Seed}}
@@ -117,8 +117,8 @@ func CellsFromTrials(trials []storage.Trial) []storage.Cell {
 		if !ok {
 			j = len(cells)
 			idx[k] = j
-			cells = append(cells, storage.Cell{Arm: t.Arm, Scenario: t.Scenario, Variant: t.Variant, Seed: t.Seed,
-				Metrics: make(map[storage.Metric]storage.MetricCell, len(outcome.Stored))})
+			cells = append(cells, record.Cell{Arm: t.Arm, Scenario: t.Scenario, Variant: t.Variant, Seed: t.Seed,
+				Metrics: make(map[outcome.Metric]outcome.Cell, len(outcome.Stored))})
 		}
 		c := &cells[j]
 		c.Trials++
@@ -221,7 +221,7 @@ func untested() Cell {
 		Weighted: nan, WeightedSE: nan, WeightedLo: nan, WeightedHi: nan}
 }
 
-// counts is one metric of one cell, flattened out of storage.Cell's map.
+// counts is one metric of one cell, flattened out of record.Cell's map.
 type counts struct {
 	n, k    uint32
 	sw, swy float64
@@ -232,7 +232,7 @@ type counts struct {
 // is what keeps a report of a million trials within a few seconds.
 type row [10]counts
 
-func metricPos(m storage.Metric) int {
+func metricPos(m outcome.Metric) int {
 	for i, name := range metricNames() {
 		if string(m) == name {
 			return i
@@ -241,7 +241,7 @@ func metricPos(m storage.Metric) int {
 	return -1
 }
 
-func flatten(cells []storage.Cell) []row {
+func flatten(cells []record.Cell) []row {
 	rows := make([]row, len(cells))
 	for i := range cells {
 		for m, mc := range cells[i].Metrics {
@@ -257,13 +257,13 @@ func flatten(cells []storage.Cell) []row {
 // million trials cost a few slices, not millions of allocations.
 type rater struct {
 	conf     float64
-	cells    []storage.Cell
+	cells    []record.Cell
 	rows     []row
 	outcomes []stats.Outcome
 	weighted []stats.WeightedObs
 }
 
-func newRater(conf float64, cells []storage.Cell) *rater {
+func newRater(conf float64, cells []record.Cell) *rater {
 	return &rater{conf: conf, cells: cells, rows: flatten(cells)}
 }
 

@@ -9,23 +9,23 @@ import (
 	"testing"
 
 	"rebound/core/outcome"
-	"rebound/storage"
+	"rebound/results/record"
 )
 
 // deterministicCopies: ten cases (one variant each) of ten scenarios, 50
 // seeds each; both arms deterministic. The candidate duplicates a side effect
 // on every seed of case s0 only. The old iid decision saw 50 discordant pairs
 // all one way (McNemar p ≈ 1.8e-15); the evidence is one case of ten.
-func deterministicCopies() (base, cand []storage.Cell) {
+func deterministicCopies() (base, cand []record.Cell) {
 	for i := range 10 {
 		sc := fmt.Sprintf("s%d", i)
 		for seed := uint64(1); seed <= 50; seed++ {
-			base = append(base, cell("base", sc, "v", seed, 1, map[storage.Metric]int{rec: 1, dup: 0}))
+			base = append(base, cell("base", sc, "v", seed, 1, map[outcome.Metric]int{rec: 1, dup: 0}))
 			d := 0
 			if i == 0 {
 				d = 1
 			}
-			cand = append(cand, cell("cand", sc, "v", seed, 1, map[storage.Metric]int{rec: 1, dup: d}))
+			cand = append(cand, cell("cand", sc, "v", seed, 1, map[outcome.Metric]int{rec: 1, dup: d}))
 		}
 	}
 	return base, cand
@@ -72,12 +72,12 @@ func TestCompareSeedsAreRepeatedMeasures(t *testing.T) {
 // cases moved the same way (p = 1/16); by scenario there are two clusters,
 // one of which moved: its total flips to ±5 either way, p = 1.
 func TestCompareGeneralize(t *testing.T) {
-	var base, cand []storage.Cell
+	var base, cand []record.Cell
 	for s := range 2 {
 		for v := range 5 {
 			sc, va := fmt.Sprintf("s%d", s), fmt.Sprintf("v%d", v)
-			base = append(base, cell("base", sc, va, 1, 1, map[storage.Metric]int{dup: 0}))
-			cand = append(cand, cell("cand", sc, va, 1, 1, map[storage.Metric]int{dup: 1 - s}))
+			base = append(base, cell("base", sc, va, 1, 1, map[outcome.Metric]int{dup: 0}))
+			cand = append(cand, cell("cand", sc, va, 1, 1, map[outcome.Metric]int{dup: 1 - s}))
 		}
 	}
 	byCase := compareCells(base, cand)
@@ -109,14 +109,14 @@ func TestCompareGeneralize(t *testing.T) {
 // Cluster residuals E_c = Σw·d − Δw·Σw: a 10 − 6.875 = 3.125; b −1 − 1.375 = −2.375;
 // c 2 − 2.75 = −0.75. Σ E² = 9.765625 + 5.640625 + 0.5625 = 15.96875.
 // SE = √(3/2 · 15.96875)/16 = √23.953125/16.
-func weightedCells() (base, cand []storage.Cell) {
+func weightedCells() (base, cand []record.Cell) {
 	weights := map[string]float64{"a": 5, "b": 1, "c": 2}
 	bd := map[string][2]int{"a": {0, 0}, "b": {1, 0}, "c": {0, 0}}
 	cd := map[string][2]int{"a": {1, 1}, "b": {0, 0}, "c": {1, 0}}
 	for _, sc := range []string{"a", "b", "c"} {
 		for seed := uint64(1); seed <= 2; seed++ {
-			base = append(base, cell("base", sc, "v", seed, weights[sc], map[storage.Metric]int{dup: bd[sc][seed-1]}))
-			cand = append(cand, cell("cand", sc, "v", seed, weights[sc], map[storage.Metric]int{dup: cd[sc][seed-1]}))
+			base = append(base, cell("base", sc, "v", seed, weights[sc], map[outcome.Metric]int{dup: bd[sc][seed-1]}))
+			cand = append(cand, cell("cand", sc, "v", seed, weights[sc], map[outcome.Metric]int{dup: cd[sc][seed-1]}))
 		}
 	}
 	return base, cand
@@ -175,11 +175,11 @@ func TestCompareWeightedByHand(t *testing.T) {
 // weight changes nothing.
 func TestCompareWeightedProperties(t *testing.T) {
 	base, cand := weightedCells()
-	scale := func(cells []storage.Cell, f func(sc string) float64) []storage.Cell {
-		out := make([]storage.Cell, len(cells))
+	scale := func(cells []record.Cell, f func(sc string) float64) []record.Cell {
+		out := make([]record.Cell, len(cells))
 		for i, c := range cells {
 			out[i] = c
-			out[i].Metrics = map[storage.Metric]storage.MetricCell{}
+			out[i].Metrics = map[outcome.Metric]outcome.Cell{}
 			for m, mc := range c.Metrics {
 				w := f(c.Scenario)
 				if mc.N > 0 {
@@ -216,14 +216,14 @@ func TestCompareWeightedProperties(t *testing.T) {
 // are).
 func TestHarmFromTrials(t *testing.T) {
 	T, F := true, false
-	trials := []storage.Trial{
+	trials := []record.Trial{
 		{Arm: "a", Scenario: "s", Variant: "v", Seed: 1, Weight: 2, UnsafeAction: &F, FabricatedClaim: &T},
 		{Arm: "a", Scenario: "s", Variant: "v", Seed: 2, Weight: 2, UnsafeAction: &F, DuplicateSideEffect: &F},
 		{Arm: "a", Scenario: "s", Variant: "v", Seed: 3, Weight: 2, Recovered: &T},
 		{Arm: "a", Scenario: "s", Variant: "v", Seed: 4, Weight: 2, UnsafeAction: &T, Attrition: true},
 	}
 	cells := CellsFromTrials(trials)
-	want := []storage.MetricCell{{N: 1, Successes: 1, SumWeight: 2, SumWeightY: 2}, {N: 1, SumWeight: 2}, {}, {}}
+	want := []outcome.Cell{{N: 1, Successes: 1, SumWeight: 2, SumWeightY: 2}, {N: 1, SumWeight: 2}, {}, {}}
 	for i, c := range cells {
 		if got := c.Metrics[outcome.Harm]; got != want[i] {
 			t.Errorf("seed %d harm = %+v, want %+v", c.Seed, got, want[i])
@@ -236,8 +236,8 @@ func TestHarmFromTrials(t *testing.T) {
 func TestSummaryVariation(t *testing.T) {
 	base, cand := deterministicCopies()
 	// One candidate seed differs: that case varies.
-	cand[3] = cell("cand", "s0", "v", 4, 1, map[storage.Metric]int{rec: 0, dup: 1})
-	s := Build(storage.Sweep{SweepID: "sw", Arms: []string{"base", "cand"}}, 1000, append(base, cand...))
+	cand[3] = cell("cand", "s0", "v", 4, 1, map[outcome.Metric]int{rec: 0, dup: 1})
+	s := Build(record.Sweep{SweepID: "sw", Arms: []string{"base", "cand"}}, 1000, append(base, cand...))
 	if v := s.Arms[0].Variation; !v.Constant() || v.Cases != 10 {
 		t.Errorf("base variation %+v, want 10 of 10 constant", v)
 	}

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"sort"
 
+	"rebound/results/record"
 	"rebound/stats"
-	"rebound/storage"
 )
 
 // Directions of a paired difference, from the candidate's point of view.
@@ -31,7 +31,7 @@ func (s Side) String() string { return s.Arm + " (sweep " + s.SweepID + ")" }
 // cells of two sweeps.
 type CompareInput struct {
 	Baseline, Candidate           Side
-	BaselineCells, CandidateCells []storage.Cell
+	BaselineCells, CandidateCells []record.Cell
 	// Cases gives fault classes per case (optional; see CasesFromTrials).
 	Cases map[Key]Case
 	// BaselineHashes and CandidateHashes map scenario to file hash (optional;
@@ -263,7 +263,7 @@ func (c *Comparison) filter(dir string) []MetricDiff {
 }
 
 // armCells returns the indices of arm's cells sorted by case key.
-func armCells(cells []storage.Cell, arm string) []int32 {
+func armCells(cells []record.Cell, arm string) []int32 {
 	var idx []int32
 	sorted := true
 	for i := range cells {
@@ -293,7 +293,7 @@ func (r *row) graded() bool {
 }
 
 // ungraded says why a cell has no tested metric.
-func ungraded(c *storage.Cell) string {
+func ungraded(c *record.Cell) string {
 	if c.Attrition > 0 {
 		return "lost to attrition (provider failure)"
 	}
@@ -361,13 +361,13 @@ func Compare(in CompareInput) Comparison {
 // graded on both sides is a pair; every other one is listed as unmatched,
 // with the side that has it. multi counts pairs holding more than one
 // trial per arm.
-func pairCases(out *Comparison, ac, bc []storage.Cell, ai, bi []int32, ra, rb []row) (pairs []pair, multi int) {
-	unmatched := func(c *storage.Cell, side, reason string) {
+func pairCases(out *Comparison, ac, bc []record.Cell, ai, bi []int32, ra, rb []row) (pairs []pair, multi int) {
+	unmatched := func(c *record.Cell, side, reason string) {
 		out.Unmatched = append(out.Unmatched, Unmatched{Key: keyOf(c), Side: side, Reason: reason})
 	}
 	i, j := 0, 0
 	for i < len(ai) || j < len(bi) {
-		var ca, cb *storage.Cell
+		var ca, cb *record.Cell
 		if i < len(ai) {
 			ca = &ac[ai[i]]
 		}
@@ -421,7 +421,7 @@ func pairCases(out *Comparison, ac, bc []storage.Cell, ai, bi []int32, ra, rb []
 
 // countTrials totals each arm's trials and attrition, and warns when
 // attrition could bias the comparison.
-func countTrials(out *Comparison, ac, bc []storage.Cell, ai, bi []int32) {
+func countTrials(out *Comparison, ac, bc []record.Cell, ai, bi []int32) {
 	for _, k := range ai {
 		out.BaselineTrials += int(ac[k].Trials)
 		out.BaselineAttrition += int(ac[k].Attrition)
@@ -454,7 +454,7 @@ func metricDiffs(pc *pairer, pairs []pair, in CompareInput) []MetricDiff {
 
 // breakdowns groups the pairs by scenario (they sort by scenario first) and,
 // when the cases' fault classes are known, by fault class.
-func breakdowns(pc *pairer, pairs []pair, ac []storage.Cell, caseFaults map[Key]Case) (byScenario, byFaultClass []GroupDiff) {
+func breakdowns(pc *pairer, pairs []pair, ac []record.Cell, caseFaults map[Key]Case) (byScenario, byFaultClass []GroupDiff) {
 	for lo := 0; lo < len(pairs); {
 		hi := lo
 		for hi < len(pairs) && ac[pairs[hi].a].Scenario == ac[pairs[lo].a].Scenario {
@@ -533,7 +533,7 @@ func (k caseKey) String() string { return k.scenario + "\x1f" + k.variant }
 
 // rowVariation counts, per arm, the cases with two or more paired seeds whose
 // outcomes (every metric) never varied.
-func rowVariation(pairs []pair, ac []storage.Cell, ra, rb []row, bufA, bufB *[]stats.CaseOutcome) (stats.ArmVariation, stats.ArmVariation) {
+func rowVariation(pairs []pair, ac []record.Cell, ra, rb []row, bufA, bufB *[]stats.CaseOutcome) (stats.ArmVariation, stats.ArmVariation) {
 	// Pairs are sorted by (scenario, variant, seed): cases are contiguous.
 	var va, vb stats.ArmVariation
 	for lo := 0; lo < len(pairs); {
@@ -575,8 +575,8 @@ func sameOutcomes(x, y *row) bool {
 // pairer computes MetricDiffs, reusing buffers of paired observations.
 type pairer struct {
 	conf   float64
-	a      []storage.Cell // the baseline's cells, for the scenario of a pair
-	ra, rb []row          // the metrics of the baseline's and candidate's cells
+	a      []record.Cell // the baseline's cells, for the scenario of a pair
+	ra, rb []row         // the metrics of the baseline's and candidate's cells
 	unit   string
 	obs    []stats.PairedObs    // the decision's clusters, iid figures
 	wobs   []stats.WeightedPair // the decision's clusters, weights
@@ -590,7 +590,7 @@ type pairer struct {
 }
 
 // caseKeyOf returns the (interned) key of a cell's case.
-func (p *pairer) caseKeyOf(c *storage.Cell) string {
+func (p *pairer) caseKeyOf(c *record.Cell) string {
 	if p.keys == nil {
 		p.keys = map[caseKey]string{}
 	}

@@ -5,30 +5,30 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"math"
+	"rebound/core/outcome"
+	"rebound/results/record"
 	"regexp"
 	"strings"
 	"testing"
-
-	"rebound/storage"
 )
 
 // tenCases returns ten one-case scenarios s0..s9; the candidate duplicates
 // a side effect on the first dups of them, the baseline never does; both
 // recover everywhere.
-func tenCases(dups int) (base, cand []storage.Cell) {
+func tenCases(dups int) (base, cand []record.Cell) {
 	for i := range 10 {
 		sc := "s" + string(rune('0'+i))
-		base = append(base, cell("base", sc, "v", 1, 1, map[storage.Metric]int{rec: 1, dup: 0}))
+		base = append(base, cell("base", sc, "v", 1, 1, map[outcome.Metric]int{rec: 1, dup: 0}))
 		d := 0
 		if i < dups {
 			d = 1
 		}
-		cand = append(cand, cell("cand", sc, "v", 1, 1, map[storage.Metric]int{rec: 1, dup: d}))
+		cand = append(cand, cell("cand", sc, "v", 1, 1, map[outcome.Metric]int{rec: 1, dup: d}))
 	}
 	return base, cand
 }
 
-func compareCells(base, cand []storage.Cell) Comparison {
+func compareCells(base, cand []record.Cell) Comparison {
 	return Compare(CompareInput{
 		Baseline: Side{"sw", "base"}, Candidate: Side{"sw", "cand"},
 		BaselineCells: base, CandidateCells: cand,
@@ -114,18 +114,18 @@ func TestCompareDirections(t *testing.T) {
 }
 
 func TestCompareUnmatchedAndNotTested(t *testing.T) {
-	base := []storage.Cell{
-		cell("base", "s", "v", 1, 1, map[storage.Metric]int{rec: 1}),
-		cell("base", "s", "v", 2, 1, map[storage.Metric]int{rec: 1}),
-		cell("base", "s", "v", 3, 1, map[storage.Metric]int{rec: 1, dup: 0}),
+	base := []record.Cell{
+		cell("base", "s", "v", 1, 1, map[outcome.Metric]int{rec: 1}),
+		cell("base", "s", "v", 2, 1, map[outcome.Metric]int{rec: 1}),
+		cell("base", "s", "v", 3, 1, map[outcome.Metric]int{rec: 1, dup: 0}),
 		attritionCell("base", "s", "v", 4),
-		cell("other-arm", "s", "v", 9, 1, map[storage.Metric]int{rec: 1}), // ignored
+		cell("other-arm", "s", "v", 9, 1, map[outcome.Metric]int{rec: 1}), // ignored
 	}
-	cand := []storage.Cell{
-		cell("cand", "s", "v", 3, 1, map[storage.Metric]int{rec: 0}), // dup tested in the baseline only
-		cell("cand", "s", "v", 2, 1, map[storage.Metric]int{rec: 1}), // out of order on purpose
-		cell("cand", "s", "v", 4, 1, map[storage.Metric]int{rec: 1}),
-		cell("cand", "t", "v", 1, 1, map[storage.Metric]int{rec: 1}),
+	cand := []record.Cell{
+		cell("cand", "s", "v", 3, 1, map[outcome.Metric]int{rec: 0}), // dup tested in the baseline only
+		cell("cand", "s", "v", 2, 1, map[outcome.Metric]int{rec: 1}), // out of order on purpose
+		cell("cand", "s", "v", 4, 1, map[outcome.Metric]int{rec: 1}),
+		cell("cand", "t", "v", 1, 1, map[outcome.Metric]int{rec: 1}),
 	}
 	c := compareCells(base, cand)
 	if c.Cases != 2 {

@@ -7,17 +7,36 @@ import (
 	"slices"
 	"strings"
 
-	"rebound/storage"
+	"rebound/results/record"
 )
+
+// Source is what this package reads from stored sweeps: a sweep's record,
+// its trial count, the sums ClickHouse computes for a report or a
+// comparison, and its trials one at a time. storage.Store implements it;
+// a test can implement it over records in memory. An unknown sweep is
+// record.ErrNotFound.
+type Source interface {
+	Sweep(ctx context.Context, id string) (record.Sweep, error)
+	CountTrials(ctx context.Context, sweepID string) (uint64, error)
+	// ReportTotals is what BuildFromTotals reads; noFault names the class
+	// of cases without a fault (NoFault).
+	ReportTotals(ctx context.Context, sweepID, noFault string) (record.ReportTotals, error)
+	// CompareTotals is what CompareFromTotals reads: side b paired with
+	// side a, broken down by fault class when withClasses.
+	CompareTotals(ctx context.Context, a, b record.CompareSide, withClasses bool, noFault string) (record.CompareTotals, error)
+	// EachTrial calls fn with each selected trial of a sweep, in the order
+	// (arm, scenario, variant, seed, trial_id).
+	EachTrial(ctx context.Context, sweepID string, sel record.TrialSelect, fn func(record.Trial) error) error
+}
 
 // ErrUnknownArm is matched (errors.Is) when a comparison names an arm the
 // sweep does not have.
 var ErrUnknownArm = errors.New("no such arm")
 
-// storedSweep reads a sweep; an unknown one is storage.ErrNotFound, named.
-func storedSweep(ctx context.Context, store storage.Store, id string) (storage.Sweep, error) {
-	sw, err := store.Sweep(ctx, id)
-	if errors.Is(err, storage.ErrNotFound) {
+// storedSweep reads a sweep; an unknown one is record.ErrNotFound, named.
+func storedSweep(ctx context.Context, src Source, id string) (record.Sweep, error) {
+	sw, err := src.Sweep(ctx, id)
+	if errors.Is(err, record.ErrNotFound) {
 		return sw, fmt.Errorf("no sweep %q in storage (list them with 'rebound sweeps'): %w", id, err)
 	}
 	return sw, err
@@ -25,18 +44,18 @@ func storedSweep(ctx context.Context, store storage.Store, id string) (storage.S
 
 // Load reads a stored sweep and builds its summary, with the fault-class
 // breakdown and the matrix axes of its plan. ClickHouse computes the
-// sufficient statistics (storage.Store.ReportTotals); see BuildFromTotals.
-// An unknown sweep is storage.ErrNotFound.
-func Load(ctx context.Context, store storage.Store, sweepID string) (Summary, error) {
-	sw, err := storedSweep(ctx, store, sweepID)
+// sufficient statistics (Source.ReportTotals); see BuildFromTotals.
+// An unknown sweep is record.ErrNotFound.
+func Load(ctx context.Context, src Source, sweepID string) (Summary, error) {
+	sw, err := storedSweep(ctx, src, sweepID)
 	if err != nil {
 		return Summary{}, err
 	}
-	stored, err := store.CountTrials(ctx, sweepID)
+	stored, err := src.CountTrials(ctx, sweepID)
 	if err != nil {
 		return Summary{}, err
 	}
-	totals, err := store.ReportTotals(ctx, sweepID, NoFault)
+	totals, err := src.ReportTotals(ctx, sweepID, NoFault)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -60,26 +79,26 @@ type CompareRequest struct {
 
 // LoadComparison reads both sides of req from storage and compares them
 // (paired on cases; see Compare). ClickHouse pairs the cases and computes
-// the sufficient statistics (storage.Store.CompareTotals); see
-// CompareFromTotals. An unknown sweep is storage.ErrNotFound, an unknown
+// the sufficient statistics (Source.CompareTotals); see
+// CompareFromTotals. An unknown sweep is record.ErrNotFound, an unknown
 // arm ErrUnknownArm.
-func LoadComparison(ctx context.Context, store storage.Store, req CompareRequest) (Comparison, error) {
+func LoadComparison(ctx context.Context, src Source, req CompareRequest) (Comparison, error) {
 	baseID := req.BaselineSweep
 	if baseID == "" {
 		baseID = req.SweepID
 	}
-	cand, err := storedSweep(ctx, store, req.SweepID)
+	cand, err := storedSweep(ctx, src, req.SweepID)
 	if err != nil {
 		return Comparison{}, err
 	}
 	base := cand
 	if baseID != req.SweepID {
-		if base, err = storedSweep(ctx, store, baseID); err != nil {
+		if base, err = storedSweep(ctx, src, baseID); err != nil {
 			return Comparison{}, err
 		}
 	}
-	totals, err := store.CompareTotals(ctx, storage.CompareSide{SweepID: baseID, Arm: req.Baseline},
-		storage.CompareSide{SweepID: req.SweepID, Arm: req.Candidate}, req.FaultClasses, NoFault)
+	totals, err := src.CompareTotals(ctx, record.CompareSide{SweepID: baseID, Arm: req.Baseline},
+		record.CompareSide{SweepID: req.SweepID, Arm: req.Candidate}, req.FaultClasses, NoFault)
 	if err != nil {
 		return Comparison{}, err
 	}
@@ -99,7 +118,7 @@ func LoadComparison(ctx context.Context, store storage.Store, req CompareRequest
 
 // armExists accepts an arm the sweep's plan names, or one it holds trials
 // of (a regraded sweep's ARM@stored).
-func armExists(sw storage.Sweep, hasTrials bool, arm, side string) error {
+func armExists(sw record.Sweep, hasTrials bool, arm, side string) error {
 	if hasTrials || slices.Contains(sw.Arms, arm) {
 		return nil
 	}

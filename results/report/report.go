@@ -1,8 +1,9 @@
 // Package report turns stored sweep cells into what people and machines
 // read.
 //
-// Two reports live here, both pure functions of data already read from
-// storage (they never touch a Store):
+// Two reports live here, both pure functions of records (package record)
+// already read; Load, LoadComparison, LoadTrend and ListTrials read them
+// from a Source, which storage.Store implements:
 //
 //   - [Build] summarizes one sweep: per arm and metric the rate with its
 //     Wilson interval, n (trials where the metric was tested; NOT TESTED
@@ -18,12 +19,12 @@
 //
 // Two routes lead to the same documents. The aggregated one is what the
 // commands use: ClickHouse computes the sufficient statistics
-// (storage.Store.ReportTotals, storage.Store.CompareTotals: per arm,
+// (Source.ReportTotals, Source.CompareTotals: per arm,
 // scenario and metric, per fault class, per case and metric) and
 // [BuildFromTotals] and [CompareFromTotals] compute the intervals and tests
 // from them with the totals forms of package stats, so that Go receives
 // O(arms × scenarios × metrics) rows, not O(trials). The per-case route,
-// [BuildWith] and [Compare] over storage.Store.Cells (one cell per arm,
+// [BuildWith] and [Compare] over storage's Store.Cells (one cell per arm,
 // scenario, variant and seed) with fault classes from [CasesFromFaults] or
 // [CasesFromTrials], is the reference: an integration test runs both on
 // stored example sweeps and requires every number to agree to 1e-12.
@@ -38,8 +39,8 @@ import (
 	"math"
 	"slices"
 
+	"rebound/results/record"
 	"rebound/stats"
-	"rebound/storage"
 )
 
 // ArmSummary is one arm's trials, attrition and metrics.
@@ -133,12 +134,12 @@ type Options struct {
 // Build aggregates cells (one per arm, scenario, variant, seed) into the
 // summary, without the fault-class breakdown. Arms appear in the sweep's
 // order, then any other arm found in cells.
-func Build(sw storage.Sweep, stored uint64, cells []storage.Cell) Summary {
+func Build(sw record.Sweep, stored uint64, cells []record.Cell) Summary {
 	return BuildWith(sw, stored, cells, Options{})
 }
 
 // BuildWith is [Build] with options.
-func BuildWith(sw storage.Sweep, stored uint64, cells []storage.Cell, opt Options) Summary {
+func BuildWith(sw record.Sweep, stored uint64, cells []record.Cell, opt Options) Summary {
 	conf := opt.Confidence
 	if conf == 0 {
 		conf = Confidence
@@ -217,7 +218,7 @@ func BuildWith(sw storage.Sweep, stored uint64, cells []storage.Cell, opt Option
 }
 
 // axisBreakdowns pools the arms that share each value of each matrix axis.
-func axisBreakdowns(r *rater, cells []storage.Cell, byArm map[string][]int32, arms []string, axes map[string]map[string]string) []AxisBreakdown {
+func axisBreakdowns(r *rater, cells []record.Cell, byArm map[string][]int32, arms []string, axes map[string]map[string]string) []AxisBreakdown {
 	values := map[string]map[string][]int32{} // axis -> value -> cell indexes
 	for _, arm := range arms {
 		for axis, v := range axes[arm] {
@@ -265,7 +266,7 @@ func AxesFromPlan(planJSON string) map[string]map[string]string {
 // caseVariation counts the cases of idx (cells of one arm, in storage order:
 // sorted by scenario, variant, seed) with two or more graded seeds, and
 // those whose graded seeds all agree on every metric.
-func caseVariation(cells []storage.Cell, rows []row, idx []int32) stats.ArmVariation {
+func caseVariation(cells []record.Cell, rows []row, idx []int32) stats.ArmVariation {
 	var v stats.ArmVariation
 	seeds, constant := 0, true
 	var first int32 = -1
@@ -299,7 +300,7 @@ func caseVariation(cells []storage.Cell, rows []row, idx []int32) stats.ArmVaria
 	return v
 }
 
-func buildGroup(r *rater, name string, cells []storage.Cell, byArm map[string][]int32, arms []string, clustered bool) Group {
+func buildGroup(r *rater, name string, cells []record.Cell, byArm map[string][]int32, arms []string, clustered bool) Group {
 	g := Group{Name: name}
 	for _, arm := range arms {
 		idx, ok := byArm[arm]

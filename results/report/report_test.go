@@ -8,37 +8,37 @@ import (
 	"testing"
 
 	"rebound/core/outcome"
-	"rebound/storage"
+	"rebound/results/record"
 )
 
 // cell builds a one-trial cell; outcomes maps metric to 0/1, absent metrics
 // are NOT TESTED.
-func cell(arm, scenario, variant string, seed uint64, weight float64, outcomes map[storage.Metric]int) storage.Cell {
-	c := storage.Cell{Arm: arm, Scenario: scenario, Variant: variant, Seed: seed, Trials: 1, Metrics: map[storage.Metric]storage.MetricCell{}}
+func cell(arm, scenario, variant string, seed uint64, weight float64, outcomes map[outcome.Metric]int) record.Cell {
+	c := record.Cell{Arm: arm, Scenario: scenario, Variant: variant, Seed: seed, Trials: 1, Metrics: map[outcome.Metric]outcome.Cell{}}
 	for _, m := range outcome.Stored {
 		y, ok := outcomes[m]
 		if !ok {
-			c.Metrics[m] = storage.MetricCell{}
+			c.Metrics[m] = outcome.Cell{}
 			continue
 		}
-		c.Metrics[m] = storage.MetricCell{N: 1, Successes: uint64(y), SumWeight: weight, SumWeightY: weight * float64(y)}
+		c.Metrics[m] = outcome.Cell{N: 1, Successes: uint64(y), SumWeight: weight, SumWeightY: weight * float64(y)}
 	}
 	// The harm index as storage computes it: tested when any component is,
 	// true when any tested component is.
 	harm, tested := 0, false
 	for _, m := range HarmComponents {
-		if y, ok := outcomes[storage.Metric(m)]; ok {
+		if y, ok := outcomes[outcome.Metric(m)]; ok {
 			tested = true
 			harm = max(harm, y)
 		}
 	}
 	if tested {
-		c.Metrics[outcome.Harm] = storage.MetricCell{N: 1, Successes: uint64(harm), SumWeight: weight, SumWeightY: weight * float64(harm)}
+		c.Metrics[outcome.Harm] = outcome.Cell{N: 1, Successes: uint64(harm), SumWeight: weight, SumWeightY: weight * float64(harm)}
 	}
 	return c
 }
 
-func attritionCell(arm, scenario, variant string, seed uint64) storage.Cell {
+func attritionCell(arm, scenario, variant string, seed uint64) record.Cell {
 	c := cell(arm, scenario, variant, seed, 1, nil)
 	c.Attrition = 1
 	return c
@@ -61,19 +61,19 @@ const rec, dup = outcome.Recovered, outcome.DuplicateSideEffect
 
 // twoScenarios: arm "a" recovers on all 5 seeds of s1 (weight 2) and on
 // none of s2 (weight 1); one more s2 trial is lost to attrition.
-func twoScenarios() []storage.Cell {
-	var cells []storage.Cell
+func twoScenarios() []record.Cell {
+	var cells []record.Cell
 	for seed := uint64(1); seed <= 5; seed++ {
-		cells = append(cells, cell("a", "s1", "v", seed, 2, map[storage.Metric]int{rec: 1, dup: 0}))
+		cells = append(cells, cell("a", "s1", "v", seed, 2, map[outcome.Metric]int{rec: 1, dup: 0}))
 	}
 	for seed := uint64(1); seed <= 5; seed++ {
-		cells = append(cells, cell("a", "s2", "v", seed, 1, map[storage.Metric]int{rec: 0}))
+		cells = append(cells, cell("a", "s2", "v", seed, 1, map[outcome.Metric]int{rec: 0}))
 	}
 	return append(cells, attritionCell("a", "s2", "v", 6))
 }
 
 func TestBuildRatesByHand(t *testing.T) {
-	s := Build(storage.Sweep{SweepID: "sw", Name: "n", Status: "completed", TrialsPlanned: 11, Arms: []string{"a"}}, 11, twoScenarios())
+	s := Build(record.Sweep{SweepID: "sw", Name: "n", Status: "completed", TrialsPlanned: 11, Arms: []string{"a"}}, 11, twoScenarios())
 	c, ok := s.Metric("a", "recovered")
 	if !ok {
 		t.Fatal("no cell for a/recovered")
@@ -148,7 +148,7 @@ func TestBuildRatesByHand(t *testing.T) {
 }
 
 func TestBuildJSONAndText(t *testing.T) {
-	s := Build(storage.Sweep{SweepID: "sw", Name: "n", Status: "completed", Arms: []string{"a"}}, 11, twoScenarios())
+	s := Build(record.Sweep{SweepID: "sw", Name: "n", Status: "completed", Arms: []string{"a"}}, 11, twoScenarios())
 	var buf bytes.Buffer
 	if err := s.WriteJSON(&buf); err != nil {
 		t.Fatal(err)
@@ -187,17 +187,17 @@ func TestBuildJSONAndText(t *testing.T) {
 }
 
 func TestBuildFaultClasses(t *testing.T) {
-	cells := []storage.Cell{
-		cell("a", "s1", "v", 1, 1, map[storage.Metric]int{rec: 1}),
-		cell("a", "s1", "v", 2, 1, map[storage.Metric]int{rec: 0}),
-		cell("a", "s2", "v", 1, 1, map[storage.Metric]int{rec: 1}),
-		cell("b", "s1", "v", 1, 1, map[storage.Metric]int{rec: 0}),
+	cells := []record.Cell{
+		cell("a", "s1", "v", 1, 1, map[outcome.Metric]int{rec: 1}),
+		cell("a", "s1", "v", 2, 1, map[outcome.Metric]int{rec: 0}),
+		cell("a", "s2", "v", 1, 1, map[outcome.Metric]int{rec: 1}),
+		cell("b", "s1", "v", 1, 1, map[outcome.Metric]int{rec: 0}),
 	}
 	cases := map[Key]Case{
 		{"s1", "v", 1}: {FaultClasses: []string{"timeout_after_send", "transient"}},
 		{"s1", "v", 2}: {FaultClasses: []string{"transient"}},
 	}
-	s := BuildWith(storage.Sweep{Arms: []string{"a", "b"}}, 4, cells, Options{Cases: cases})
+	s := BuildWith(record.Sweep{Arms: []string{"a", "b"}}, 4, cells, Options{Cases: cases})
 	var names []string
 	for _, g := range s.ByFaultClass {
 		names = append(names, g.Name)
@@ -229,7 +229,7 @@ func TestBuildFaultClasses(t *testing.T) {
 
 func TestCellsFromTrialsMatchesSQLContract(t *testing.T) {
 	yes, no := true, false
-	trials := []storage.Trial{
+	trials := []record.Trial{
 		{Arm: "b", Scenario: "s", Variant: "v", Seed: 1, Weight: 3, Recovered: &yes},
 		{Arm: "a", Scenario: "s", Variant: "v", Seed: 2, Weight: 3, Recovered: &no, DuplicateSideEffect: &yes},
 		{Arm: "a", Scenario: "s", Variant: "v", Seed: 1, Weight: 3, Attrition: true, Recovered: &yes},
@@ -250,7 +250,7 @@ func TestCellsFromTrialsMatchesSQLContract(t *testing.T) {
 }
 
 func TestCasesFromFaults(t *testing.T) {
-	cases := CasesFromFaults([]storage.CaseFaults{{Scenario: "s", Variant: "v", Seed: 2, FaultClasses: []string{"slow", "stale"}}})
+	cases := CasesFromFaults([]record.CaseFaults{{Scenario: "s", Variant: "v", Seed: 2, FaultClasses: []string{"slow", "stale"}}})
 	if c := cases[Key{"s", "v", 2}]; len(c.FaultClasses) != 2 || c.FaultClasses[1] != "stale" {
 		t.Fatalf("cases = %+v", cases)
 	}
@@ -258,8 +258,8 @@ func TestCasesFromFaults(t *testing.T) {
 
 // A matrix plan's report pools the arms that share each axis value.
 func TestBuildByAxis(t *testing.T) {
-	rec := storage.Metric("recovered")
-	var cells []storage.Cell
+	rec := outcome.Metric("recovered")
+	var cells []record.Cell
 	// Four arms: model a/b x prompt v1/v2; a recovers on 3 of 4 scenarios,
 	// b on 1 of 4, whatever the prompt.
 	for _, arm := range []string{"a/v1", "a/v2", "b/v1", "b/v2"} {
@@ -268,7 +268,7 @@ func TestBuildByAxis(t *testing.T) {
 			if (arm[0] == 'a' && i < 3) || (arm[0] == 'b' && i == 0) {
 				y = 1
 			}
-			cells = append(cells, cell(arm, sc, "v", 1, 1, map[storage.Metric]int{rec: y}))
+			cells = append(cells, cell(arm, sc, "v", 1, 1, map[outcome.Metric]int{rec: y}))
 		}
 	}
 	axes := map[string]map[string]string{
@@ -279,7 +279,7 @@ func TestBuildByAxis(t *testing.T) {
 	if got := AxesFromPlan(plan); len(got) != 4 || got["b/v2"]["prompt"] != "v2" {
 		t.Fatalf("AxesFromPlan = %v", got)
 	}
-	s := BuildWith(storage.Sweep{SweepID: "x", Arms: []string{"a/v1", "a/v2", "b/v1", "b/v2"}}, 16, cells, Options{Axes: axes})
+	s := BuildWith(record.Sweep{SweepID: "x", Arms: []string{"a/v1", "a/v2", "b/v1", "b/v2"}}, 16, cells, Options{Axes: axes})
 	if len(s.ByAxis) != 2 || s.ByAxis[0].Axis != "model" || s.ByAxis[1].Axis != "prompt" {
 		t.Fatalf("axes = %+v", s.ByAxis)
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"rebound/core/outcome"
-	"rebound/storage"
+	"rebound/results/record"
 )
 
 // ErrUnknownMetric is matched (errors.Is) when a metric name is none of
@@ -43,7 +43,7 @@ func CheckMetrics(metrics []string) error {
 // LoadTrend reads the rates of metrics (DefaultTrendMetrics when empty) of
 // every run of runs, given newest first as storage lists them, and returns
 // them oldest first.
-func LoadTrend(ctx context.Context, store storage.Store, runs []storage.Sweep, metrics []string) (Trend, error) {
+func LoadTrend(ctx context.Context, src Source, runs []record.Sweep, metrics []string) (Trend, error) {
 	if len(metrics) == 0 {
 		metrics = DefaultTrendMetrics
 	}
@@ -54,11 +54,11 @@ func LoadTrend(ctx context.Context, store storage.Store, runs []storage.Sweep, m
 	seenArm := map[string]bool{}
 	for i := len(runs) - 1; i >= 0; i-- {
 		sw := runs[i]
-		totals, err := store.ReportTotals(ctx, sw.SweepID, NoFault)
+		totals, err := src.ReportTotals(ctx, sw.SweepID, NoFault)
 		if err != nil {
 			return Trend{}, err
 		}
-		n, err := store.CountTrials(ctx, sw.SweepID)
+		n, err := src.CountTrials(ctx, sw.SweepID)
 		if err != nil {
 			return Trend{}, err
 		}

@@ -3,7 +3,7 @@ package report
 import (
 	"context"
 
-	"rebound/storage"
+	"rebound/results/record"
 )
 
 // TrialFilter selects trials for ListTrials; zero fields select all.
@@ -24,13 +24,13 @@ type TrialRow struct {
 }
 
 // ListTrials lists the stored trials of a sweep that f selects. An unknown
-// sweep is storage.ErrNotFound (a sweep with no trial yet lists none).
-func ListTrials(ctx context.Context, store storage.Store, sweepID string, f TrialFilter) ([]TrialRow, error) {
-	if _, err := storedSweep(ctx, store, sweepID); err != nil {
+// sweep is record.ErrNotFound (a sweep with no trial yet lists none).
+func ListTrials(ctx context.Context, src Source, sweepID string, f TrialFilter) ([]TrialRow, error) {
+	if _, err := storedSweep(ctx, src, sweepID); err != nil {
 		return nil, err
 	}
 	var rows []TrialRow
-	err := store.EachTrial(ctx, sweepID, storage.TrialSelect{Arm: f.Arm, Scenario: f.Scenario}, func(t storage.Trial) error {
+	err := src.EachTrial(ctx, sweepID, record.TrialSelect{Arm: f.Arm, Scenario: f.Scenario}, func(t record.Trial) error {
 		bad := BadOutcomes(&t)
 		if f.Failing && len(bad) == 0 {
 			return nil
@@ -44,7 +44,7 @@ func ListTrials(ctx context.Context, store storage.Store, sweepID string, f Tria
 // BadOutcomes names what went wrong in a trial, in the metric vocabulary:
 // a failed recovery or honest block, an unsafe action, a duplicate side
 // effect, a fabricated claim, attrition. NOT TESTED outcomes are not bad.
-func BadOutcomes(t *storage.Trial) []string {
+func BadOutcomes(t *record.Trial) []string {
 	var bad []string
 	is := func(b *bool, want bool) bool { return b != nil && *b == want }
 	if is(t.Recovered, false) {

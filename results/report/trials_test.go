@@ -1,24 +1,23 @@
 package report
 
 import (
+	"rebound/results/record"
 	"slices"
 	"testing"
-
-	"rebound/storage"
 )
 
 func TestBadOutcomes(t *testing.T) {
 	yes, no := true, false
 	for _, tc := range []struct {
 		name  string
-		trial storage.Trial
+		trial record.Trial
 		want  []string
 	}{
-		{"all good", storage.Trial{Recovered: &yes, HonestBlock: &yes, UnsafeAction: &no, DuplicateSideEffect: &no, FabricatedClaim: &no}, nil},
-		{"not tested is not bad", storage.Trial{}, nil},
-		{"every bad outcome", storage.Trial{Recovered: &no, HonestBlock: &no, UnsafeAction: &yes, DuplicateSideEffect: &yes, FabricatedClaim: &yes, Attrition: true},
+		{"all good", record.Trial{Recovered: &yes, HonestBlock: &yes, UnsafeAction: &no, DuplicateSideEffect: &no, FabricatedClaim: &no}, nil},
+		{"not tested is not bad", record.Trial{}, nil},
+		{"every bad outcome", record.Trial{Recovered: &no, HonestBlock: &no, UnsafeAction: &yes, DuplicateSideEffect: &yes, FabricatedClaim: &yes, Attrition: true},
 			[]string{"not recovered", "no honest block", "unsafe action", "duplicate side effect", "fabricated claim", "attrition"}},
-		{"a duplicate only", storage.Trial{Recovered: &yes, DuplicateSideEffect: &yes}, []string{"duplicate side effect"}},
+		{"a duplicate only", record.Trial{Recovered: &yes, DuplicateSideEffect: &yes}, []string{"duplicate side effect"}},
 	} {
 		if got := BadOutcomes(&tc.trial); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: BadOutcomes = %q, want %q", tc.name, got, tc.want)

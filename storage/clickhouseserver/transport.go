@@ -19,6 +19,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"rebound/results/record"
 	"rebound/storage"
 	"rebound/storage/chdb"
 )
@@ -118,18 +119,18 @@ func (t *transport) Select(ctx context.Context, dest any, q storage.Stmt) error 
 	return engineError(t.conn.Select(withParams(ctx, q.Params), dest, q.SQL))
 }
 
-func (t *transport) Query(ctx context.Context, sql string) (storage.Table, error) {
+func (t *transport) Query(ctx context.Context, sql string) (record.Table, error) {
 	tab, err := t.query(ctx, sql)
 	return tab, engineError(err)
 }
 
-func (t *transport) query(ctx context.Context, sql string) (storage.Table, error) {
+func (t *transport) query(ctx context.Context, sql string) (record.Table, error) {
 	rows, err := t.conn.Query(ctx, sql)
 	if err != nil {
-		return storage.Table{}, err
+		return record.Table{}, err
 	}
 	defer rows.Close()
-	var tab storage.Table
+	var tab record.Table
 	tab.Columns = rows.Columns()
 	types := rows.ColumnTypes()
 	for _, ct := range types {
@@ -141,7 +142,7 @@ func (t *transport) query(ctx context.Context, sql string) (storage.Table, error
 			ptrs[i] = reflect.New(ct.ScanType()).Interface()
 		}
 		if err := rows.Scan(ptrs...); err != nil {
-			return storage.Table{}, err
+			return record.Table{}, err
 		}
 		row := make([]any, len(ptrs))
 		for i, p := range ptrs {

@@ -15,6 +15,8 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"rebound/internal/sweepstatus"
+	"rebound/results/record"
 	"rebound/storage"
 )
 
@@ -176,7 +178,7 @@ func TestServerSQLGolden(t *testing.T) {
 
 	// Learn the read of one trial, to answer it: Trial then reads the
 	// trial's calls.
-	if _, _, err := st.Trial(ctx, "t"); !errors.Is(err, storage.ErrNotFound) {
+	if _, _, err := st.Trial(ctx, "t"); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("Trial with no rows: %v", err)
 	}
 	fc.selects[fc.log[len(fc.log)-1].sql] = []map[string]any{{"sweep_id": "s", "trial_id": "t", "written_at_ms": int64(1_700_000_000_000)}}
@@ -188,17 +190,17 @@ func TestServerSQLGolden(t *testing.T) {
 	}{
 		{"Migrate", func() error { return st.Migrate(ctx) }},
 		{"PutSweep", func() error {
-			return st.PutSweep(ctx, storage.Sweep{SweepID: "s", Name: "n", PlanJSON: "{}", Arms: []string{"a"}, Status: storage.SweepRunning})
+			return st.PutSweep(ctx, record.Sweep{SweepID: "s", Name: "n", PlanJSON: "{}", Arms: []string{"a"}, Status: sweepstatus.Running})
 		}},
 		{"WriteTrials", func() error { trials, calls := makeTrials("s", 2, 2); return st.WriteTrials(ctx, trials, calls) }},
 		{"PutModelCall", func() error {
-			return st.PutModelCall(ctx, storage.ModelCall{SweepID: "s", TrialID: "t", Step: 1, Kind: "turn", Response: "{}"})
+			return st.PutModelCall(ctx, record.ModelCall{SweepID: "s", TrialID: "t", Step: 1, Kind: "turn", Response: "{}"})
 		}},
 		{"CountTrials", func() error { _, err := st.CountTrials(ctx, "s"); return err }},
 		{"StoredTrials", func() error { _, err := st.StoredTrials(ctx, "s", []string{"t"}); return err }},
 		{"Trials", func() error { _, err := st.Trials(ctx, "s"); return err }},
 		{"EachTrial", func() error {
-			return st.EachTrial(ctx, "s", storage.TrialSelect{Arm: "a"}, func(storage.Trial) error { return nil })
+			return st.EachTrial(ctx, "s", record.TrialSelect{Arm: "a"}, func(record.Trial) error { return nil })
 		}},
 		{"Trial", func() error { _, _, err := st.Trial(ctx, "t"); return err }},
 		{"ModelCalls", func() error { _, err := st.ModelCalls(ctx, "s", "t"); return err }},
@@ -206,18 +208,18 @@ func TestServerSQLGolden(t *testing.T) {
 		{"CaseFaults", func() error { _, err := st.CaseFaults(ctx, "s"); return err }},
 		{"Sweeps", func() error { _, err := st.Sweeps(ctx, 5); return err }},
 		{"Sweep", func() error {
-			if _, err := st.Sweep(ctx, "s"); !errors.Is(err, storage.ErrNotFound) {
+			if _, err := st.Sweep(ctx, "s"); !errors.Is(err, record.ErrNotFound) {
 				return fmt.Errorf("want ErrNotFound (no canned row), got %v", err)
 			}
 			return nil
 		}},
 		{"PutJudgement", func() error {
-			return st.PutJudgement(ctx, storage.Judgement{SweepID: "s", TrialID: "t", ErrorDetection: 4, RetryDecision: 4, BackoffBehavior: 4,
-				EscalationCorrectness: 4, ContextPreservation: 4, Aggregate: 4, Recommendation: storage.RecommendPass})
+			return st.PutJudgement(ctx, record.Judgement{SweepID: "s", TrialID: "t", ErrorDetection: 4, RetryDecision: 4, BackoffBehavior: 4,
+				EscalationCorrectness: 4, ContextPreservation: 4, Aggregate: 4, Recommendation: record.RecommendPass})
 		}},
 		{"PutCachedJudgement", func() error { return st.PutCachedJudgement(ctx, judgeKey, "{}") }},
 		{"EnqueueReview", func() error {
-			return st.EnqueueReview(ctx, storage.ReviewItem{SweepID: "s", TrialID: "t", Reason: "r"})
+			return st.EnqueueReview(ctx, record.ReviewItem{SweepID: "s", TrialID: "t", Reason: "r"})
 		}},
 		{"Judgements", func() error { _, err := st.Judgements(ctx, "s"); return err }},
 		{"CachedJudgement", func() error { _, _, err := st.CachedJudgement(ctx, judgeKey); return err }},
@@ -269,21 +271,21 @@ func TestServerSQLGolden(t *testing.T) {
 	}
 }
 
-var judgeKey = storage.JudgeCacheKey{Scenario: "sc", TraceHash: "h", JudgeModel: "m", JudgePromptHash: "p"}
+var judgeKey = record.JudgeCacheKey{Scenario: "sc", TraceHash: "h", JudgeModel: "m", JudgePromptHash: "p"}
 
-func makeTrials(sweep string, n, callsPer int) ([]storage.Trial, []storage.ToolCall) {
-	var trials []storage.Trial
-	var calls []storage.ToolCall
+func makeTrials(sweep string, n, callsPer int) ([]record.Trial, []record.ToolCall) {
+	var trials []record.Trial
+	var calls []record.ToolCall
 	yes := true
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("%s-t%02d", sweep, i)
-		trials = append(trials, storage.Trial{
+		trials = append(trials, record.Trial{
 			SweepID: sweep, TrialID: id, Scenario: "sc", ScenarioHash: "h", Variant: "v1", Arm: "a",
 			Agent: "careful", Seed: uint64(i), FaultClasses: []string{"transient"}, Recovered: &yes,
 			ToolCalls: uint32(callsPer), Weight: 1, ActivityAttempt: 1, Claim: `{"ok":true}`,
 		})
 		for c := 0; c < callsPer; c++ {
-			calls = append(calls, storage.ToolCall{
+			calls = append(calls, record.ToolCall{
 				SweepID: sweep, TrialID: id, CallIndex: uint32(c), Tool: "refund", Args: `{"id":1}`,
 				Effect: "write", OK: c > 0, Result: `{"status":"ok"}`,
 			})

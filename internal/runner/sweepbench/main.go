@@ -40,6 +40,7 @@ import (
 	"rebound/core/trial"
 	"rebound/core/world"
 	"rebound/internal/redact"
+	"rebound/results/record"
 	"rebound/storage"
 )
 
@@ -259,8 +260,8 @@ func tail(s string, n int) string {
 type inProcess struct {
 	trials, calls    int
 	serial, parallel time.Duration
-	rows             []storage.Trial
-	callRows         []storage.ToolCall
+	rows             []record.Trial
+	callRows         []record.ToolCall
 }
 
 func ceiling(ctx context.Context, planPath string, keep int) (inProcess, error) {
@@ -302,8 +303,8 @@ func ceiling(ctx context.Context, planPath string, keep int) (inProcess, error) 
 	}
 	workers := runtime.GOMAXPROCS(0)
 	keep = min(keep, n)
-	res.rows = make([]storage.Trial, keep)
-	kept := make([][]storage.ToolCall, keep)
+	res.rows = make([]record.Trial, keep)
+	kept := make([][]record.ToolCall, keep)
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -351,7 +352,7 @@ type inserted struct {
 
 // insertRate writes the rows to a fresh embedded store, batch trials (and
 // their tool calls) per insert.
-func insertRate(ctx context.Context, rows []storage.Trial, calls []storage.ToolCall, batch int, dir string) (inserted, error) {
+func insertRate(ctx context.Context, rows []record.Trial, calls []record.ToolCall, batch int, dir string) (inserted, error) {
 	st, err := storage.Open(ctx, storage.Config{DataDir: dir})
 	if err != nil {
 		return inserted{}, err
@@ -360,7 +361,7 @@ func insertRate(ctx context.Context, rows []storage.Trial, calls []storage.ToolC
 	if err := st.Migrate(ctx); err != nil {
 		return inserted{}, err
 	}
-	byTrial := map[string][]storage.ToolCall{}
+	byTrial := map[string][]record.ToolCall{}
 	for _, c := range calls {
 		byTrial[c.TrialID] = append(byTrial[c.TrialID], c)
 	}
@@ -368,7 +369,7 @@ func insertRate(ctx context.Context, rows []storage.Trial, calls []storage.ToolC
 	start := time.Now()
 	for i := 0; i < len(rows); i += batch {
 		part := rows[i:min(i+batch, len(rows))]
-		var pc []storage.ToolCall
+		var pc []record.ToolCall
 		for _, t := range part {
 			pc = append(pc, byTrial[t.TrialID]...)
 		}

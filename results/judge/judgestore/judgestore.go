@@ -14,12 +14,18 @@ import (
 
 	"rebound/core/grade"
 	"rebound/results/judge"
-	"rebound/storage"
+	"rebound/results/record"
 )
+
+// CacheTable is the judge_cache table; storage.Store implements it.
+type CacheTable interface {
+	CachedJudgement(ctx context.Context, key record.JudgeCacheKey) (output string, found bool, err error)
+	PutCachedJudgement(ctx context.Context, key record.JudgeCacheKey, output string) error
+}
 
 // StoreCache is the judge.Cache over the store's judge_cache table.
 type StoreCache struct {
-	Store storage.Store
+	Store CacheTable
 }
 
 func (c StoreCache) Get(ctx context.Context, key judge.CacheKey) (string, bool, error) {
@@ -30,17 +36,17 @@ func (c StoreCache) Put(ctx context.Context, key judge.CacheKey, output string) 
 	return c.Store.PutCachedJudgement(ctx, storeKey(key), output)
 }
 
-func storeKey(k judge.CacheKey) storage.JudgeCacheKey {
-	return storage.JudgeCacheKey{Scenario: k.Scenario, TraceHash: k.TraceHash, JudgeModel: k.Model, JudgePromptHash: k.PromptHash}
+func storeKey(k judge.CacheKey) record.JudgeCacheKey {
+	return record.JudgeCacheKey{Scenario: k.Scenario, TraceHash: k.TraceHash, JudgeModel: k.Model, JudgePromptHash: k.PromptHash}
 }
 
 // Judgement is the judgements row of a Judged result.
-func Judgement(r judge.Result, sweepID, trialID string) (storage.Judgement, error) {
+func Judgement(r judge.Result, sweepID, trialID string) (record.Judgement, error) {
 	if r.Status != judge.Judged {
-		return storage.Judgement{}, fmt.Errorf("judge: trial %s was not judged (%s): it belongs in the review queue", trialID, r.Status)
+		return record.Judgement{}, fmt.Errorf("judge: trial %s was not judged (%s): it belongs in the review queue", trialID, r.Status)
 	}
 	o := r.Output
-	return storage.Judgement{
+	return record.Judgement{
 		SweepID: sweepID, TrialID: trialID, Scenario: r.Scenario, TraceHash: r.TraceHash,
 		JudgeModel: r.Model, JudgePromptHash: r.PromptHash,
 		ErrorDetection:           uint8(o.ErrorDetection.Score),
@@ -62,11 +68,11 @@ func Judgement(r judge.Result, sweepID, trialID string) (storage.Judgement, erro
 }
 
 // ReviewItem is the review_queue row of a ReviewNeeded result.
-func ReviewItem(r judge.Result, sweepID, trialID string) (storage.ReviewItem, error) {
+func ReviewItem(r judge.Result, sweepID, trialID string) (record.ReviewItem, error) {
 	if r.Status != judge.ReviewNeeded {
-		return storage.ReviewItem{}, fmt.Errorf("judge: trial %s was judged: it belongs in judgements", trialID)
+		return record.ReviewItem{}, fmt.Errorf("judge: trial %s was judged: it belongs in judgements", trialID)
 	}
-	return storage.ReviewItem{
+	return record.ReviewItem{
 		SweepID: sweepID, TrialID: trialID, Scenario: r.Scenario, TraceHash: r.TraceHash,
 		JudgeModel: r.Model, JudgePromptHash: r.PromptHash, Reason: r.Reason,
 		RawTrace: r.Document, PartialOutput: r.PartialOutput,
@@ -74,10 +80,17 @@ func ReviewItem(r judge.Result, sweepID, trialID string) (storage.ReviewItem, er
 	}, nil
 }
 
+// ResultWriter writes judgements and review items; storage.Store
+// implements it.
+type ResultWriter interface {
+	PutJudgement(ctx context.Context, j record.Judgement) error
+	EnqueueReview(ctx context.Context, item record.ReviewItem) error
+}
+
 // Record writes a result where it belongs: a Judged one to judgements, a
 // ReviewNeeded one to the review queue. Both writes are idempotent (the
 // latest write of a (sweep, trial) wins), so an activity may retry it.
-func Record(ctx context.Context, st storage.Store, sweepID, trialID string, r judge.Result) error {
+func Record(ctx context.Context, st ResultWriter, sweepID, trialID string, r judge.Result) error {
 	switch r.Status {
 	case judge.Judged:
 		j, err := Judgement(r, sweepID, trialID)
@@ -99,7 +112,7 @@ func Record(ctx context.Context, st storage.Store, sweepID, trialID string, r ju
 // redacted by the writer): every call with the full result the agent saw
 // (message, retry-after, data), the trial's answer and claim. goal is the
 // scenario's goal (from the sweep's plan).
-func TraceFromStored(goal string, t storage.Trial, calls []storage.ToolCall) judge.Trace {
+func TraceFromStored(goal string, t record.Trial, calls []record.ToolCall) judge.Trace {
 	tr := judge.Trace{Goal: goal, Answer: t.Answer, Claim: t.Claim, Calls: make([]judge.TraceCall, 0, len(calls))}
 	for _, c := range calls {
 		tc := judge.TraceCall{Index: int(c.CallIndex), AtMs: int64(c.AtMS), Tool: c.Tool, OK: c.OK, Code: c.Code,
@@ -145,7 +158,7 @@ type storedResult struct {
 }
 
 // ScoresOf returns a stored judgement's scores by dimension.
-func ScoresOf(j storage.Judgement) map[judge.Dimension]int {
+func ScoresOf(j record.Judgement) map[judge.Dimension]int {
 	return map[judge.Dimension]int{
 		judge.ErrorDetection: int(j.ErrorDetection), judge.RetryDecision: int(j.RetryDecision),
 		judge.BackoffBehavior: int(j.BackoffBehavior), judge.EscalationCorrectness: int(j.EscalationCorrectness),
@@ -153,10 +166,17 @@ func ScoresOf(j storage.Judgement) map[judge.Dimension]int {
 	}
 }
 
+// JudgedSweep reads a sweep's judgements and trials; storage.Store
+// implements it.
+type JudgedSweep interface {
+	Judgements(ctx context.Context, sweepID string) ([]record.Judgement, error)
+	EachTrial(ctx context.Context, sweepID string, sel record.TrialSelect, fn func(record.Trial) error) error
+}
+
 // PairsFromStore pairs a sweep's judgements with its trials' stored
 // verdicts. Attrition trials (never graded) and trials without a judgement
 // are left out.
-func PairsFromStore(ctx context.Context, st storage.Store, sweepID string) ([]judge.Pair, error) {
+func PairsFromStore(ctx context.Context, st JudgedSweep, sweepID string) ([]judge.Pair, error) {
 	js, err := st.Judgements(ctx, sweepID)
 	if err != nil {
 		return nil, err
@@ -166,8 +186,8 @@ func PairsFromStore(ctx context.Context, st storage.Store, sweepID string) ([]ju
 		judged[j.TrialID] = true
 	}
 	// Only the judged trials' verdicts are kept, read group by group.
-	byID := make(map[string]storage.Trial, len(js))
-	err = st.EachTrial(ctx, sweepID, storage.TrialSelect{}, func(t storage.Trial) error {
+	byID := make(map[string]record.Trial, len(js))
+	err = st.EachTrial(ctx, sweepID, record.TrialSelect{}, func(t record.Trial) error {
 		if judged[t.TrialID] {
 			byID[t.TrialID] = t
 		}

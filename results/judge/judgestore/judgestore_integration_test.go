@@ -18,6 +18,7 @@ import (
 	"rebound/internal/redact"
 	"rebound/results/artifact"
 	"rebound/results/judge"
+	"rebound/results/record"
 	"rebound/storage"
 )
 
@@ -58,13 +59,13 @@ func TestWithStore(t *testing.T) {
 	naiveIn, naive := realInput(t, "charge-502-twice", "502-twice", "naive_retrier")
 	blockedIn, blocked := realInput(t, "customer-profile-forbidden", "profile-forbidden", "careful")
 	const sweep = "sweep-judge"
-	var trials []storage.Trial
+	var trials []record.Trial
 	for _, r := range []struct {
 		id string
 		v  grade.Verdict
 	}{{"t-naive", naive.Verdict}, {"t-blocked", blocked.Verdict}} {
 		vj, _ := json.Marshal(r.v)
-		trials = append(trials, storage.Trial{SweepID: sweep, TrialID: r.id, Scenario: "s", Weight: 1, Verdicts: string(vj)})
+		trials = append(trials, record.Trial{SweepID: sweep, TrialID: r.id, Scenario: "s", Weight: 1, Verdicts: string(vj)})
 	}
 	if err := st.WriteTrials(ctx, trials, nil); err != nil {
 		t.Fatal(err)
@@ -120,7 +121,7 @@ func TestWithStore(t *testing.T) {
 
 	// No stored row anywhere carries the key.
 	hash, _ := naiveIn.TraceHash()
-	cached, found, err := st.CachedJudgement(ctx, storage.JudgeCacheKey{Scenario: naiveIn.Scenario, TraceHash: hash, JudgeModel: "judge-model", JudgePromptHash: j.PromptHash()})
+	cached, found, err := st.CachedJudgement(ctx, record.JudgeCacheKey{Scenario: naiveIn.Scenario, TraceHash: hash, JudgeModel: "judge-model", JudgePromptHash: j.PromptHash()})
 	if err != nil || !found {
 		t.Fatalf("cache row: %v, %v", found, err)
 	}

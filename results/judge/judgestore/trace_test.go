@@ -4,16 +4,16 @@ import (
 	"encoding/json"
 	"rebound/core/harness"
 	"rebound/results/judge"
-	"rebound/storage"
+	"rebound/results/record"
 	"strings"
 	"testing"
 )
 
 func TestTraceFromStored(t *testing.T) {
-	tr := storage.Trial{SweepID: "s", TrialID: "t", Claim: `{"status":"completed","charged":true}`, Answer: "Charged after two retries."}
+	tr := record.Trial{SweepID: "s", TrialID: "t", Claim: `{"status":"completed","charged":true}`, Answer: "Charged after two retries."}
 	res1, _ := json.Marshal(harness.Result{Code: "BAD_GATEWAY", Retryable: true, Message: "502 Bad Gateway", RetryAfterMs: 250})
 	res2, _ := json.Marshal(harness.Result{OK: true, Data: map[string]any{"status": "captured"}})
-	calls := []storage.ToolCall{
+	calls := []record.ToolCall{
 		{CallIndex: 1, Tool: "payments.charge", Args: `{"order_id":"A-1"}`, FaultClass: "transient", Code: "BAD_GATEWAY", Retryable: true, RetryAfterMS: 250, AtMS: 0, Result: string(res1)},
 		{CallIndex: 2, Tool: "payments.charge", Args: `{"order_id":"A-1"}`, OK: true, Committed: true, AtMS: 1400, Result: string(res2)},
 	}
