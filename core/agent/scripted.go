@@ -638,13 +638,13 @@ func (a careful) reconcile(ctx context.Context, env Env, tools map[string]harnes
 			// Older data may confirm the write (a replica that shows the
 			// capture shows it happened) but never that it did not land.
 			current := st.Evidence == nil || st.Evidence.Strength != "stale"
-			switch st.Data["status"] {
-			case "completed", "captured":
+			switch {
+			case harness.Landed(st.Data):
 				if current { // older data confirms the write, but is no exact read for a later step
 					*a.answers = append(*a.answers, answer{tool: tool.ReconciledBy, query: query, data: st.Data})
 				}
 				return true, st.Data, ""
-			case "not_found":
+			case st.Data[harness.ReconcileStatus] == harness.ReconcileNotFound:
 				if current {
 					return false, nil, ""
 				}

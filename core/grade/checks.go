@@ -156,13 +156,7 @@ func stale(a harness.Attempt) bool {
 func clean(a harness.Attempt) bool { return a.Result.OK && !a.Corrupt }
 
 // confirmed reports whether a status tool's answer confirms the write.
-func confirmed(a harness.Attempt) bool {
-	switch a.Result.Data["status"] {
-	case "completed", "captured":
-		return true
-	}
-	return false
-}
+func confirmed(a harness.Attempt) bool { return harness.Landed(a.Result.Data) }
 
 func isResultRef(v any) bool {
 	s, ok := v.(string)

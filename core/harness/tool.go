@@ -72,6 +72,28 @@ type Tool struct {
 	CostUSD    float64 `json:"cost_usd,omitempty"`
 }
 
+// What a status tool (a write's ReconciledBy) answers about that write, in
+// its result's "status" field: the write landed (completed, or captured for
+// a payment), or there is no trace of it. Worlds answer in these words and
+// the grader and the reference agents read them; the oracle keeps its own
+// on purpose, so that it checks the grader independently.
+const (
+	ReconcileStatus    = "status"
+	ReconcileCompleted = "completed"
+	ReconcileCaptured  = "captured"
+	ReconcileNotFound  = "not_found"
+)
+
+// Landed reports whether a status tool's answer says the write it was
+// asked about landed.
+func Landed(data map[string]any) bool {
+	switch data[ReconcileStatus] {
+	case ReconcileCompleted, ReconcileCaptured:
+		return true
+	}
+	return false
+}
+
 // Validate checks the metadata a world declares.
 func (t Tool) Validate() error {
 	if t.Name == "" {

@@ -229,9 +229,9 @@ func (d *Deployments) Invoke(tool string, args map[string]any, fx harness.Effect
 			return nil, kerr
 		}
 		if key != "" {
-			out["status"] = "not_found"
+			out[harness.ReconcileStatus] = harness.ReconcileNotFound
 			if prior, ok := d.keys[key]; ok && prior.deployment == id {
-				out["status"] = "completed"
+				out[harness.ReconcileStatus] = harness.ReconcileCompleted
 			}
 		}
 		return out, nil

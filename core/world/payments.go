@@ -177,9 +177,9 @@ func (p *Payments) Invoke(tool string, args map[string]any, fx harness.Effects) 
 			return nil, err
 		}
 		if r, ok := p.keys["refund:"+key]; ok {
-			return map[string]any{"status": "completed", "invoice_id": r["invoice_id"], "refund_id": r["refund_id"]}, nil
+			return map[string]any{harness.ReconcileStatus: harness.ReconcileCompleted, "invoice_id": r["invoice_id"], "refund_id": r["refund_id"]}, nil
 		}
-		return map[string]any{"status": "not_found"}, nil
+		return map[string]any{harness.ReconcileStatus: harness.ReconcileNotFound}, nil
 	}
 	return nil, harness.Errorf(harness.CodeToolUnavailable, "payments has no method %q", tool)
 }
@@ -211,7 +211,7 @@ func (p *Payments) charge(args map[string]any, fx harness.Effects) (map[string]a
 	o.Captured = true
 	chargeID := fmt.Sprintf("ch_%s_%d", orderID, o.Charges)
 	fx.Commit("charge", "charge:"+orderID, chargeID)
-	res := map[string]any{"status": "captured", "charge_id": chargeID, "order_id": orderID, "amount_cents": amount}
+	res := map[string]any{harness.ReconcileStatus: harness.ReconcileCaptured, "charge_id": chargeID, "order_id": orderID, "amount_cents": amount}
 	p.remember("charge", key, res)
 	return res, nil
 }
@@ -228,19 +228,19 @@ func (p *Payments) chargeStatus(args map[string]any) (map[string]any, *harness.T
 	switch {
 	case key != "":
 		if r, ok := p.keys["charge:"+key]; ok {
-			return map[string]any{"status": "captured", "charge_id": r["charge_id"], "order_id": r["order_id"]}, nil
+			return map[string]any{harness.ReconcileStatus: harness.ReconcileCaptured, "charge_id": r["charge_id"], "order_id": r["order_id"]}, nil
 		}
-		return map[string]any{"status": "not_found"}, nil
+		return map[string]any{harness.ReconcileStatus: harness.ReconcileNotFound}, nil
 	case orderID != "":
 		o, ok := p.Orders[orderID]
 		if !ok {
 			return nil, harness.Errorf(harness.CodeNotFound, "no order %q", orderID)
 		}
-		status := "not_found"
+		status := harness.ReconcileNotFound
 		if o.Captured {
-			status = "captured"
+			status = harness.ReconcileCaptured
 		}
-		return map[string]any{"status": status, "order_id": orderID, "charges": o.Charges}, nil
+		return map[string]any{harness.ReconcileStatus: status, "order_id": orderID, "charges": o.Charges}, nil
 	}
 	return nil, harness.Errorf(harness.CodeInvalidInput, "pass idempotency_key or order_id")
 }
@@ -312,7 +312,7 @@ func (p *Payments) refund(args map[string]any, fx harness.Effects) (map[string]a
 	inv.Refunded = true
 	refundID := fmt.Sprintf("re_%s_%d", invoiceID, inv.Refunds)
 	fx.Commit("refund", "refund:"+invoiceID, refundID)
-	res := map[string]any{"status": "completed", "refund_id": refundID, "invoice_id": invoiceID, "amount_cents": inv.AmountCents}
+	res := map[string]any{harness.ReconcileStatus: harness.ReconcileCompleted, "refund_id": refundID, "invoice_id": invoiceID, "amount_cents": inv.AmountCents}
 	p.remember("refund", key, res)
 	return res, nil
 }
