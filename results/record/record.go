@@ -8,7 +8,8 @@
 //
 // The package is plain data and the rules of the data (which outcome column
 // a metric is, which judge scores are valid); it imports nothing of
-// rebound's but the outcome vocabulary and the sweep statuses.
+// rebound's but the outcome vocabulary (internal/archtest holds it to that).
+// A sweep's Status is one of package sweepstatus's words.
 package record
 
 import (
