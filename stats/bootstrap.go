@@ -80,6 +80,17 @@ func ClusterBootstrap[T any](data []T, cluster func(T) string, stat func([]T) fl
 			values = append(values, v)
 		}
 	}
+	return fromReplicates(res, values, conf)
+}
+
+// quantileSorted returns the p-quantile of sorted x by linear interpolation
+// between order statistics (Hyndman & Fan type 7, R's default):
+// h = (n − 1)p, Q = x[⌊h⌋] + (h − ⌊h⌋)(x[⌊h⌋+1] − x[⌊h⌋]).
+// fromReplicates completes res from the finite replicate values of a
+// bootstrap: their count, their standard deviation as the SE, and the
+// percentile interval at conf. Fewer than two replicates leave SE and CI as
+// they were (NaN). values is sorted in place.
+func fromReplicates(res BootstrapResult, values []float64, conf float64) BootstrapResult {
 	res.Reps = len(values)
 	if len(values) < 2 {
 		return res
@@ -100,9 +111,6 @@ func ClusterBootstrap[T any](data []T, cluster func(T) string, stat func([]T) fl
 	return res
 }
 
-// quantileSorted returns the p-quantile of sorted x by linear interpolation
-// between order statistics (Hyndman & Fan type 7, R's default):
-// h = (n − 1)p, Q = x[⌊h⌋] + (h − ⌊h⌋)(x[⌊h⌋+1] − x[⌊h⌋]).
 func quantileSorted(x []float64, p float64) float64 {
 	h := float64(len(x)-1) * p
 	lo := int(math.Floor(h))

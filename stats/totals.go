@@ -3,7 +3,6 @@ package stats
 import (
 	"math"
 	"math/rand/v2"
-	"slices"
 )
 
 // The estimators of this file take per-cluster sufficient statistics
@@ -113,21 +112,7 @@ func WeightedRateIntervalFromTotals(clusters []WeightedClusterTotal, conf float6
 	if math.IsNaN(designEffect) {
 		n = math.Min(w.KishN, totW*totW/scc)
 	}
-	w.Floor = wilson(w.Value*n, n, z)
-	switch {
-	case w.Clusters < 2:
-		w.NotEstimable = OneCluster
-	case !(w.SE > 0):
-		w.NotEstimable = NoVariation
-	}
-	if w.NotEstimable != "" {
-		w.SE, w.CI = math.NaN(), nanInterval()
-		w.Shown, w.Floored = w.Floor, true
-		return w
-	}
-	w.Shown = Interval{math.Min(w.CI.Lo, w.Floor.Lo), math.Max(w.CI.Hi, w.Floor.Hi)}
-	w.Floored = w.Shown != w.CI
-	return w
+	return w.floored(n, z)
 }
 
 // PairedClusterTotal is one cluster of a weighted paired comparison: over
@@ -243,22 +228,5 @@ func BootstrapRatioTotals(num, den []float64, reps int, conf float64, seed uint6
 			values = append(values, v)
 		}
 	}
-	res.Reps = len(values)
-	if len(values) < 2 {
-		return res
-	}
-	slices.Sort(values)
-	mean := 0.0
-	for _, v := range values {
-		mean += v
-	}
-	mean /= float64(len(values))
-	ss := 0.0
-	for _, v := range values {
-		ss += (v - mean) * (v - mean)
-	}
-	res.SE = math.Sqrt(ss / float64(len(values)-1))
-	alpha := 1 - conf
-	res.CI = Interval{quantileSorted(values, alpha/2), quantileSorted(values, 1-alpha/2)}
-	return res
+	return fromReplicates(res, values, conf)
 }

@@ -118,7 +118,15 @@ func WeightedRateInterval(obs []WeightedObs, conf float64, opt SEOption, designE
 		}
 		n = math.Min(w.KishN, sw*sw/scc)
 	}
-	w.Floor = wilson(w.Value*n, n, zCrit(conf))
+	return w.floored(n, zCrit(conf))
+}
+
+// floored completes w (Value, SE, CI and Clusters set) with its floor, the
+// Wilson interval of w.Value on n effective trials, and the interval shown:
+// the union of the two, or the floor alone when the clustered interval is
+// not estimable (one cluster, or no variation).
+func (w WeightedInterval) floored(n, z float64) WeightedInterval {
+	w.Floor = wilson(w.Value*n, n, z)
 	switch {
 	case w.Clusters < 2:
 		w.NotEstimable = OneCluster
