@@ -122,25 +122,9 @@ arms:
 		}
 		return nil
 	}}
-	queue := "runner-byoa-" + t.Name()
-	w, err := NewWorker(c, queue, acts, WorkerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	queue := startWorker(t, c, "runner-byoa", acts)
 
-	sweepID := NewSweepID(plan.Name, time.Now())
-	run, err := StartSweep(ctx, c, queue, sweepID, plan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	final, err := Follow(ctx, c, run, sweepID, 200*time.Millisecond, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sweepID, final := runSweep(t, ctx, c, queue, plan)
 	if final.Status != workflows.StatusCompleted || final.TrialsDone != 4 || final.Attrition != 2 {
 		t.Fatalf("final progress = %+v", final)
 	}

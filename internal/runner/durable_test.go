@@ -113,26 +113,10 @@ func TestRetriedShardResumesFromCheckpoint(t *testing.T) {
 		return nil
 	}
 	acts := &activities.Activities{RedactionKey: testRedactionKey, Store: spy, Agents: carefulCounting(&runs, fail, 0)}
-	queue := "runner-checkpoint-" + t.Name()
-	w, err := NewWorker(c, queue, acts, WorkerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	queue := startWorker(t, c, "runner-checkpoint", acts)
 
 	plan := durablePlan(t, "checkpoint", "seeds: 8\nshard_size: 8\nconcurrency: 1")
-	sweepID := NewSweepID(plan.Name, time.Now())
-	run, err := StartSweep(ctx, c, queue, sweepID, plan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	final, err := Follow(ctx, c, run, sweepID, 200*time.Millisecond, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sweepID, final := runSweep(t, ctx, c, queue, plan)
 	if final.Status != workflows.StatusCompleted || final.TrialsDone != 8 {
 		t.Fatalf("final = %+v", final)
 	}
@@ -237,15 +221,7 @@ func TestDescribeSweepShowsFailingAttempts(t *testing.T) {
 			return fmt.Errorf("code: 243, NOT_ENOUGH_SPACE: cannot reserve 1.00 MiB (injected, attempt %d)", activity.GetInfo(ctx).Attempt)
 		}
 	}}
-	queue := "runner-failing-" + t.Name()
-	w, err := NewWorker(c, queue, acts, WorkerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	queue := startWorker(t, c, "runner-failing", acts)
 	plan := durablePlan(t, "failing", "seeds: 2\nshard_size: 2\nconcurrency: 1")
 	sweepID := NewSweepID(plan.Name, time.Now())
 	run, err := StartSweep(ctx, c, queue, sweepID, plan)

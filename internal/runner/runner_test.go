@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	armpkg "rebound/core/agent/arm"
-	"rebound/core/outcome"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -22,9 +20,11 @@ import (
 
 	"rebound/activities"
 	"rebound/core/agent"
+	armpkg "rebound/core/agent/arm"
 	"rebound/core/agent/llm"
 	"rebound/core/agent/llm/llmtest"
 	"rebound/core/grade"
+	"rebound/core/outcome"
 	"rebound/core/scenario"
 	"rebound/core/world"
 	"rebound/internal/devstack"
@@ -70,6 +70,39 @@ func openStack(t *testing.T, ctx context.Context, srv *devstack.Temporal, lib, d
 	return store, c
 }
 
+// startWorker starts a worker of acts on a task queue named after prefix
+// and the test; it stops when the test ends (before the store it writes to
+// closes: cleanups run last-registered first).
+func startWorker(t *testing.T, c client.Client, prefix string, acts *activities.Activities) string {
+	t.Helper()
+	queue := prefix + "-" + t.Name()
+	w, err := NewWorker(c, queue, acts, WorkerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return queue
+}
+
+// runSweep starts plan on queue under a new sweep id and follows it to its
+// end, returning the id and the final progress.
+func runSweep(t *testing.T, ctx context.Context, c client.Client, queue string, plan *scenario.Resolved) (string, workflows.Progress) {
+	t.Helper()
+	sweepID := NewSweepID(plan.Name, time.Now())
+	run, err := StartSweep(ctx, c, queue, sweepID, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, err := Follow(ctx, c, run, sweepID, 200*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sweepID, final
+}
+
 // A real sweep on a real Temporal dev server, rows read back from the real
 // ClickHouse engine (chDB). The first attempt of shard 0 fails after its rows
 // were written; Temporal retries it, the rows are written again, and every
@@ -90,15 +123,7 @@ func TestQuickstartSweepEndToEnd(t *testing.T) {
 		}
 		return nil
 	}}
-	queue := "runner-e2e-" + t.Name()
-	w, err := NewWorker(c, queue, acts, WorkerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	queue := startWorker(t, c, "runner-e2e", acts)
 
 	plan, err := scenario.LoadPlan("../../examples/plans/quickstart.yaml", world.Catalog)
 	if err != nil {
@@ -305,25 +330,9 @@ judge: {base_url: %q, model: judge-model}
 	noSleep := llm.WithSleep(func(ctx context.Context, d time.Duration) error { return ctx.Err() })
 	acts := &activities.Activities{Store: store, RedactionKey: testRedactionKey, Agents: func(arm scenario.Arm) (agent.Agent, error) { return armpkg.Resolve(arm, noSleep) },
 		JudgeOptions: []judge.Option{judge.WithSleep(func(ctx context.Context, d time.Duration) error { return ctx.Err() })}}
-	queue := "runner-llm-" + t.Name()
-	w, err := NewWorker(c, queue, acts, WorkerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	queue := startWorker(t, c, "runner-llm", acts)
 
-	sweepID := NewSweepID(plan.Name, time.Now())
-	run, err := StartSweep(ctx, c, queue, sweepID, plan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	final, err := Follow(ctx, c, run, sweepID, 200*time.Millisecond, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sweepID, final := runSweep(t, ctx, c, queue, plan)
 	if final.Status != workflows.StatusCompleted || final.TrialsDone != 3 || final.Attrition != 1 || final.TrialsJudged != 2 {
 		t.Fatalf("final progress = %+v", final)
 	}

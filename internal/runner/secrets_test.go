@@ -123,24 +123,8 @@ judge: {base_url: %q, api_key_env: %s, model: judge-model}
 	acts := &activities.Activities{Store: store, RedactionKey: testRedactionKey,
 		Agents:       func(arm scenario.Arm) (agent.Agent, error) { return armpkg.Resolve(arm, llm.WithSleep(noSleep)) },
 		JudgeOptions: []judge.Option{judge.WithSleep(noSleep)}}
-	queue := "runner-planted-" + t.Name()
-	w, err := NewWorker(c, queue, acts, WorkerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	sweepID := NewSweepID(resolved.Name, time.Now())
-	run, err := StartSweep(ctx, c, queue, sweepID, resolved)
-	if err != nil {
-		t.Fatal(err)
-	}
-	final, err := Follow(ctx, c, run, sweepID, 200*time.Millisecond, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	queue := startWorker(t, c, "runner-planted", acts)
+	sweepID, final := runSweep(t, ctx, c, queue, resolved)
 	if final.Status != workflows.StatusCompleted || final.TrialsDone != 4 {
 		t.Fatalf("final progress = %+v", final)
 	}
