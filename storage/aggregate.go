@@ -31,14 +31,8 @@ var metricYs = func() []string {
 }()
 
 // metricsSQL is the array of a trial's outcomes in aggMetrics order (NULL:
-// NOT TESTED), and metricNamesSQL the array of their names.
-var metricsSQL, metricNamesSQL = func() (string, string) {
-	names := make([]string, len(aggMetrics))
-	for i, m := range aggMetrics {
-		names[i] = "'" + string(m) + "'"
-	}
-	return "[" + strings.Join(metricYs, ", ") + "]", "[" + strings.Join(names, ", ") + "]"
-}()
+// NOT TESTED).
+var metricsSQL = "[" + strings.Join(metricYs, ", ") + "]"
 
 // perMetric joins f(i, y) over aggMetrics (y: the metric's outcome
 // expression) with sep.

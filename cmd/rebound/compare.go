@@ -88,11 +88,10 @@ func newCompareCmd() *cobra.Command {
 
 // compareFlags are the flags compare and gate share.
 type compareFlags struct {
-	conn      connection
-	req       report.CompareRequest
-	output    string
-	saves     []string
-	bootstrap int
+	conn   connection
+	req    report.CompareRequest
+	output string
+	saves  []string
 }
 
 // previousSweep is the --baseline-sweep value that names the run before.

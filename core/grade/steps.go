@@ -599,6 +599,3 @@ func (in *Input) fallbackStale(e stepEvidence) bool {
 	}
 	return stale(in.Ledger.Attempts[e.fallbackAt-1])
 }
-
-// position returns the ledger position of call index idx.
-func position(idx int) int { return idx - 1 }
