@@ -3,6 +3,7 @@ package endpoint
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -178,6 +179,9 @@ func (c *Client) Complete(ctx context.Context, req openai.ChatCompletionRequest,
 		if err := ctx.Err(); err != nil {
 			return openai.ChatCompletionResponse{}, nil, attempt, err
 		}
+		if err := c.Held(policy); err != nil {
+			return openai.ChatCompletionResponse{}, nil, attempt, err
+		}
 		resp, raw, err := c.Attempt(ctx, req, estimate)
 		if err == nil {
 			return resp, raw, attempt, nil
@@ -194,6 +198,22 @@ func (c *Client) Complete(ctx context.Context, req openai.ChatCompletionRequest,
 			return openai.ChatCompletionResponse{}, nil, attempt, err
 		}
 	}
+}
+
+// Held says whether a request must give up before it is sent: a 429
+// answered to any request of this provider holds every request for its
+// Retry-After, and one that would wait longer than policy.MaxWait gives up
+// now (an *Exhausted), as it would on its own 429. Complete checks it
+// before every attempt; a caller with its own retry loop around Attempt
+// checks it too.
+func (c *Client) Held(policy RetryPolicy) error {
+	p := c.cfg.Limiter.Paused()
+	if policy.MaxWait <= 0 || p <= policy.MaxWait {
+		return nil
+	}
+	last := &Failure{Transient: true, Status: http.StatusTooManyRequests, HasRetryAfter: true, RetryAfter: p,
+		Msg: fmt.Sprintf("%s: the provider answered 429 and asked every request to wait %s", c.cfg.Model, p.Round(time.Second))}
+	return &Exhausted{Last: last, Detail: fmt.Sprintf(", more than retry_max_wait %s", policy.MaxWait)}
 }
 
 // usageTokens is what a response counts against a tokens-per-minute limit.

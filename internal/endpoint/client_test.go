@@ -114,6 +114,43 @@ func TestTooManyRequestsThrottlesTheLimiter(t *testing.T) {
 	}
 }
 
+// A 429 asking for longer than the policy accepts gives up the request
+// that got it and every later request of the provider while the pause
+// lasts, at once: none of them sleeps the hour, none is sent. An absurd
+// Retry-After holds the limiter for a day at the most.
+func TestLongRetryAfterGivesUpEveryRequest(t *testing.T) {
+	for _, after := range []string{"3600", "1" + strings.Repeat("0", 40)} {
+		t.Run(after[:4], func(t *testing.T) {
+			srv := llmtest.New(t)
+			srv.Push(llmtest.Error(http.StatusTooManyRequests, "Retry-After", after))
+			srv.Always(llmtest.Text("ok"))
+			now := time.Unix(1700000000, 0)
+			l := endpoint.NewLimiter(0, 0, func() time.Time { return now })
+			var sl llmtest.Sleeps
+			cfg := endpoint.ClientConfig{BaseURL: srv.BaseURL(), Model: "m", RequestTimeout: 5 * time.Second, Limiter: l, Sleep: sl.Sleep}
+			first, second := endpoint.NewClient(cfg), endpoint.NewClient(cfg)
+			if _, _, _, err := first.Complete(context.Background(), request, 0, policy); !errors.Is(err, endpoint.ErrExhausted) || !strings.Contains(err.Error(), "more than retry_max_wait 1m0s") {
+				t.Fatalf("the request answered 429: err = %v", err)
+			}
+			if p := l.Paused(); p <= policy.MaxWait || p > 24*time.Hour {
+				t.Fatalf("limiter paused %v, want more than MaxWait and at most a day", p)
+			}
+			_, _, retries, err := second.Complete(context.Background(), request, 0, policy)
+			if !errors.Is(err, endpoint.ErrExhausted) || !strings.Contains(err.Error(), "asked every request to wait") || retries != 0 {
+				t.Fatalf("a later request: err = %v after %d retries", err, retries)
+			}
+			if n := len(srv.Requests()); n != 1 || len(sl.All()) != 0 {
+				t.Fatalf("%d requests sent, waits %v: the later request must give up unsent, without waiting", n, sl.All())
+			}
+			// Once the pause is over, requests flow again.
+			now = now.Add(24 * time.Hour)
+			if _, _, _, err := second.Complete(context.Background(), request, 0, policy); err != nil {
+				t.Fatalf("after the pause: %v", err)
+			}
+		})
+	}
+}
+
 // A request that outlasts RequestTimeout is a transient failure; the
 // caller's own cancellation is returned as such.
 func TestTimeoutAndCancellation(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -110,24 +111,54 @@ func Classify(err error, header http.Header, model string, timedOut bool, timeou
 }
 
 // RetryAfter reads how long the provider asked to wait: retry-after-ms
-// (Azure OpenAI, OpenAI) or Retry-After in seconds or as an HTTP date.
+// (Azure OpenAI, OpenAI) or Retry-After in seconds or as an HTTP date
+// (RFC 9110). A number is digits with an optional decimal fraction ("7",
+// "0.5"); anything else (a sign, an exponent, hex, Inf, NaN) is no answer,
+// and a wait too long for a time.Duration is the longest one, so that an
+// absurd header reads as "too long to wait", never as a negative wait.
 func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
-			return time.Duration(ms * float64(time.Millisecond)), true
+		if d, ok := delay(v, time.Millisecond); ok {
+			return d, true
 		}
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
 		return 0, false
 	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
-		return time.Duration(s * float64(time.Second)), true
+	if d, ok := delay(v, time.Second); ok {
+		return d, true
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
+		return max(t.Sub(now), 0), true // Sub saturates
 	}
 	return 0, false
+}
+
+// delay reads a non-negative decimal number of units: digits, optionally
+// a point and more digits. It saturates at the longest time.Duration.
+func delay(v string, unit time.Duration) (time.Duration, bool) {
+	whole, frac, dotted := strings.Cut(v, ".")
+	if whole == "" || !allDigits(whole) || (dotted && (frac == "" || !allDigits(frac))) {
+		return 0, false
+	}
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, false
+	}
+	if ns := n * float64(unit); ns < float64(math.MaxInt64) {
+		return time.Duration(ns), true
+	}
+	return time.Duration(math.MaxInt64), true
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // Truncate cuts s to n bytes (on a rune boundary) and marks the cut.

@@ -141,8 +141,16 @@ func (l *Limiter) apply() {
 	}
 }
 
-// Throttle reacts to a 429: every request waits out retryAfter, and the
-// rate drops (at most once per second, so one burst of 429s counts once).
+// maxPause bounds how long a 429 holds the limiter. A provider asking for
+// longer is failing for good as far as a sweep is concerned: every request
+// that would wait more than its retry policy's MaxWait gives up at once
+// (Client.Complete), so holding longer would change nothing but the clock
+// arithmetic.
+const maxPause = 24 * time.Hour
+
+// Throttle reacts to a 429: every request waits out retryAfter (at most
+// maxPause), and the rate drops (at most once per second, so one burst of
+// 429s counts once).
 func (l *Limiter) Throttle(retryAfter time.Duration) {
 	if l == nil {
 		return
@@ -150,7 +158,7 @@ func (l *Limiter) Throttle(retryAfter time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	if until := now.Add(retryAfter); until.After(l.pauseUntil) {
+	if until := now.Add(min(max(retryAfter, 0), maxPause)); until.After(l.pauseUntil) {
 		l.pauseUntil = until
 	}
 	if now.Sub(l.lastCut) >= time.Second {
@@ -159,6 +167,17 @@ func (l *Limiter) Throttle(retryAfter time.Duration) {
 		l.factor = max(0.1, l.factor*0.8)
 		l.apply()
 	}
+}
+
+// Paused is how long every request of the provider is still held by the
+// last 429's Retry-After (0: not held). A nil limiter is never paused.
+func (l *Limiter) Paused() time.Duration {
+	if l == nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return max(l.pauseUntil.Sub(l.now()), 0)
 }
 
 // Recover wins back part of the rate after a success.

@@ -249,6 +249,10 @@ func (j *Judge) Score(ctx context.Context, in Input) (Result, error) {
 				return Result{}, err
 			}
 		}
+		if err := j.client.Held(Retry); err != nil { // another request's 429 holds the provider too long
+			reasons = append(reasons, fmt.Sprintf("attempt %d: provider failure: %s", attempt, j.redact(err.Error())))
+			break
+		}
 		res.Attempts = attempt
 		failed = nil
 		content, served, err := j.complete(ctx, msgs)

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"rebound/internal/endpoint"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"rebound/core/agent/llm/llmtest"
+	"rebound/internal/endpoint"
 )
 
 func newJudge(t *testing.T, srv *llmtest.Server, opts ...Option) (*Judge, *fakeSleep) {
@@ -254,12 +254,24 @@ func TestScoreProviderFailures(t *testing.T) {
 	})
 	t.Run("a Retry-After beyond MaxWait sends the trial to review at once", func(t *testing.T) {
 		srv := llmtest.New(t)
+		// An arm of this provider configured its limits: the judge shares
+		// the provider's limiter.
+		endpoint.LimiterFor(srv.BaseURL(), "", 600, 0)
 		j, fs := newJudge(t, srv)
 		srv.Always(llmtest.Error(429, "Retry-After", "3600"))
 		res, err := j.Score(context.Background(), in)
 		if err != nil || res.Status != ReviewNeeded || res.Attempts != 1 || len(srv.Requests()) != 1 || len(fs.All()) != 0 ||
 			!strings.Contains(res.Reason, "asked to wait 1h0m0s, more than retry_max_wait 2m0s") {
 			t.Fatalf("%+v, %v, waits %v", res, err, fs.All())
+		}
+		// The 429 holds the provider's limiter for the hour: the next trial
+		// goes to review too, unsent, instead of waiting an hour in line.
+		// (A provider with no limits configured has no shared limiter: each
+		// request then honours its own 429.)
+		res, err = j.Score(context.Background(), in)
+		if err != nil || res.Status != ReviewNeeded || res.Attempts != 0 || len(srv.Requests()) != 1 || len(fs.All()) != 0 ||
+			!strings.Contains(res.Reason, "asked every request to wait 1h0m0s, more than retry_max_wait 2m0s") {
+			t.Fatalf("the next trial: %+v, %v, %d requests, waits %v", res, err, len(srv.Requests()), fs.All())
 		}
 	})
 	t.Run("503 then valid", func(t *testing.T) {
