@@ -30,7 +30,9 @@ import (
 //	   the economical twin keeps calls and time for the required steps;
 //	   steps asking one question share its retry limit and backoff, and
 //	   reads jumped over by a write sent out of order stay their steps'
-const Version = 4
+//	5  a claim with a key twice in one object is invalid (it was read
+//	   last-wins, so the grade and a reader of the claim could disagree)
+const Version = 5
 
 // Status is the result of one check or column.
 type Status string
