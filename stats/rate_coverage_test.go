@@ -45,8 +45,10 @@ func (d coverageDesign) simulate(rng *rand.Rand) []ClusterCount {
 }
 
 // TestClusteredRateCoverage: the report's clustered interval of a rate
-// (RateFromClusterCounts: Miller's SE, Wilson on N/DE) covers the true rate
-// about 95% of the time across seeds per scenario and correlations, where
+// (RateFromClusterCounts: Miller's SE, Wilson on N/DE), and the interval it
+// shows for the consequence-weighted rate with scenario weights
+// (WeightedRateIntervalFromTotals), cover the true rate about 95% of the
+// time across seeds per scenario and correlations, where
 // the scenarios are enough for a design-based interval (50 or more, or 20
 // for a common outcome). The iid Wilson interval must fail somewhere in the
 // same simulation, so that it can tell an interval that ignores clustering.
@@ -83,18 +85,32 @@ func TestClusteredRateCoverage(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2024, 11))
 	worstWilson := 1.0
 	for _, d := range designs {
-		missC, missW := 0, 0
+		missC, missW, missWeighted := 0, 0, 0
 		for range reps {
-			r := RateFromClusterCounts("m", d.simulate(rng), 0.95, MillerSE)
+			counts := d.simulate(rng)
+			r := RateFromClusterCounts("m", counts, 0.95, MillerSE)
 			if !r.ClusteredCI.Contains(d.P) {
 				missC++
 			}
 			if !r.CI.Contains(d.P) {
 				missW++
 			}
+			// Consequence weights drawn per scenario (1..10), independent
+			// of the outcome: the weighted rate estimates the same P.
+			totals := make([]WeightedClusterTotal, len(counts))
+			for c, cc := range counts {
+				w := float64(1 + rng.IntN(10))
+				totals[c] = WeightedClusterTotal{Obs: cc.N, SumW: w * float64(cc.N), SumWY: w * float64(cc.K), SumWW: w * w * float64(cc.N)}
+			}
+			if !WeightedRateIntervalFromTotals(totals, 0.95, MillerSE, r.DesignEffect).Shown.Contains(d.P) {
+				missWeighted++
+			}
 		}
 		if missC > limit {
 			t.Errorf("%s: the clustered interval missed the true rate in %d of %d sweeps (coverage %.3f)", d, missC, reps, 1-float64(missC)/float64(reps))
+		}
+		if missWeighted > limit {
+			t.Errorf("%s: the weighted interval missed the true rate in %d of %d sweeps (coverage %.3f)", d, missWeighted, reps, 1-float64(missWeighted)/float64(reps))
 		}
 		worstWilson = min(worstWilson, 1-float64(missW)/float64(reps))
 	}
