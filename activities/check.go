@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	armpkg "rebound/core/agent/arm"
 
+	armpkg "rebound/core/agent/arm"
 	"rebound/core/scenario"
 	"rebound/core/world"
 )

@@ -3,9 +3,10 @@ package storage
 import (
 	"context"
 	"fmt"
+	"strings"
+
 	"rebound/core/outcome"
 	"rebound/results/record"
-	"strings"
 )
 
 // The aggregated reads of reports and comparisons: ClickHouse computes the

@@ -3,8 +3,9 @@ package storage
 import (
 	"context"
 	"fmt"
-	"rebound/results/record"
 	"strings"
+
+	"rebound/results/record"
 )
 
 // The paired comparison's reads. Side 0 is the baseline (sweep, arm), side

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"rebound/results/record"
 	"reflect"
 	"strings"
 	"testing"
+
+	"rebound/results/record"
 )
 
 func TestPairRowsFromCases(t *testing.T) {

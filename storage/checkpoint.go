@@ -3,9 +3,10 @@ package storage
 import (
 	"context"
 	"fmt"
-	"rebound/results/record"
 	"strings"
 	"time"
+
+	"rebound/results/record"
 )
 
 // StoredTrial says that a trial of a sweep is stored, and whether it was

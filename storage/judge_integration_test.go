@@ -3,10 +3,11 @@ package storage
 import (
 	"context"
 	"fmt"
-	"rebound/results/record"
 	"reflect"
 	"strings"
 	"testing"
+
+	"rebound/results/record"
 )
 
 // Integration tests of the LLM judge's tables on the embedded engine.

@@ -3,10 +3,11 @@ package storage
 import (
 	"fmt"
 	"math"
-	"rebound/results/record"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"rebound/results/record"
 )
 
 // Column lists, in DDL order. Inserts name every column; selects read every

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"rebound/results/record"
 	"sync"
+
+	"rebound/results/record"
 )
 
 // The server transport is a package of its own, registered the way a

@@ -3,9 +3,10 @@ package storage
 import (
 	"context"
 	"errors"
-	"rebound/results/record"
 	"strings"
 	"testing"
+
+	"rebound/results/record"
 )
 
 // withServer makes open the registered server opener for the test (nil:

@@ -6,13 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"rebound/core/outcome"
-	"rebound/results/record"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"rebound/core/outcome"
+	"rebound/results/record"
 )
 
 // Unit tests: no engine needed.

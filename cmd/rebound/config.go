@@ -23,6 +23,7 @@ import (
 	"rebound/internal/runner"
 	"rebound/internal/telemetry"
 	"rebound/storage"
+
 	// --clickhouse-dsn: the ClickHouse server transport registers itself.
 	_ "rebound/storage/clickhouseserver"
 )

@@ -8,9 +8,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"rebound/results/estimate"
-
 	"github.com/spf13/cobra"
+
+	"rebound/results/estimate"
 )
 
 const planAbout = `Plans before they run.

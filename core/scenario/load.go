@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"rebound/internal/fileerr"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"rebound/core/harness"
+	"rebound/internal/fileerr"
 )
 
 // FieldError is one problem in a file, located at file:line:column and

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	armpkg "rebound/core/agent/arm"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 
 	"rebound/activities"
 	"rebound/core/agent"
+	armpkg "rebound/core/agent/arm"
 	"rebound/core/agent/llm"
 	"rebound/core/agent/llm/llmtest"
 	"rebound/core/scenario"

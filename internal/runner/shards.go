@@ -3,10 +3,10 @@ package runner
 import (
 	"context"
 	"fmt"
-	armpkg "rebound/core/agent/arm"
 	"runtime"
 	"time"
 
+	armpkg "rebound/core/agent/arm"
 	"rebound/core/scenario"
 	"rebound/core/trial"
 )

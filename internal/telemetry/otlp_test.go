@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	armpkg "rebound/core/agent/arm"
 	"sort"
 	"strings"
 	"sync"
@@ -27,6 +26,7 @@ import (
 
 	"rebound/activities"
 	"rebound/core/agent"
+	armpkg "rebound/core/agent/arm"
 	"rebound/core/agent/llm"
 	"rebound/core/agent/llm/llmtest"
 	"rebound/core/scenario"

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"rebound/internal/fileerr"
 	"sort"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"rebound/internal/fileerr"
 	"rebound/results/report"
 )
 

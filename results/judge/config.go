@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"rebound/internal/endpoint"
 	"strings"
 	"time"
+
+	"rebound/internal/endpoint"
 )
 
 // DefaultPrompt is the judge's rubric (prompt.md): five error-handling

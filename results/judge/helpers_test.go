@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"rebound/core/agent/llm/llmtest"
 	"testing"
 
 	"rebound/core/agent"
+	"rebound/core/agent/llm/llmtest"
 	"rebound/core/harness"
 	"rebound/core/scenario"
 	"rebound/core/trial"

@@ -12,16 +12,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	armpkg "rebound/core/agent/arm"
-	"rebound/core/outcome"
-	"rebound/results/record"
 	"sort"
 
+	armpkg "rebound/core/agent/arm"
 	"rebound/core/agent/llm"
 	"rebound/core/grade"
+	"rebound/core/outcome"
 	"rebound/core/scenario"
 	"rebound/core/trial"
 	"rebound/internal/redact"
+	"rebound/results/record"
 )
 
 // Result compares a stored trial with its replay.

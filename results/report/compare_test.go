@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"math"
-	"rebound/core/outcome"
-	"rebound/results/record"
 	"regexp"
 	"strings"
 	"testing"
+
+	"rebound/core/outcome"
+	"rebound/results/record"
 )
 
 // tenCases returns ten one-case scenarios s0..s9; the candidate duplicates

@@ -1,9 +1,10 @@
 package report
 
 import (
-	"rebound/results/record"
 	"slices"
 	"testing"
+
+	"rebound/results/record"
 )
 
 func TestBadOutcomes(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"rebound/internal/endpoint"
 	"strings"
 	"sync"
 
@@ -16,6 +15,7 @@ import (
 
 	"rebound/core/agent"
 	"rebound/core/harness"
+	"rebound/internal/endpoint"
 )
 
 // Option adjusts an Agent.

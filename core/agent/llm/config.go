@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"rebound/internal/endpoint"
 	"strings"
 	"time"
+
+	"rebound/internal/endpoint"
 )
 
 // Defaults applied by Config.withDefaults.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"rebound/internal/endpoint"
 	"strings"
 	"testing"
 
@@ -14,6 +13,7 @@ import (
 	"rebound/core/agent/llm/llmtest"
 	"rebound/core/harness"
 	"rebound/core/scenario"
+	"rebound/internal/endpoint"
 )
 
 // shop is a tiny world: read an order, charge it (conditional write with an

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"rebound/internal/endpoint"
 	"strings"
 	"testing"
 	"time"
 
 	"rebound/core/agent/llm/llmtest"
+	"rebound/internal/endpoint"
 )
 
 // A provider 429 is retried after its Retry-After and never reaches the

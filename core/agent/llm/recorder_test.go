@@ -1,10 +1,10 @@
 package llm
 
 import (
-	"rebound/internal/endpoint"
 	"testing"
 
 	"rebound/core/trial"
+	"rebound/internal/endpoint"
 )
 
 // The LLM agent is a trial.Recorder: its prompt hash and recording reach the

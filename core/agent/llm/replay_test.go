@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"rebound/internal/endpoint"
 	"reflect"
 	"strings"
 	"testing"
 
 	"rebound/core/agent/llm/llmtest"
 	"rebound/core/harness"
+	"rebound/internal/endpoint"
 )
 
 func recordChargeTrial(t *testing.T) (*Recording, []byte, string) {

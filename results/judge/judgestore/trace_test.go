@@ -2,11 +2,12 @@ package judgestore
 
 import (
 	"encoding/json"
+	"strings"
+	"testing"
+
 	"rebound/core/harness"
 	"rebound/results/judge"
 	"rebound/results/record"
-	"strings"
-	"testing"
 )
 
 func TestTraceFromStored(t *testing.T) {
