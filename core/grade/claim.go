@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"rebound/core/scenario"
+	"rebound/internal/strictjson"
 )
 
 // Claim is a parsed, validated structured claim.
@@ -43,10 +44,10 @@ func ParseClaim(raw string, spec []scenario.ClaimField) (*Claim, error) {
 	if dec.More() {
 		return nil, fmt.Errorf("claim has trailing content after the JSON object")
 	}
-	if k, dup := duplicateKey(raw); dup {
-		// Last-wins decoding would grade one value while a person reading
-		// the stored claim may read the other: a claim must say one thing.
-		return nil, fmt.Errorf("invalid claim: key %q appears twice in one object", k)
+	// Last-wins decoding would grade one value while a person reading the
+	// stored claim may read the other: a claim must say one thing.
+	if err := strictjson.Check([]byte(raw)); err != nil {
+		return nil, fmt.Errorf("invalid claim: %w", err)
 	}
 	types := map[string]string{}
 	for _, f := range spec {
@@ -103,53 +104,6 @@ func ParseClaim(raw string, spec []scenario.ClaimField) (*Claim, error) {
 		return nil, fmt.Errorf("invalid claim: %s", strings.Join(problems, "; "))
 	}
 	return c, nil
-}
-
-// duplicateKey reports the first key that appears twice in one object of
-// the JSON text raw (already known to be valid), at any depth.
-func duplicateKey(raw string) (string, bool) {
-	dec := json.NewDecoder(strings.NewReader(raw))
-	type frame struct {
-		object bool
-		keys   map[string]bool
-		expect bool // in an object, the next token is a key
-	}
-	var stack []*frame
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		if d, ok := tok.(json.Delim); ok {
-			switch d {
-			case '{', '[':
-				if top != nil && top.object {
-					top.expect = true // the container is the value of a key
-				}
-				stack = append(stack, &frame{object: d == '{', keys: map[string]bool{}, expect: d == '{'})
-			case '}', ']':
-				stack = stack[:len(stack)-1]
-			}
-			continue
-		}
-		if top == nil || !top.object {
-			continue
-		}
-		if top.expect {
-			k, _ := tok.(string)
-			if top.keys[k] {
-				return k, true
-			}
-			top.keys[k] = true
-			top.expect = false
-			continue
-		}
-		top.expect = true // a scalar value: a key comes next
-	}
 }
 
 func contains(list []string, prefix string) bool {

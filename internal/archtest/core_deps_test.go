@@ -25,6 +25,7 @@ var corePackages = []string{
 	"./internal/fileerr/...",
 	"./internal/redact/...",
 	"./internal/sweepstatus/...",
+	"./internal/strictjson/...",
 }
 
 // forbidden are the module path prefixes the core must not link.

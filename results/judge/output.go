@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"strings"
+
+	"rebound/internal/strictjson"
 )
 
 // Dimension is one of the five scored aspects of error handling.
@@ -293,53 +294,15 @@ func parseNumber(raw json.RawMessage) (float64, error) {
 // checkSyntax accepts exactly one JSON value with no duplicate object keys
 // at any depth and nothing after it.
 func checkSyntax(raw []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := walk(dec); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
+	err := strictjson.Check(raw)
+	var dup *strictjson.DuplicateKeyError
+	switch {
+	case errors.As(err, &dup):
+		return fmt.Errorf("duplicate key %q", dup.Key)
+	case errors.Is(err, strictjson.ErrTrailing):
 		return errors.New("text after the JSON object")
 	}
-	return nil
-}
-
-func walk(dec *json.Decoder) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return errors.New("not valid JSON")
-	}
-	switch tok {
-	case json.Delim('{'):
-		seen := map[string]bool{}
-		for dec.More() {
-			k, err := dec.Token()
-			if err != nil {
-				return errors.New("not valid JSON")
-			}
-			key, _ := k.(string)
-			if seen[key] {
-				return fmt.Errorf("duplicate key %q", key)
-			}
-			seen[key] = true
-			if err := walk(dec); err != nil {
-				return err
-			}
-		}
-		if _, err := dec.Token(); err != nil {
-			return errors.New("not valid JSON")
-		}
-	case json.Delim('['):
-		for dec.More() {
-			if err := walk(dec); err != nil {
-				return err
-			}
-		}
-		if _, err := dec.Token(); err != nil {
-			return errors.New("not valid JSON")
-		}
-	}
-	return nil
+	return err
 }
 
 // canonicalOutput is the validated output as cached: fixed field order.
