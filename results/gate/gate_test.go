@@ -3,6 +3,7 @@ package gate
 import (
 	"errors"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -451,4 +452,34 @@ func TestParseWeighted(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `g.yaml:2:37: metrics.harm.weighted: expected true or false, got "yes"`) {
 		t.Errorf("err = %v", err)
 	}
+}
+
+// FuzzParse: a thresholds file from anywhere never panics the parser; it
+// is accepted, or refused with located errors naming the file.
+func FuzzParse(f *testing.F) {
+	if data, err := os.ReadFile("../../examples/gates/release.yaml"); err == nil {
+		f.Add(data)
+	}
+	f.Add([]byte("metrics:\n  harm: {max_regression: 0.02}\n"))
+	f.Add([]byte("confidence: 0.9\nmetrics: {recovered: {min_rate: 1.5}}\n"))
+	f.Add([]byte("metrics: [1, 2]\n"))
+	f.Add([]byte("a: &a [*a]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		th, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			var errs Errors
+			if !errors.As(err, &errs) || len(errs) == 0 {
+				t.Fatalf("error %T %v is not a located Errors list", err, err)
+			}
+			for _, e := range errs {
+				if e.File != "fuzz.yaml" || e.Line < 0 {
+					t.Fatalf("error %+v does not name the file and line", e)
+				}
+			}
+			return
+		}
+		if !(th.Confidence > 0 && th.Confidence < 1) {
+			t.Fatalf("accepted confidence %v", th.Confidence)
+		}
+	})
 }
