@@ -117,9 +117,9 @@ type Store interface {
 	// by trial_id. An item is closed by a judgement of its trial written
 	// after it was queued (a later judge run that succeeded).
 	ReviewQueue(ctx context.Context, sweepID string) ([]record.ReviewItem, error)
-	// Database names the database the store reads and writes (ad-hoc
-	// queries name their tables with it).
-	Database() string
+	// Usage returns what the recent trials sel selects consumed (model
+	// calls, tokens, recorded cost), newest first.
+	Usage(ctx context.Context, sel record.UsageSelect) ([]record.Usage, error)
 	// Close releases the connection (for chDB: this handle on the process's
 	// session).
 	Close() error

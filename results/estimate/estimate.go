@@ -22,19 +22,9 @@ import (
 // HistoryLimit bounds the trials read per arm: the most recent ones.
 const HistoryLimit = 5000
 
-// History is where past trials are read from: one SQL statement at a time,
-// in the database it names. storage.Store is one.
+// History is what recent trials consumed; storage.Store implements it.
 type History interface {
-	Query(ctx context.Context, sql string) (record.Table, error)
-	Database() string
-}
-
-// Usage is what one recorded trial consumed.
-type Usage struct {
-	Calls            float64 // model responses stored for the trial
-	PromptTokens     float64
-	CompletionTokens float64
-	CostUSD          float64 // the cost the trial recorded (at the prices of its run)
+	Usage(ctx context.Context, sel record.UsageSelect) ([]record.Usage, error)
 }
 
 // Spread summarizes a per-trial quantity over the recorded trials.
@@ -193,7 +183,7 @@ func historyKey(a scenario.Arm) string {
 	return "agent " + a.Agent
 }
 
-func (a *Arm) summarize(us []Usage) {
+func (a *Arm) summarize(us []record.Usage) {
 	a.HistoryTrials = len(us)
 	if len(us) == 0 {
 		return
@@ -239,99 +229,15 @@ func quantile(sorted []float64, p float64) float64 {
 // armHistory reads the most recent recorded trials of the arm's model (or
 // agent) on the plan's scenarios, with what their model calls consumed.
 // Trials lost to attrition are left out: they say little about a completed
-// trial's cost. Deduplicated with FINAL (a retried activity writes twice).
-func armHistory(ctx context.Context, q History, a scenario.Arm, scenarios []string) ([]Usage, error) {
-	cond := "t.agent = " + quote(a.Agent)
+// trial's cost.
+func armHistory(ctx context.Context, q History, a scenario.Arm, scenarios []string) ([]record.Usage, error) {
+	sel := record.UsageSelect{Agent: a.Agent, Scenarios: scenarios, Limit: HistoryLimit}
 	if a.LLM != nil {
 		// The agent name of an LLM trial is llm:MODEL:PROMPT@HASH: any
 		// prompt revision of the same model stands for it.
-		cond = "startsWith(t.agent, " + quote("llm:"+a.LLM.Model+":") + ")"
+		sel.Agent, sel.AgentPrefix = "llm:"+a.LLM.Model+":", true
 	}
-	names := make([]string, len(scenarios))
-	for i, s := range scenarios {
-		names[i] = quote(s)
-	}
-	sql := fmt.Sprintf(`SELECT toFloat64(coalesce(m.calls, 0)) AS calls, toFloat64(coalesce(m.prompt_tokens, 0)) AS prompt_tokens,
-       toFloat64(coalesce(m.completion_tokens, 0)) AS completion_tokens, t.cost_usd AS cost_usd
-FROM
-(
-    SELECT t.sweep_id AS sweep_id, t.trial_id AS trial_id, t.cost_usd AS cost_usd
-    FROM %[1]s.trials AS t FINAL
-    WHERE %[2]s AND t.attrition = 0 AND t.scenario IN (%[3]s)
-    ORDER BY t.written_at DESC
-    LIMIT %[4]d
-) AS t
-LEFT JOIN
-(
-    SELECT sweep_id, trial_id, count() AS calls, sum(prompt_tokens) AS prompt_tokens, sum(completion_tokens) AS completion_tokens
-    FROM %[1]s.model_calls FINAL
-    GROUP BY sweep_id, trial_id
-) AS m ON t.sweep_id = m.sweep_id AND t.trial_id = m.trial_id`, ident(q.Database()), cond, strings.Join(names, ", "), HistoryLimit)
-	tab, err := q.Query(ctx, sql)
-	if err != nil {
-		return nil, err
-	}
-	col := map[string]int{}
-	for i, c := range tab.Columns {
-		col[c] = i
-	}
-	for _, c := range []string{"calls", "prompt_tokens", "completion_tokens", "cost_usd"} {
-		if _, ok := col[c]; !ok {
-			return nil, fmt.Errorf("history query returned columns %v, without %s", tab.Columns, c)
-		}
-	}
-	out := make([]Usage, 0, len(tab.Rows))
-	for _, r := range tab.Rows {
-		var u Usage
-		for name, dst := range map[string]*float64{"calls": &u.Calls, "prompt_tokens": &u.PromptTokens, "completion_tokens": &u.CompletionTokens, "cost_usd": &u.CostUSD} {
-			v, err := number(r[col[name]])
-			if err != nil {
-				return nil, fmt.Errorf("history column %s: %w", name, err)
-			}
-			*dst = v
-		}
-		out = append(out, u)
-	}
-	return out, nil
-}
-
-// quote renders s as a ClickHouse string literal.
-func quote(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
-}
-
-// ident renders a database name as a quoted identifier.
-func ident(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
-
-// number reads a numeric cell as the transports return it.
-func number(v any) (float64, error) {
-	switch x := v.(type) {
-	case float64:
-		return x, nil
-	case float32:
-		return float64(x), nil
-	case int64:
-		return float64(x), nil
-	case uint64:
-		return float64(x), nil
-	case int:
-		return float64(x), nil
-	case uint32:
-		return float64(x), nil
-	case int32:
-		return float64(x), nil
-	case interface{ Float64() (float64, error) }: // json.Number
-		return x.Float64()
-	case string:
-		var f float64
-		if _, err := fmt.Sscan(x, &f); err != nil {
-			return 0, fmt.Errorf("%q is not a number", x)
-		}
-		return f, nil
-	case nil:
-		return 0, nil
-	}
-	return 0, fmt.Errorf("unexpected value %v (%T)", v, v)
+	return q.Usage(ctx, sel)
 }
 
 // Power is the minimum detectable difference of the plan's paired

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -212,3 +213,44 @@ func TestHistoryOnClickHouse(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { devstacktest.Main(m) }
+
+// history is a History over canned usage that records what it was asked.
+type history struct {
+	asked []record.UsageSelect
+	usage map[string][]record.Usage // by agent (or prefix)
+}
+
+func (h *history) Usage(_ context.Context, sel record.UsageSelect) ([]record.Usage, error) {
+	h.asked = append(h.asked, sel)
+	return h.usage[sel.Agent], nil
+}
+
+// The reads an estimate makes: an LLM arm's model under any prompt (a
+// prefix ending at the model's colon, so m1 is not m10), a scripted arm's
+// agent exactly, both on the plan's scenarios, the most recent
+// HistoryLimit; and what comes back is priced with the plan's prices.
+func TestHistoryReads(t *testing.T) {
+	h := &history{usage: map[string][]record.Usage{
+		"llm:m1:": {{Calls: 2, PromptTokens: 1000, CompletionTokens: 100, CostUSD: 7}},
+		"careful": {{}, {}},
+	}}
+	e, err := ForPlan(context.Background(), plan(llmArm("a", "m1", 1, 10), scenario.Arm{Name: "c", Agent: "careful"}), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []record.UsageSelect{
+		{Agent: "llm:m1:", AgentPrefix: true, Scenarios: []string{"s1", "s2"}, Limit: HistoryLimit},
+		{Agent: "careful", Scenarios: []string{"s1", "s2"}, Limit: HistoryLimit},
+	}
+	if !reflect.DeepEqual(h.asked, want) {
+		t.Fatalf("asked %+v, want %+v", h.asked, want)
+	}
+	// 1000 input tokens at $1/M and 100 output at $10/M: $0.002 a trial,
+	// not the $7 the trial recorded at its own prices.
+	if a := e.Arms[0]; a.HistoryTrials != 1 || !near(a.CostPerTrial.Mean, 0.002) || !near(a.CallsPerTrial.Mean, 2) {
+		t.Errorf("arm a: %+v", a)
+	}
+	if c := e.Arms[1]; c.HistoryTrials != 2 {
+		t.Errorf("arm c: %+v", c)
+	}
+}

@@ -330,3 +330,24 @@ func (k JudgeCacheKey) Validate() error {
 	}
 	return nil
 }
+
+// UsageSelect picks the recorded trials a cost estimate reads: the most
+// recent ones (at most Limit, newest first) not lost to attrition, of one
+// agent on any of Scenarios.
+type UsageSelect struct {
+	// Agent is the trials' agent name; with AgentPrefix, a prefix of it
+	// (an LLM arm's agent is llm:MODEL:PROMPT@HASH, and any prompt
+	// revision of the model stands for it).
+	Agent       string
+	AgentPrefix bool
+	Scenarios   []string
+	Limit       int
+}
+
+// Usage is what one recorded trial consumed.
+type Usage struct {
+	Calls            float64 // model responses stored for the trial
+	PromptTokens     float64
+	CompletionTokens float64
+	CostUSD          float64 // the cost the trial recorded (at the prices of its run)
+}

@@ -204,6 +204,10 @@ func TestServerSQLGolden(t *testing.T) {
 		}},
 		{"Trial", func() error { _, _, err := st.Trial(ctx, "t"); return err }},
 		{"ModelCalls", func() error { _, err := st.ModelCalls(ctx, "s", "t"); return err }},
+		{"Usage", func() error {
+			_, err := st.Usage(ctx, record.UsageSelect{Agent: "llm:m'1:", AgentPrefix: true, Scenarios: []string{"s1", `it's`}, Limit: 50})
+			return err
+		}},
 		{"Cells", func() error { _, err := st.Cells(ctx, "s"); return err }},
 		{"CaseFaults", func() error { _, err := st.CaseFaults(ctx, "s"); return err }},
 		{"Sweeps", func() error { _, err := st.Sweeps(ctx, 5); return err }},
