@@ -24,7 +24,9 @@ var (
 // DuplicateKeyError names a key that appears twice in one object.
 type DuplicateKeyError struct{ Key string }
 
-func (e *DuplicateKeyError) Error() string { return fmt.Sprintf("key %q appears twice in one object", e.Key) }
+func (e *DuplicateKeyError) Error() string {
+	return fmt.Sprintf("key %q appears twice in one object", e.Key)
+}
 
 // Check returns nil when raw is exactly one JSON value with no repeated
 // key in any object; else ErrSyntax, ErrTrailing or a *DuplicateKeyError.
