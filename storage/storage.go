@@ -32,6 +32,13 @@ import (
 // DefaultDatabase is the database used when Config names none.
 const DefaultDatabase = "rebound"
 
+// Table is the result of an ad-hoc query.
+type Table struct {
+	Columns []string `json:"columns"`
+	Types   []string `json:"types"`
+	Rows    [][]any  `json:"rows"`
+}
+
 // Store is rebound's persistence. Implementations are safe for concurrent use.
 type Store interface {
 	// Migrate creates the database, tables and views, applying the migrations
@@ -96,7 +103,7 @@ type Store interface {
 	// holds it. The engine's own parser must read exactly one statement,
 	// without INTO OUTFILE (ErrStatement otherwise). On a ReadOnly store
 	// the engine runs the canonical text of that statement, in readonly=1.
-	Query(ctx context.Context, sql string) (record.Table, error)
+	Query(ctx context.Context, sql string) (Table, error)
 	// PutJudgement upserts the judge's scores of one trial (the latest write
 	// of a (sweep, trial) wins; JudgedAt is set to the time of the write). It
 	// refuses scores outside 1..5 and unknown recommendations.

@@ -319,10 +319,10 @@ func (s *store) CaseFaults(ctx context.Context, sweepID string) ([]record.CaseFa
 	return out, nil
 }
 
-func (s *store) Query(ctx context.Context, sql string) (record.Table, error) {
+func (s *store) Query(ctx context.Context, sql string) (Table, error) {
 	canonical, err := s.statement(ctx, sql)
 	if err != nil {
-		return record.Table{}, err
+		return Table{}, err
 	}
 	if s.readOnly {
 		// What runs is exactly what the engine's parser checked: one
@@ -334,9 +334,9 @@ func (s *store) Query(ctx context.Context, sql string) (record.Table, error) {
 	t, err := s.t.Query(ctx, sql)
 	if err != nil {
 		if s.readOnly && IsReadOnlyRefusal(err) {
-			return record.Table{}, fmt.Errorf("%w: %w", ErrReadOnly, err)
+			return Table{}, fmt.Errorf("%w: %w", ErrReadOnly, err)
 		}
-		return record.Table{}, fmt.Errorf("storage: query: %w", err)
+		return Table{}, fmt.Errorf("storage: query: %w", err)
 	}
 	return t, nil
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-
-	"rebound/results/record"
 )
 
 // The server transport is a package of its own, registered the way a
@@ -52,7 +50,7 @@ type Transport interface {
 	Insert(ctx context.Context, insertSQL string, cols []string, rows [][]any) error
 	// Query runs an ad-hoc statement and returns its columns and rows as
 	// plain Go values (for people and dashboards, not for the row structs).
-	Query(ctx context.Context, sql string) (record.Table, error)
+	Query(ctx context.Context, sql string) (Table, error)
 	// Close releases the connection.
 	Close() error
 }

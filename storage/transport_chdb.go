@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"rebound/results/record"
 	"rebound/storage/chdb"
 )
 
@@ -89,12 +88,12 @@ func (t *chdbTransport) Select(ctx context.Context, dest any, q Stmt) error {
 	return decodeJSONEachRow(out, dest)
 }
 
-func (t *chdbTransport) Query(ctx context.Context, sql string) (record.Table, error) {
+func (t *chdbTransport) Query(ctx context.Context, sql string) (Table, error) {
 	out, err := t.conn.Query(ctx, sql, "JSONCompact")
 	if err != nil {
-		return record.Table{}, err
+		return Table{}, err
 	}
-	var tab record.Table
+	var tab Table
 	if len(bytes.TrimSpace(out)) == 0 {
 		return tab, nil // a statement without a result
 	}
@@ -105,7 +104,7 @@ func (t *chdbTransport) Query(ctx context.Context, sql string) (record.Table, er
 	dec := json.NewDecoder(bytes.NewReader(out))
 	dec.UseNumber()
 	if err := dec.Decode(&res); err != nil {
-		return record.Table{}, fmt.Errorf("decode result: %w", err)
+		return Table{}, fmt.Errorf("decode result: %w", err)
 	}
 	for _, m := range res.Meta {
 		tab.Columns = append(tab.Columns, m.Name)

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
-	"rebound/results/record"
 )
 
 // withServer makes open the registered server opener for the test (nil:
@@ -212,7 +210,7 @@ type refusingTransport struct {
 	err error
 }
 
-func (r *refusingTransport) Query(ctx context.Context, sql string) (record.Table, error) {
+func (r *refusingTransport) Query(ctx context.Context, sql string) (Table, error) {
 	r.log = append(r.log, sent{kind: "query", sql: sql})
-	return record.Table{}, r.err
+	return Table{}, r.err
 }

@@ -374,9 +374,9 @@ func (r *recorder) Insert(ctx context.Context, insertSQL string, cols []string, 
 	return nil
 }
 
-func (r *recorder) Query(ctx context.Context, sql string) (record.Table, error) {
+func (r *recorder) Query(ctx context.Context, sql string) (Table, error) {
 	r.log = append(r.log, sent{kind: "query", sql: sql})
-	return record.Table{}, nil
+	return Table{}, nil
 }
 
 func (r *recorder) Close() error {

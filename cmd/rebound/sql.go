@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rebound/results/record"
 	"rebound/storage"
 )
 
@@ -86,7 +85,7 @@ func newSQLCmd() *cobra.Command {
 	return cmd
 }
 
-func writeTable(tab record.Table, output string, stdout, stderr io.Writer) error {
+func writeTable(tab storage.Table, output string, stdout, stderr io.Writer) error {
 	if output == "json" {
 		return json.NewEncoder(stdout).Encode(tab)
 	}

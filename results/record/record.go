@@ -263,13 +263,6 @@ type Cell struct {
 	Metrics   map[outcome.Metric]outcome.Cell
 }
 
-// Table is the result of an ad-hoc query.
-type Table struct {
-	Columns []string `json:"columns"`
-	Types   []string `json:"types"`
-	Rows    [][]any  `json:"rows"`
-}
-
 // CaseFaults is the set of fault classes scheduled for one case.
 type CaseFaults struct {
 	Scenario     string

@@ -19,7 +19,6 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"rebound/results/record"
 	"rebound/storage"
 	"rebound/storage/chdb"
 )
@@ -119,18 +118,18 @@ func (t *transport) Select(ctx context.Context, dest any, q storage.Stmt) error 
 	return engineError(t.conn.Select(withParams(ctx, q.Params), dest, q.SQL))
 }
 
-func (t *transport) Query(ctx context.Context, sql string) (record.Table, error) {
+func (t *transport) Query(ctx context.Context, sql string) (storage.Table, error) {
 	tab, err := t.query(ctx, sql)
 	return tab, engineError(err)
 }
 
-func (t *transport) query(ctx context.Context, sql string) (record.Table, error) {
+func (t *transport) query(ctx context.Context, sql string) (storage.Table, error) {
 	rows, err := t.conn.Query(ctx, sql)
 	if err != nil {
-		return record.Table{}, err
+		return storage.Table{}, err
 	}
 	defer rows.Close()
-	var tab record.Table
+	var tab storage.Table
 	tab.Columns = rows.Columns()
 	types := rows.ColumnTypes()
 	for _, ct := range types {
@@ -142,7 +141,7 @@ func (t *transport) query(ctx context.Context, sql string) (record.Table, error)
 			ptrs[i] = reflect.New(ct.ScanType()).Interface()
 		}
 		if err := rows.Scan(ptrs...); err != nil {
-			return record.Table{}, err
+			return storage.Table{}, err
 		}
 		row := make([]any, len(ptrs))
 		for i, p := range ptrs {
