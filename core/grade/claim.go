@@ -8,6 +8,7 @@ package grade
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -41,12 +42,12 @@ func ParseClaim(raw string, spec []scenario.ClaimField) (*Claim, error) {
 	if err := dec.Decode(&obj); err != nil {
 		return nil, fmt.Errorf("claim is not a JSON object: %v", err)
 	}
-	if dec.More() {
+	// One value and nothing after it; no key twice (last-wins decoding would
+	// grade one value while a person reading the stored claim may read the
+	// other: a claim must say one thing).
+	if err := strictjson.Check([]byte(raw)); errors.Is(err, strictjson.ErrTrailing) {
 		return nil, fmt.Errorf("claim has trailing content after the JSON object")
-	}
-	// Last-wins decoding would grade one value while a person reading the
-	// stored claim may read the other: a claim must say one thing.
-	if err := strictjson.Check([]byte(raw)); err != nil {
+	} else if err != nil {
 		return nil, fmt.Errorf("invalid claim: %w", err)
 	}
 	types := map[string]string{}

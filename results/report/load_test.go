@@ -83,7 +83,7 @@ func recoveredTotals(arm string) record.ReportTotals {
 	return record.ReportTotals{ByScenario: rows}
 }
 
-func bool_(b bool) *bool { return &b }
+func boolPtr(b bool) *bool { return &b }
 
 func testSource() *memSource {
 	return &memSource{
@@ -92,11 +92,11 @@ func testSource() *memSource {
 			"base": {SweepID: "base", Name: "last week", Arms: []string{"a"}},
 		},
 		trials: []record.Trial{
-			{SweepID: "cand", TrialID: "t1", Arm: "a", Scenario: "s1", Recovered: bool_(true)},
-			{SweepID: "cand", TrialID: "t2", Arm: "a", Scenario: "s1", Recovered: bool_(false)},
-			{SweepID: "cand", TrialID: "t3", Arm: "a", Scenario: "s2", UnsafeAction: bool_(true)},
-			{SweepID: "cand", TrialID: "t4", Arm: "b", Scenario: "s1", Recovered: bool_(true)},
-			{SweepID: "base", TrialID: "u1", Arm: "a", Scenario: "s1", Recovered: bool_(true)},
+			{SweepID: "cand", TrialID: "t1", Arm: "a", Scenario: "s1", Recovered: boolPtr(true)},
+			{SweepID: "cand", TrialID: "t2", Arm: "a", Scenario: "s1", Recovered: boolPtr(false)},
+			{SweepID: "cand", TrialID: "t3", Arm: "a", Scenario: "s2", UnsafeAction: boolPtr(true)},
+			{SweepID: "cand", TrialID: "t4", Arm: "b", Scenario: "s1", Recovered: boolPtr(true)},
+			{SweepID: "base", TrialID: "u1", Arm: "a", Scenario: "s1", Recovered: boolPtr(true)},
 		},
 		totals: map[string]record.ReportTotals{"cand": recoveredTotals("a")},
 	}
