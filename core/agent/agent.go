@@ -74,7 +74,18 @@ type Process struct {
 	// (the middle of a long stream is dropped and marked).
 	Stdout string `json:"stdout,omitempty"`
 	Stderr string `json:"stderr,omitempty"`
+	// Sandbox says how the process was confined: SandboxSealed (its own
+	// uid and namespaces, see internal/sandbox) or SandboxNone (the arm
+	// opted out: the agent could reach the worker, and its trials are
+	// stored and reported as unsealed).
+	Sandbox string `json:"sandbox,omitempty"`
 }
+
+// Values of Process.Sandbox.
+const (
+	SandboxSealed = "sealed"
+	SandboxNone   = "none"
+)
 
 // Errors an agent returns when the trial could not be run for reasons that
 // are not the agent's behaviour. Trial runners match them with errors.Is.

@@ -57,6 +57,20 @@ type Arm struct {
 	EnvFrom            map[string]string `json:"env_from,omitempty" yaml:"env_from,omitempty"`
 	Timeout            string            `json:"timeout,omitempty" yaml:"timeout,omitempty"`
 	AttritionExitCodes []int             `json:"attrition_exit_codes,omitempty" yaml:"attrition_exit_codes,omitempty"`
+	// Sandbox, ReadOnly, Egress and Limits confine a command arm's
+	// process; see AgentCommand in arm.go.
+	Sandbox  string        `json:"sandbox,omitempty" yaml:"sandbox,omitempty"`
+	ReadOnly []string      `json:"read_only,omitempty" yaml:"read_only,omitempty"`
+	Egress   []string      `json:"egress,omitempty" yaml:"egress,omitempty"`
+	Limits   *SandboxLimit `json:"limits,omitempty" yaml:"limits,omitempty"`
+}
+
+// SandboxLimit are a sealed command arm's per-trial resource limits; zero
+// fields take the defaults of internal/sandbox.
+type SandboxLimit struct {
+	MemoryMB int     `json:"memory_mb,omitempty" yaml:"memory_mb,omitempty"`
+	PIDs     int     `json:"pids,omitempty" yaml:"pids,omitempty"`
+	CPUs     float64 `json:"cpus,omitempty" yaml:"cpus,omitempty"`
 }
 
 // Seeds is the list of seeds each (scenario, variant, arm) runs with. In
