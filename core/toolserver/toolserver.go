@@ -22,7 +22,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"sort"
@@ -67,7 +66,8 @@ const (
 type Server struct {
 	env    agent.Env
 	goal   string
-	tools  []*entry // scenario tools, then the built-ins
+	budget harness.Budget // the task's, bounding wait (llm.WaitArg)
+	tools  []*entry       // scenario tools, then the built-ins
 	byName map[string]*entry
 	mcp    *mcp.Server
 	claims *jsonschema.Resolved
@@ -93,7 +93,7 @@ type entry struct {
 
 // New builds the server of one trial over its env and task.
 func New(env agent.Env, task agent.Task) (*Server, error) {
-	s := &Server{env: env, goal: task.Goal, byName: map[string]*entry{}, mapped: map[string]string{}, halted: make(chan struct{})}
+	s := &Server{env: env, goal: task.Goal, budget: task.Budget, byName: map[string]*entry{}, mapped: map[string]string{}, halted: make(chan struct{})}
 	offered := env.Tools()
 	dotted := make([]string, 0, len(offered))
 	for i := range offered {
@@ -140,7 +140,7 @@ func New(env agent.Env, task agent.Task) (*Server, error) {
 	}
 	for _, e := range []*entry{
 		{name: ToolWait, input: json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer","minimum":0,"description":"milliseconds to wait"}},"required":["ms"],"additionalProperties":false}`),
-			description: "Wait on the task clock for the given number of milliseconds (for example to honour a retry_after_ms). Returns the task time now_ms. Does not count as a tool call."},
+			description: waitDescription(task.Budget)},
 		{name: ToolPlan, input: json.RawMessage(`{"type":"object","properties":{"summary":{"type":"string","description":"the new plan"}},"required":["summary"],"additionalProperties":false}`),
 			description: "Publish your current plan when it changes (one or two sentences). Counts against the plan-update budget. Does not count as a tool call."},
 		{name: ToolClaim, input: claimSchema,
@@ -155,6 +155,16 @@ func New(env agent.Env, task agent.Task) (*Server, error) {
 		s.mcp.AddTool(e.mcpTool(), s.mcpHandler(e))
 	}
 	return s, nil
+}
+
+// waitDescription documents wait, with its bound (llm.MaxWaitMs) under
+// the task's budget.
+func waitDescription(b harness.Budget) string {
+	d := "Wait on the task clock for the given number of milliseconds (for example to honour a retry_after_ms). Returns the task time now_ms. Does not count as a tool call. "
+	if b.DeadlineMs > 0 {
+		return d + fmt.Sprintf("One wait may reach at most %d ms past the task's %d ms deadline; a longer one is refused (INVALID_INPUT) and the clock does not move.", llm.WaitBeyondDeadlineMs, b.DeadlineMs)
+	}
+	return d + fmt.Sprintf("One wait lasts at most %d ms (24 hours); a longer one is refused (INVALID_INPUT) and the clock does not move.", llm.MaxWaitNoDeadlineMs)
 }
 
 // lenientClaimSchema is the LLM agent's claim schema with only status
@@ -300,12 +310,12 @@ func (s *Server) dispatch(ctx context.Context, name string, args map[string]any)
 	}
 	switch name {
 	case ToolWait:
-		ms, ok := args["ms"].(float64)
-		if !ok || ms < 0 || ms > math.MaxInt64/2 || ms != math.Trunc(ms) {
-			return harness.Failed(harness.CodeInvalidInput, false, "wait needs ms, a non-negative integer")
+		ms, refused := llm.WaitArg(args, s.budget, s.env.Now())
+		if refused != nil {
+			return *refused
 		}
-		s.env.Sleep(int64(ms))
-		return harness.Succeeded(map[string]any{"waited_ms": int64(ms), "now_ms": s.env.Now()})
+		s.env.Sleep(ms)
+		return harness.Succeeded(map[string]any{"waited_ms": ms, "now_ms": s.env.Now()})
 	case ToolPlan:
 		summary, ok := args["summary"].(string)
 		if !ok || strings.TrimSpace(summary) == "" {

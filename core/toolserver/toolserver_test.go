@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"rebound/core/agent"
+	"rebound/core/agent/llm"
 	"rebound/core/harness"
 	"rebound/core/scenario"
 	"rebound/core/toolserver"
@@ -542,5 +544,102 @@ func TestClaimSizeIsBounded(t *testing.T) {
 	}
 	if res.Outcome.Claim != `{"status":"completed","ticket_id":"T-1"}` {
 		t.Errorf("claim %s", res.Outcome.Claim)
+	}
+}
+
+// wait is bounded: at most the deadline's remaining time plus
+// llm.WaitBeyondDeadlineMs (llm.MaxWaitNoDeadlineMs without a deadline);
+// a longer wait is INVALID_INPUT and the clock does not move.
+func TestWaitIsBounded(t *testing.T) {
+	sc := load(t, "charge-502-twice")
+	spec := trial.Spec{SweepID: "s", Scenario: sc, Variant: sc.Variants[0], Arm: scenario.Arm{Name: "a", Agent: "x"}, Seed: 1}
+	deadline := sc.Budget.DeadlineMs
+	if deadline <= 0 {
+		t.Fatal("charge-502-twice has no deadline")
+	}
+	wait := func(h http.Handler, ms int64) (int, float64) {
+		t.Helper()
+		rec := httptestPost(h, "/tools/wait", fmt.Sprintf(`{"ms":%d}`, ms))
+		var body struct {
+			Code string `json:"code"`
+			Data struct {
+				NowMs float64 `json:"now_ms"`
+			} `json:"data"`
+		}
+		_ = json.Unmarshal([]byte(rec.body), &body)
+		if rec.code != http.StatusOK && body.Code != harness.CodeInvalidInput {
+			t.Errorf("wait(%d): %d %s", ms, rec.code, rec.body)
+		}
+		return rec.code, body.Data.NowMs
+	}
+	ag := agentFunc(func(ctx context.Context, env agent.Env, task agent.Task) (agent.Outcome, error) {
+		s, err := toolserver.New(env, task)
+		if err != nil {
+			return agent.Outcome{}, err
+		}
+		h := s.Handler()
+		for _, ms := range []int64{1 << 53, math.MaxInt64 / 4, deadline + llm.WaitBeyondDeadlineMs + 1} {
+			if code, _ := wait(h, ms); code != http.StatusBadRequest {
+				t.Errorf("wait(%d) at 0 ms answered %d, want 400", ms, code)
+			}
+		}
+		if env.Now() != 0 {
+			t.Fatalf("refused waits moved the clock to %d", env.Now())
+		}
+		if code, now := wait(h, deadline+llm.WaitBeyondDeadlineMs); code != http.StatusOK || int64(now) != deadline+llm.WaitBeyondDeadlineMs {
+			t.Errorf("the longest allowed wait: %d, now %v", code, now)
+		}
+		// Past the deadline, one more WaitBeyondDeadlineMs at most.
+		if code, _ := wait(h, llm.WaitBeyondDeadlineMs+1); code != http.StatusBadRequest {
+			t.Errorf("wait past the deadline answered %d", code)
+		}
+		if code, _ := wait(h, llm.WaitBeyondDeadlineMs); code != http.StatusOK {
+			t.Errorf("wait of WaitBeyondDeadlineMs past the deadline answered %d", code)
+		}
+
+		// Without a deadline, one wait lasts at most MaxWaitNoDeadlineMs.
+		open := task
+		open.Budget.DeadlineMs = 0
+		s2, err := toolserver.New(env, open)
+		if err != nil {
+			return agent.Outcome{}, err
+		}
+		h2 := s2.Handler()
+		start := env.Now()
+		if code, _ := wait(h2, llm.MaxWaitNoDeadlineMs+1); code != http.StatusBadRequest {
+			t.Errorf("wait beyond %d ms without a deadline answered %d", llm.MaxWaitNoDeadlineMs, code)
+		}
+		if code, now := wait(h2, llm.MaxWaitNoDeadlineMs); code != http.StatusOK || int64(now) != start+llm.MaxWaitNoDeadlineMs {
+			t.Errorf("wait of %d ms without a deadline: %d, now %v", llm.MaxWaitNoDeadlineMs, code, now)
+		}
+		return agent.Outcome{}, nil
+	})
+	if _, err := trial.Run(context.Background(), spec, ag); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The bound is in wait's description, over MCP and HTTP.
+func TestWaitDescriptionStatesTheBound(t *testing.T) {
+	sc := load(t, "charge-502-twice")
+	spec := trial.Spec{SweepID: "s", Scenario: sc, Variant: sc.Variants[0], Arm: scenario.Arm{Name: "a", Agent: "x"}, Seed: 1}
+	drive := func(ctx context.Context, sess *mcp.ClientSession, _ *toolserver.Running) error {
+		list, err := sess.ListTools(ctx, nil)
+		if err != nil {
+			return err
+		}
+		for _, tl := range list.Tools {
+			if tl.Name == toolserver.ToolWait {
+				if want := fmt.Sprintf("at most %d ms past the task's %d ms deadline", llm.WaitBeyondDeadlineMs, sc.Budget.DeadlineMs); !strings.Contains(tl.Description, want) {
+					t.Errorf("wait's description %q lacks %q", tl.Description, want)
+				}
+				return nil
+			}
+		}
+		t.Error("no wait tool")
+		return nil
+	}
+	if _, err := trial.Run(context.Background(), spec, overMCP{inner: nopAgent{}, drive: drive}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -138,6 +138,7 @@ type run struct {
 	sent      int    // messages already part of an earlier step
 	plans     int
 	journal   *journalState
+	budget    harness.Budget // the task's, bounding wait (WaitArg)
 }
 
 // Run plays one trial: it offers the env's tools as functions, executes the
@@ -149,7 +150,7 @@ type run struct {
 // ErrConfig (fix the configuration), ErrDivergence (replay), or the
 // context's error.
 func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (out agent.Outcome, err error) {
-	r := &run{a: a, env: env, rec: &Recording{
+	r := &run{a: a, env: env, budget: task.Budget, rec: &Recording{
 		Version: RecordingVersion, Model: a.cfg.Model, PromptName: a.cfg.PromptName,
 		PromptHash: a.cfg.PromptHash, Protocol: ProtocolVersion, Steps: []Step{},
 	}}
@@ -458,12 +459,12 @@ func (r *run) execute(ctx context.Context, tc openai.ToolCall) string {
 	}
 	switch tc.Function.Name {
 	case builtinWait:
-		ms, ok := args["ms"].(float64)
-		if !ok || ms < 0 || ms > math.MaxInt64/2 {
-			return harness.Failed(harness.CodeInvalidInput, false, "wait needs ms, a non-negative integer").JSON()
+		ms, refused := WaitArg(args, r.budget, r.env.Now())
+		if refused != nil {
+			return refused.JSON()
 		}
-		r.env.Sleep(int64(ms))
-		return harness.Succeeded(map[string]any{"waited_ms": int64(ms), "now_ms": r.env.Now()}).JSON()
+		r.env.Sleep(ms)
+		return harness.Succeeded(map[string]any{"waited_ms": ms, "now_ms": r.env.Now()}).JSON()
 	case builtinPlan:
 		summary, ok := args["summary"].(string)
 		if !ok || strings.TrimSpace(summary) == "" {

@@ -19,7 +19,10 @@
 // offered as well: wait(ms), which advances the trial's simulated clock
 // (Env.Sleep) so a model can honour retry_after_ms, and update_plan
 // (Env.Replan). They are not tool calls and are not in the ledger's
-// attempts.
+// attempts. One wait reaches at most WaitBeyondDeadlineMs past the task's
+// deadline (MaxWaitNoDeadlineMs without one, MaxWaitMs); a longer one is
+// INVALID_INPUT and the clock does not move. The tool server's wait shares
+// the bound (WaitArg).
 //
 // Every tool call of a response is executed in order through Env.Call and
 // answered with the harness's normalized result, harness.Result.JSON(),
