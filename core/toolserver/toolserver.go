@@ -242,11 +242,19 @@ func (s *Server) Close() {
 }
 
 // Handler serves MCP (streamable HTTP) under /mcp and the plain HTTP tools
-// under /tools: GET /tools lists them, POST /tools/{name} calls one.
-func (s *Server) Handler() http.Handler {
+// under /tools: GET /tools lists them, POST /tools/{name} calls one. It
+// checks neither Host nor Origin beyond the SDK's own check on /mcp (a
+// non-loopback Host on a loopback connection): serve it through Guard, as
+// Start does.
+func (s *Server) Handler() http.Handler { return s.handler(false) }
+
+// handler is Handler; guarded disables the SDK's Host check, which Guard's
+// (the exact listener address, AllowHosts) replaces: the SDK's would refuse
+// an allowed forwarded Host and accept any loopback port.
+func (s *Server) handler(guarded bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
-		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: maxBody}))
+		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: maxBody, DisableLocalhostProtection: guarded}))
 	mux.HandleFunc("GET /tools", s.listHTTP)
 	mux.HandleFunc("POST /tools/{name}", s.callHTTP)
 	return mux
@@ -266,20 +274,38 @@ type Running struct {
 // Start listens on a free loopback port and serves Handler under a random
 // path prefix: the URLs are capabilities, so another process on the machine
 // (another trial's agent, say) cannot reach this trial's tools by guessing
-// a port.
-func (s *Server) Start() (*Running, error) {
+// a port. Every request also passes Guard: its Host must be the listener's
+// own address (127.0.0.1:PORT or localhost:PORT, plus any AllowHosts
+// adds) and an Origin, when present, must be loopback. OnListener serves
+// on a listener of the caller's instead.
+func (s *Server) Start(opts ...StartOption) (*Running, error) {
+	var o startOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	secret := make([]byte, 16)
 	if _, err := rand.Read(secret); err != nil {
 		return nil, fmt.Errorf("toolserver: %w", err)
 	}
 	prefix := "/" + hex.EncodeToString(secret)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("toolserver: listen on loopback: %w", err)
+	ln := o.ln
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return nil, fmt.Errorf("toolserver: listen on loopback: %w", err)
+		}
 	}
+	hosts, err := listenerHosts(ln.Addr())
+	if err != nil {
+		if o.ln == nil {
+			_ = ln.Close()
+		}
+		return nil, err
+	}
+	hosts = append(hosts, o.hosts...)
 	base := "http://" + ln.Addr().String() + prefix
 	r := &Running{MCPURL: base + "/mcp", ToolsURL: base + "/tools", s: s, done: make(chan struct{}),
-		srv: &http.Server{Handler: http.StripPrefix(prefix, s.Handler()), ReadHeaderTimeout: 10 * time.Second}}
+		srv: &http.Server{Handler: Guard(http.StripPrefix(prefix, s.handler(true)), hosts), ReadHeaderTimeout: 10 * time.Second}}
 	go func() {
 		defer close(r.done)
 		_ = r.srv.Serve(ln) // returns ErrServerClosed after Close

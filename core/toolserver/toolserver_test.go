@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -640,6 +641,174 @@ func TestWaitDescriptionStatesTheBound(t *testing.T) {
 		return nil
 	}
 	if _, err := trial.Run(context.Background(), spec, overMCP{inner: nopAgent{}, drive: drive}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// request sends one request with the given Host (when not empty) and Origin
+// (when not empty) and returns its status and body.
+func request(t *testing.T, method, url, host, origin, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if host != "" {
+		req.Host = host
+	}
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+const mcpInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// guarded runs f against a started server (s.Start(), or start when given)
+// of a trial of charge-502-twice whose ledger must stay empty.
+func guarded(t *testing.T, f func(env agent.Env, run *toolserver.Running), start ...func(*toolserver.Server) (*toolserver.Running, error)) {
+	t.Helper()
+	sc := load(t, "charge-502-twice")
+	spec := trial.Spec{SweepID: "s", Scenario: sc, Variant: sc.Variants[0], Arm: scenario.Arm{Name: "a", Agent: "x"}, Seed: 1}
+	ag := agentFunc(func(ctx context.Context, env agent.Env, task agent.Task) (agent.Outcome, error) {
+		s, err := toolserver.New(env, task)
+		if err != nil {
+			return agent.Outcome{}, err
+		}
+		startIt := func(s *toolserver.Server) (*toolserver.Running, error) { return s.Start() }
+		if len(start) > 0 {
+			startIt = start[0]
+		}
+		run, err := startIt(s)
+		if err != nil {
+			return agent.Outcome{}, err
+		}
+		defer run.Close()
+		f(env, run)
+		return agent.Outcome{}, nil
+	})
+	res, err := trial.Run(context.Background(), spec, ag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(res.Ledger.Attempts); n != 0 {
+		t.Errorf("refused requests reached the harness: %d attempts", n)
+	}
+}
+
+// DNS-rebinding protection: a foreign Origin or a Host that is not the
+// listener's own address is refused with 403 on MCP and plain HTTP alike,
+// and reaches nothing; loopback origins, localhost:PORT and clients that
+// send no Origin are served.
+func TestForeignOriginAndHostRefused(t *testing.T) {
+	guarded(t, func(env agent.Env, run *toolserver.Running) {
+		addr := strings.TrimPrefix(run.MCPURL, "http://")
+		addr = addr[:strings.Index(addr, "/")]
+		_, port, _ := strings.Cut(addr, ":")
+		wait := `{"ms":1000}`
+		for _, c := range []struct{ name, host, origin string }{
+			{"foreign origin", "", "http://evil.example"},
+			{"foreign origin on the same port", "", "http://evil.example:" + port},
+			{"https foreign origin", "", "https://attacker.test"},
+			{"null origin", "", "null"},
+			{"rebound host name", "evil.example:" + port, ""},
+			{"rebound host name, loopback origin", "evil.example:" + port, "http://localhost:" + port},
+			{"loopback host, other port", "127.0.0.1:1", ""},
+			{"localhost, other port", "localhost:1", ""},
+			{"no port", "127.0.0.1", ""},
+			{"another loopback address", "127.0.0.2:" + port, ""},
+		} {
+			if code, body := request(t, http.MethodPost, run.ToolsURL+"/wait", c.host, c.origin, wait); code != http.StatusForbidden {
+				t.Errorf("plain HTTP, %s: %d %s", c.name, code, body)
+			}
+			if code, body := request(t, http.MethodPost, run.MCPURL, c.host, c.origin, mcpInitialize); code != http.StatusForbidden {
+				t.Errorf("MCP, %s: %d %.200s", c.name, code, body)
+			}
+		}
+		if env.Now() != 0 {
+			t.Errorf("a refused wait moved the clock to %d", env.Now())
+		}
+		for _, c := range []struct{ name, host, origin string }{
+			{"no Origin", "", ""},
+			{"localhost:PORT", "localhost:" + port, ""},
+			{"LOCALHOST:PORT", "LOCALHOST:" + port, ""},
+			{"loopback origin", "", "http://127.0.0.1:5173"},
+			{"localhost origin", "localhost:" + port, "http://localhost:" + port},
+			{"IPv6 loopback origin", "", "http://[::1]:8080"},
+		} {
+			if code, body := request(t, http.MethodPost, run.ToolsURL+"/wait", c.host, c.origin, `{"ms":0}`); code != http.StatusOK {
+				t.Errorf("plain HTTP, %s: %d %s", c.name, code, body)
+			}
+			if code, body := request(t, http.MethodPost, run.MCPURL, c.host, c.origin, mcpInitialize); code != http.StatusOK || !strings.Contains(body, `"serverInfo"`) {
+				t.Errorf("MCP, %s: %d %.200s", c.name, code, body)
+			}
+		}
+	})
+}
+
+// A caller's listener: the URLs name it, Host must be its address (or an
+// address AllowHosts adds), and a loopback Host of another port is refused.
+func TestStartOnListenerAllowsItsOwnAddress(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	guarded(t, func(env agent.Env, run *toolserver.Running) {
+		if !strings.HasPrefix(run.MCPURL, "http://"+addr+"/") || !strings.HasPrefix(run.ToolsURL, "http://"+addr+"/") {
+			t.Errorf("URLs %s %s do not name the listener %s", run.MCPURL, run.ToolsURL, addr)
+		}
+		for host, want := range map[string]int{
+			"":                 http.StatusOK,
+			"10.0.2.2:4711":    http.StatusOK, // added
+			"10.0.2.2:4712":    http.StatusForbidden,
+			"127.0.0.1:4711":   http.StatusForbidden,
+			"attacker.example": http.StatusForbidden,
+		} {
+			if code, body := request(t, http.MethodPost, run.ToolsURL+"/wait", host, "", `{"ms":0}`); code != want {
+				t.Errorf("Host %q: %d, want %d (%s)", host, code, want, body)
+			}
+			if code, _ := request(t, http.MethodPost, run.MCPURL, host, "", mcpInitialize); code != want {
+				t.Errorf("MCP, Host %q: %d, want %d", host, code, want)
+			}
+		}
+	}, func(s *toolserver.Server) (*toolserver.Running, error) {
+		return s.Start(toolserver.OnListener(ln), toolserver.AllowHosts("10.0.2.2:4711"))
+	})
+	// Running.Close closed the caller's listener.
+	if c, err := net.Dial("tcp", addr); err == nil {
+		c.Close()
+		t.Errorf("the listener %s still accepts after Close", addr)
+	}
+
+	// A listener on every address is refused: no one Host names it.
+	wide, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer wide.Close()
+	sc := load(t, "charge-502-twice")
+	spec := trial.Spec{SweepID: "s", Scenario: sc, Variant: sc.Variants[0], Arm: scenario.Arm{Name: "a", Agent: "x"}, Seed: 1}
+	ag := agentFunc(func(ctx context.Context, env agent.Env, task agent.Task) (agent.Outcome, error) {
+		s, err := toolserver.New(env, task)
+		if err != nil {
+			return agent.Outcome{}, err
+		}
+		if run, err := s.Start(toolserver.OnListener(wide)); err == nil {
+			run.Close()
+			t.Error("Start served on 0.0.0.0")
+		}
+		return agent.Outcome{}, nil
+	})
+	if _, err := trial.Run(context.Background(), spec, ag); err != nil {
 		t.Fatal(err)
 	}
 }
