@@ -70,6 +70,7 @@ var trialMasksSQL = `SELECT
         variant,
         seed,
         attrition,
+        unsealed,
         weight,
         fault_classes,
         ` + tmaskSQL + ` AS tmask,
@@ -126,6 +127,7 @@ var trialVectorsSQL = `SELECT
         variant,
         seed,
         attrition,
+        unsealed,
         weight,
         arrayMap(y -> toUInt64(isNotNull(y) AND attrition = 0), ` + metricsSQL + `) AS tested,
         arrayMap(y -> toUInt64(ifNull(y, 0) = 1 AND attrition = 0), ` + metricsSQL + `) AS success
@@ -144,6 +146,7 @@ var wideCellsCTE = `cells AS
         seed,
         count() AS c_trials,
         countIf(attrition = 1) AS c_attrition,
+        countIf(unsealed = 1) AS c_unsealed,
         sumForEach(tested) AS c_n,
         sumForEach(success) AS c_k,
         sumForEach(arrayMap(x -> x * weight, tested)) AS c_sw,
@@ -212,6 +215,7 @@ by_weight AS
         weight,
         count() AS m_trials,
         countIf(attrition = 1) AS m_attrition,
+        countIf(unsealed = 1) AS m_unsealed,
         count() > uniqExact(seed) AS m_multi,
         countIf(tmask != 0) AS m_graded,
         -- A graded trial's outcomes as one number: min = max over the
@@ -233,6 +237,7 @@ by_variant AS
         variant,
         sum(m_trials) AS v_trials,
         sum(m_attrition) AS v_attrition,
+        sum(m_unsealed) AS v_unsealed,
         max(m_multi) AS v_multi,
         min(weight) != max(weight) AS v_mixed_weights,
         sum(m_graded) AS v_graded,
@@ -249,6 +254,7 @@ SELECT
     scenario,
     sum(v_trials) AS trials,
     sum(v_attrition) AS attrition_trials,
+    sum(v_unsealed) AS unsealed_trials,
     sum(v_trials) AS cells,` + rateArrays("v_") + `,
     countIf(kind = 0 AND v_graded >= 2) AS variation_cases,
     countIf(kind = 0 AND v_graded >= 2 AND v_constant) AS constant_cases,
@@ -287,6 +293,7 @@ func classesOfMaskSQL(mask string) string {
 const rateColumns = `
     sum(c_trials) AS trials,
     sum(c_attrition) AS attrition_trials,
+    sum(c_unsealed) AS unsealed_trials,
     count() AS cells,
     sumForEach(arrayMap(x -> toUInt64(x > 0), c_n)) AS tested_cells,
     sumForEach(c_n) AS n,
@@ -311,6 +318,7 @@ SELECT
     scenario,
     sum(v_trials) AS trials,
     sum(v_attrition) AS attrition_trials,
+    sum(v_unsealed) AS unsealed_trials,
     sum(v_cells) AS cells,
     sumForEach(v_tested_cells) AS tested_cells,
     sumForEach(v_n) AS n,
@@ -330,6 +338,7 @@ FROM
         max(c_trials) > 1 AS v_multi,
         sum(c_trials) AS v_trials,
         sum(c_attrition) AS v_attrition,
+        sum(c_unsealed) AS v_unsealed,
         count() AS v_cells,
         sumForEach(arrayMap(x -> toUInt64(x > 0), c_n)) AS v_tested_cells,
         sumForEach(c_n) AS v_n,
@@ -377,6 +386,7 @@ type rateTotalsRow struct {
 	Scenario        string    `json:"scenario"`
 	Trials          uint64    `json:"trials"`
 	Attrition       uint64    `json:"attrition_trials"`
+	Unsealed        uint64    `json:"unsealed_trials"`
 	Cells           uint64    `json:"cells"`
 	TestedCells     []uint64  `json:"tested_cells"`
 	N               []uint64  `json:"n"`
@@ -474,7 +484,7 @@ func rateTotals(rows []rateTotalsRow, variation bool) ([]record.RateTotals, []re
 	for _, r := range rows {
 		for i, m := range aggMetrics {
 			res = append(res, record.RateTotals{Arm: r.Arm, Group: r.Group, Scenario: r.Scenario, Metric: m,
-				Trials: r.Trials, Attrition: r.Attrition, Cells: r.Cells, TestedCells: at(r.TestedCells, i),
+				Trials: r.Trials, Attrition: r.Attrition, Unsealed: r.Unsealed, Cells: r.Cells, TestedCells: at(r.TestedCells, i),
 				N: at(r.N, i), Successes: at(r.Successes, i), SumWeight: at(r.SumWeight, i),
 				SumWeightY: at(r.SumWeightY, i), SumCellWeightSq: at(r.SumCellWeightSq, i)})
 		}

@@ -30,6 +30,7 @@ var sidesCTE = `t AS
         variant,
         seed,
         attrition,
+        unsealed,
         ` + classMaskSQL + ` AS class_mask,
         arrayMap(y -> toUInt64(isNotNull(y) AND attrition = 0), ` + metricsSQL + `) AS tested,
         arrayMap(y -> toUInt64(ifNull(y, 0) = 1 AND attrition = 0), ` + metricsSQL + `) AS success,
@@ -49,6 +50,8 @@ keys AS
         k_trials_b > 0 AS k_in_b,
         countIf(side = 0 AND attrition = 1) AS k_attrition_a,
         countIf(side = 1 AND attrition = 1) AS k_attrition_b,
+        countIf(side = 0 AND unsealed = 1) AS k_unsealed_a,
+        countIf(side = 1 AND unsealed = 1) AS k_unsealed_b,
         sumForEachIf(tested, side = 0) AS k_n_a,
         sumForEachIf(tested, side = 1) AS k_n_b,
         sumForEachIf(success, side = 0) AS k_k_a,
@@ -92,6 +95,7 @@ var qComparePairsFast = `WITH t AS
         variant,
         seed,
         attrition,
+        unsealed,
         weight,
         if({with_classes:UInt8} = 1, ` + classMaskSQL + `, 0) AS class_mask,
         ` + tmaskSQL + ` AS tmask,
@@ -109,6 +113,8 @@ keys AS
         countIf(side = 1) AS k_trials_b,
         countIf(side = 0 AND attrition = 1) AS k_attrition_a,
         countIf(side = 1 AND attrition = 1) AS k_attrition_b,
+        countIf(side = 0 AND unsealed = 1) AS k_unsealed_a,
+        countIf(side = 1 AND unsealed = 1) AS k_unsealed_b,
         groupBitOrIf(tmask, side = 0) AS k_t_a,
         groupBitOrIf(tmask, side = 1) AS k_t_b,
         groupBitOrIf(smask, side = 0) AS k_s_a,
@@ -130,6 +136,8 @@ per_key AS
         k_trials_b,
         k_attrition_a,
         k_attrition_b,
+        k_unsealed_a,
+        k_unsealed_b,
         k_s_a,
         k_s_b,
         k_t_a != 0 AS graded_a,
@@ -157,6 +165,8 @@ by_case AS
         sum(k_trials_b) AS c_trials_b,
         sum(k_attrition_a) AS c_attrition_a,
         sum(k_attrition_b) AS c_attrition_b,
+        sum(k_unsealed_a) AS c_unsealed_a,
+        sum(k_unsealed_b) AS c_unsealed_b,
         countIf(k_trials_a > 0) AS c_keys_a,
         countIf(k_trials_b > 0) AS c_keys_b,
         countIf(paired AND (k_trials_a > 1 OR k_trials_b > 1)) AS c_multi_keys,
@@ -180,6 +190,8 @@ SELECT
     sum(c_trials_b) AS trials_b,
     sum(c_attrition_a) AS attrition_a,
     sum(c_attrition_b) AS attrition_b,
+    sum(c_unsealed_a) AS unsealed_a,
+    sum(c_unsealed_b) AS unsealed_b,
     sum(c_keys_a) AS keys_a,
     sum(c_keys_b) AS keys_b,
     sum(c_multi_keys) AS multi_keys,
@@ -290,6 +302,8 @@ per_key AS
         k_trials_b,
         k_attrition_a,
         k_attrition_b,
+        k_unsealed_a,
+        k_unsealed_b,
         k_in_a,
         k_in_b,
         k_outcomes_a,
@@ -321,6 +335,8 @@ by_case AS
         sum(k_trials_b) AS c_trials_b,
         sum(k_attrition_a) AS c_attrition_a,
         sum(k_attrition_b) AS c_attrition_b,
+        sum(k_unsealed_a) AS c_unsealed_a,
+        sum(k_unsealed_b) AS c_unsealed_b,
         countIf(k_in_a) AS c_keys_a,
         countIf(k_in_b) AS c_keys_b,
         countIf(paired AND (k_trials_a > 1 OR k_trials_b > 1)) AS c_multi_keys,
@@ -387,6 +403,8 @@ SELECT
     sum(c_trials_b) AS trials_b,
     sum(c_attrition_a) AS attrition_a,
     sum(c_attrition_b) AS attrition_b,
+    sum(c_unsealed_a) AS unsealed_a,
+    sum(c_unsealed_b) AS unsealed_b,
     sum(c_keys_a) AS keys_a,
     sum(c_keys_b) AS keys_b,
     sum(c_multi_keys) AS multi_keys,
@@ -485,6 +503,8 @@ type pairTotalsRow struct {
 	TrialsB    uint64  `json:"trials_b"`
 	AttritionA uint64  `json:"attrition_a"`
 	AttritionB uint64  `json:"attrition_b"`
+	UnsealedA  uint64  `json:"unsealed_a"`
+	UnsealedB  uint64  `json:"unsealed_b"`
 	KeysA      uint64  `json:"keys_a"`
 	KeysB      uint64  `json:"keys_b"`
 	MultiKeys  uint64  `json:"multi_keys"`
@@ -505,6 +525,8 @@ type pairCaseRow struct {
 	TrialsB    uint64    `json:"trials_b"`
 	AttritionA uint64    `json:"attrition_a"`
 	AttritionB uint64    `json:"attrition_b"`
+	UnsealedA  uint64    `json:"unsealed_a"`
+	UnsealedB  uint64    `json:"unsealed_b"`
 	KeysA      uint64    `json:"keys_a"`
 	KeysB      uint64    `json:"keys_b"`
 	MultiKeys  uint64    `json:"multi_keys"`
@@ -604,6 +626,7 @@ func pairRowsFromCases(rows []pairCaseRow, emit func(*pairTotalsRow) error) ([]r
 					SumW2: r.SumW2[m], SumW2D: r.SumW2D[m], SumW2D2: r.SumW2D2[m],
 					MinA: minA, MaxA: maxA, MinB: minB, MaxB: maxB,
 					TrialsA: r.TrialsA, TrialsB: r.TrialsB, AttritionA: r.AttritionA, AttritionB: r.AttritionB,
+					UnsealedA: r.UnsealedA, UnsealedB: r.UnsealedB,
 					KeysA: r.KeysA, KeysB: r.KeysB, MultiKeys: r.MultiKeys, ConstantA: r.ConstantA, ConstantB: r.ConstantB}
 				if err := emit(&pt); err != nil {
 					return nil, err
@@ -667,6 +690,8 @@ func (s *store) CompareTotals(ctx context.Context, a, b record.CompareSide, with
 			sm.TrialsB += r.TrialsB
 			sm.AttritionA += r.AttritionA
 			sm.AttritionB += r.AttritionB
+			sm.UnsealedA += r.UnsealedA
+			sm.UnsealedB += r.UnsealedB
 			sm.KeysA += r.KeysA
 			sm.KeysB += r.KeysB
 			sm.Pairs += r.Keys

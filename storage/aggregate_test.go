@@ -145,6 +145,7 @@ func aggregateFixture(t *testing.T, st *store, sweep string) {
 						tr.FabricatedClaim = b(k%2 == 0)
 					}
 					tr.SelfCorrection = b(k%3 != 1)
+					tr.Unsealed = a == 2 && k%4 != 0 // some trials of arm third ran unsealed
 					if k%11 == 0 {
 						tr.Attrition, tr.FaultClasses = true, []string{}
 						tr.Recovered, tr.UnsafeAction, tr.FabricatedClaim, tr.SelfCorrection = nil, nil, nil, nil

@@ -108,6 +108,7 @@ ORDER BY scenario, variant, seed`
     metric,
     count() AS trials,
     countIf(attrition = 1) AS attrition_trials,
+    countIf(unsealed = 1) AS unsealed_trials,
     countIf(tested = 1) AS n,
     countIf(success = 1) AS successes,
     sumIf(weight, tested = 1) AS sum_weight,

@@ -23,7 +23,7 @@ var (
 		"recovered", "honest_block", "premature_block", "unsafe_action", "duplicate_side_effect",
 		"fabricated_claim", "tool_failure_injection", "graceful_degradation", "self_correction",
 		"tool_calls", "retries", "unnecessary_calls", "replans", "sim_elapsed_ms", "wall_us",
-		"tokens", "cost_usd", "tool_cost_usd", "weight", "attrition", "error", "claim", "answer",
+		"tokens", "cost_usd", "tool_cost_usd", "weight", "attrition", "unsealed", "error", "claim", "answer",
 		"recording", "process", "verdicts", "fault_schedule", "evidence", "catalog_version", "prompt_hash",
 		"activity_attempt", "grader_version", "written_at",
 	}
@@ -117,6 +117,7 @@ type trialRow struct {
 	ToolCostUSD          float64  `ch:"tool_cost_usd" json:"tool_cost_usd"`
 	Weight               float64  `ch:"weight" json:"weight"`
 	Attrition            uint8    `ch:"attrition" json:"attrition"`
+	Unsealed             uint8    `ch:"unsealed" json:"unsealed"`
 	Error                string   `ch:"error" json:"error"`
 	Claim                string   `ch:"claim" json:"claim"`
 	Answer               string   `ch:"answer" json:"answer"`
@@ -201,6 +202,7 @@ type cellRow struct {
 	Metric     string  `ch:"metric" json:"metric"`
 	Trials     uint64  `ch:"trials" json:"trials"`
 	Attrition  uint64  `ch:"attrition_trials" json:"attrition_trials"`
+	Unsealed   uint64  `ch:"unsealed_trials" json:"unsealed_trials"`
 	N          uint64  `ch:"n" json:"n"`
 	Successes  uint64  `ch:"successes" json:"successes"`
 	SumWeight  float64 `ch:"sum_weight" json:"sum_weight"`
@@ -258,7 +260,7 @@ func trialValues(t record.Trial, writtenAt time.Time) ([]any, error) {
 		nb(t.DuplicateSideEffect), nb(t.FabricatedClaim), nb(t.ToolFailureInjection),
 		nb(t.GracefulDegradation), nb(t.SelfCorrection),
 		t.ToolCalls, t.Retries, t.UnnecessaryCalls, t.Replans, t.SimElapsedMS, t.WallUS,
-		t.Tokens, t.CostUSD, t.ToolCostUSD, t.Weight, b2u(t.Attrition), text(t.Error), text(t.Claim),
+		t.Tokens, t.CostUSD, t.ToolCostUSD, t.Weight, b2u(t.Attrition), b2u(t.Unsealed), text(t.Error), text(t.Claim),
 		text(t.Answer), text(t.Recording), text(t.Process),
 		text(t.Verdicts), text(t.FaultSchedule), text(t.Evidence), text(t.CatalogVersion), text(t.PromptHash),
 		t.ActivityAttempt, t.GraderVersion, writtenAt,
@@ -296,7 +298,7 @@ func (r trialRow) trial() record.Trial {
 		GracefulDegradation:  ub(r.GracefulDegradation), SelfCorrection: ub(r.SelfCorrection),
 		ToolCalls: r.ToolCalls, Retries: r.Retries, UnnecessaryCalls: r.UnnecessaryCalls,
 		Replans: r.Replans, SimElapsedMS: r.SimElapsedMS, WallUS: r.WallUS, Tokens: r.Tokens,
-		CostUSD: r.CostUSD, Weight: r.Weight, Attrition: r.Attrition != 0, Error: r.Error,
+		CostUSD: r.CostUSD, Weight: r.Weight, Attrition: r.Attrition != 0, Unsealed: r.Unsealed != 0, Error: r.Error,
 		Claim: r.Claim, Answer: r.Answer, Recording: r.Recording, Process: r.Process,
 		Verdicts: r.Verdicts, FaultSchedule: r.FaultSchedule,
 		CatalogVersion: r.CatalogVersion, PromptHash: r.PromptHash,

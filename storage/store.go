@@ -387,7 +387,7 @@ func (s *store) Cells(ctx context.Context, sweepID string) ([]record.Cell, error
 			idx[k] = i
 			cells = append(cells, record.Cell{
 				Arm: r.Arm, Scenario: r.Scenario, Variant: r.Variant, Seed: r.Seed,
-				Trials: r.Trials, Attrition: r.Attrition,
+				Trials: r.Trials, Attrition: r.Attrition, Unsealed: r.Unsealed,
 				Metrics: make(map[outcome.Metric]outcome.Cell, len(outcome.Stored)),
 			})
 		}

@@ -140,8 +140,12 @@ func TestSchemaColumnsReplaysAlters(t *testing.T) {
 	if at < 0 || len(got) < at+4 || got[at+1] != "answer" || got[at+2] != "recording" || got[at+3] != "process" || got[len(got)-1] != "written_at" {
 		t.Fatalf("trials columns after the migrations: %v", got)
 	}
-	if n := len(ddlColumns(ddlTrials)); len(got) != n+3+len(ddlTrialsGrader) {
-		t.Fatalf("trials has %d columns after the migrations, want %d", len(got), n+3+len(ddlTrialsGrader))
+	if at := indexOf(got, "attrition"); at < 0 || got[at+1] != "unsealed" {
+		t.Fatalf("trials columns after the migrations: %v, want unsealed after attrition", got)
+	}
+	// answer, recording, process; the grader's; unsealed.
+	if n := len(ddlColumns(ddlTrials)); len(got) != n+3+len(ddlTrialsGrader)+1 {
+		t.Fatalf("trials has %d columns after the migrations, want %d", len(got), n+3+len(ddlTrialsGrader)+1)
 	}
 }
 

@@ -78,6 +78,11 @@ type Trial struct {
 
 	Attrition bool   // a provider failure: not graded, counted per arm
 	Error     string // what went wrong, when something did
+	// Unsealed: a command arm's process ran outside the sandbox (the arm
+	// said sandbox: none), so it could reach the worker, the store and
+	// other trials; reports say so beside the arm's rates. False for
+	// sealed command arms and for built-in agents (they run in process).
+	Unsealed bool
 
 	Claim  string // JSON
 	Answer string // the agent's final prose, redacted by the caller
@@ -260,6 +265,7 @@ type Cell struct {
 	Seed      uint64
 	Trials    uint64 // trials in the cell, attrition included
 	Attrition uint64 // trials lost to provider failures (never graded)
+	Unsealed  uint64 // trials whose agent ran unsealed (Trial.Unsealed)
 	Metrics   map[outcome.Metric]outcome.Cell
 }
 

@@ -11,9 +11,11 @@ type RateTotals struct {
 	Scenario string
 	Metric   outcome.Metric
 	// Trials and Attrition count the trials of the cells (the same for every
-	// metric); Cells the (arm, scenario, variant, seed) cells, TestedCells
-	// those where the metric was tested.
+	// metric), Unsealed those of them whose agent ran unsealed
+	// (Trial.Unsealed); Cells the (arm, scenario, variant, seed) cells,
+	// TestedCells those where the metric was tested.
 	Trials, Attrition  uint64
+	Unsealed           uint64
 	Cells, TestedCells uint64
 	// N and Successes are the tested trials and their successes; SumWeight
 	// and SumWeightY the sums of their weights (all, successes); and
@@ -47,6 +49,9 @@ type CompareSide struct{ SweepID, Arm string }
 // metrics. A is the baseline, B the candidate.
 type CompareSummary struct {
 	TrialsA, TrialsB, AttritionA, AttritionB uint64
+	// UnsealedA and UnsealedB count each side's trials whose agent ran
+	// unsealed (Trial.Unsealed), paired or not.
+	UnsealedA, UnsealedB uint64
 	// Pairs are the cases (scenario, variant, seed) graded in both sides;
 	// Multi those holding more than one trial in a side; Cases the distinct
 	// (scenario, variant) and Scenarios the scenarios among them.
