@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"rebound/core/agent"
+	"rebound/core/scenario"
 	"rebound/core/trial"
 	"rebound/internal/redact"
 	"rebound/results/record"
@@ -30,6 +31,7 @@ func Rows(r *trial.Result, red *redact.Redactor) (record.Trial, []record.ToolCal
 		Answer:         red.String(r.Outcome.Answer),
 		Recording:      redactText(red, r.Recording),
 		Process:        processJSON(r.Outcome.Process, red),
+		Unsealed:       r.Outcome.Process != nil && r.Outcome.Process.Sandbox == agent.SandboxNone,
 		PromptHash:     r.PromptHash,
 		Verdicts:       red.JSON(v),
 		FaultSchedule:  red.JSON(r.Schedule),
@@ -69,6 +71,7 @@ func AttritionRow(spec trial.Spec, agentName string, cause error, red *redact.Re
 		Recoverable: spec.Variant.Recoverable, DeclaredRecoverable: spec.Variant.Recoverable,
 		FaultClasses: []string{}, Weight: spec.Scenario.WeightOf(spec.Variant),
 		Attrition: true, Error: red.String(cause.Error()), Claim: "", Verdicts: "{}", FaultSchedule: "{}",
+		Unsealed: spec.Arm.Agent == scenario.AgentCommand && spec.Arm.Sandbox == agent.SandboxNone,
 	}
 }
 
