@@ -8,6 +8,9 @@
 #   .cache/agents/openai-agents-ts/   the example agent of examples/agents/
 #                             (OpenAI Agents SDK, MCP SDK), npm ci from its
 #                             package-lock.json, compiled with its pinned tsc
+# and one system package, the sandbox of command arms: bubblewrap (bwrap),
+# from Debian's packages when it is missing and setup runs as root (it is
+# the only thing installed outside .cache/; without root, setup says how).
 # Idempotent: a second run only checks what is there. Called by `make setup`.
 set -euo pipefail
 
@@ -34,6 +37,26 @@ mkdir -p "$cache/bin" "$cache/chdb"
 if command -v flock >/dev/null 2>&1; then
 	exec 9>"$cache/setup.lock"
 	flock -n 9 || { say "another setup is running; waiting for it"; flock 9; }
+fi
+
+# --- bubblewrap (the sandbox of command arms) ---------------------------------
+# Command arms run sealed under bwrap (internal/sandbox); a worker without it
+# refuses them (fail closed). Debian's package is used, never a download.
+if command -v bwrap >/dev/null 2>&1 || [ -n "${REBOUND_BWRAP:-}" ]; then
+	say "bubblewrap: ok"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+	say "bubblewrap: installing Debian's package (apt-get install bubblewrap)"
+	start=$SECONDS
+	log="$cache/apt-bubblewrap.log"
+	if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; } >"$log" 2>&1; then
+		cat "$log" >&2
+		die "apt-get install bubblewrap failed (see above)"
+	fi
+	rm -f "$log"
+	command -v bwrap >/dev/null 2>&1 || die "bubblewrap was installed but bwrap is not on PATH"
+	say "bubblewrap: installed in $(elapsed "$start")"
+else
+	say "bubblewrap: missing; command arms will refuse to run sealed until it is installed (as root: apt-get install bubblewrap)"
 fi
 
 # --- Temporal CLI ---------------------------------------------------------

@@ -178,3 +178,46 @@ func TestRunCommandArmThenTrialShow(t *testing.T) {
 		t.Errorf("trial show printed the secret:\n%s", text)
 	}
 }
+
+// Fail closed: where the sandbox cannot be set up (here: no bubblewrap),
+// run and sweep start refuse a sealed command arm with exit 2 and say what
+// is missing, before anything starts; an arm with sandbox: none is not
+// refused.
+func TestSealedArmRefusedWithoutSandbox(t *testing.T) {
+	t.Setenv("REBOUND_BWRAP", "/nonexistent/bwrap")
+	t.Setenv("REBOUND_TEMPORAL_ADDRESS", "")
+	t.Setenv("REBOUND_CLICKHOUSE_DSN", "")
+	dir := t.TempDir()
+	sc, err := filepath.Abs("../../examples/scenarios/charge-502-twice.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := filepath.Join(dir, "plan.yaml")
+	body := "name: sealed-refused\nseeds: 1\nscenarios: [" + sc + "]\narms:\n" +
+		"  - name: shell\n    agent: command\n    timeout: 30s\n    command: [sh, -c, 'exit 0']\n"
+	if err := os.WriteFile(plan, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, args := range [][]string{
+		{"run", "--data-dir", filepath.Join(dir, "data"), plan},
+		{"sweep", "start", "--temporal-address", "127.0.0.1:1", plan},
+	} {
+		var out, errOut strings.Builder
+		code := dispatch(ctx, args, &out, &errOut)
+		if code != exitUsage || !strings.Contains(errOut.String(), "bubblewrap") || !strings.Contains(errOut.String(), "sandbox: none") {
+			t.Errorf("%s %s: exit %d, want 2 naming bubblewrap and sandbox: none\n%s", args[0], args[1], code, errOut.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data")); !os.IsNotExist(err) {
+		t.Errorf("run refused the plan but made its data dir: %v", err)
+	}
+	unsealed := strings.Replace(body, "    timeout: 30s\n", "    timeout: 30s\n    sandbox: none\n", 1)
+	if err := os.WriteFile(plan, []byte(unsealed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut strings.Builder
+	if code := dispatch(ctx, []string{"plan", "estimate", plan}, &out, &errOut); code != exitOK {
+		t.Errorf("an unsealed arm was refused: exit %d\n%s", code, errOut.String())
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"rebound/internal/endpoint"
 	"rebound/internal/fileerr"
 	"rebound/internal/redact"
+	"rebound/internal/sandbox"
 )
 
 // AgentLLM is the Agent value of an arm run by an LLM over an
@@ -74,7 +75,7 @@ func (a *Arm) validateAt(p string) []pathError {
 		return a.validateCommand(p)
 	}
 	if a.hasCommandFields() {
-		return []pathError{{p + ".command", fmt.Sprintf("command, env, env_from, timeout and attrition_exit_codes need agent: %s", AgentCommand)}}
+		return []pathError{{p + ".command", fmt.Sprintf("command, env, env_from, timeout, attrition_exit_codes, sandbox, read_only, egress and limits need agent: %s", AgentCommand)}}
 	}
 	if a.Agent != AgentLLM {
 		if a.LLM != nil {
@@ -171,8 +172,26 @@ func (r *Resolved) loadPrompts(planFile string, judge *JudgeSpec) []pathError {
 //   - Timeout: wall-clock limit of one run ("5m" by default, at most 30m);
 //   - AttritionExitCodes: exit codes meaning "the agent's infrastructure
 //     failed" (its model provider, say): such a trial is attrition, not
-//     graded.
+//     graded;
+//   - Sandbox: "" or "sealed" (the default) runs the process sealed
+//     (internal/sandbox: its own uid and namespaces, only its trial's tools
+//     reachable); "none" runs it unsealed, and its trials are stored and
+//     reported as unsealed;
+//   - ReadOnly: more paths the sealed process may read (the rest of its
+//     install: node_modules, a virtualenv), relative to the plan;
+//   - Egress: host:port the sealed process may connect to, for its model
+//     provider; nothing else on the machine or beyond is reachable;
+//   - Limits: the sealed process's memory, PIDs and CPUs.
 const AgentCommand = "command"
+
+// Values of Arm.Sandbox.
+const (
+	SandboxSealed = "sealed"
+	SandboxNone   = "none"
+)
+
+// Sealed says whether a command arm runs sealed.
+func (a *Arm) Sealed() bool { return a.Sandbox != SandboxNone }
 
 // DefaultCommandTimeout bounds one run of a command arm's process when the
 // arm sets no timeout; MaxCommandTimeout is the largest timeout, and with
@@ -195,7 +214,8 @@ var secretShapes = func() []*regexp.Regexp {
 }()
 
 func (a *Arm) hasCommandFields() bool {
-	return len(a.Command) > 0 || len(a.Env) > 0 || len(a.EnvFrom) > 0 || a.Timeout != "" || len(a.AttritionExitCodes) > 0
+	return len(a.Command) > 0 || len(a.Env) > 0 || len(a.EnvFrom) > 0 || a.Timeout != "" || len(a.AttritionExitCodes) > 0 ||
+		a.Sandbox != "" || len(a.ReadOnly) > 0 || len(a.Egress) > 0 || a.Limits != nil
 }
 
 // CommandTimeout is the arm's wall-clock limit per run.
@@ -243,6 +263,40 @@ func (a *Arm) validateCommand(p string) []pathError {
 			errs = append(errs, pathError{p + ".attrition_exit_codes", fmt.Sprintf("%d is not an exit code between 1 and 255", c)})
 		}
 	}
+	return append(errs, a.validateSandbox(p)...)
+}
+
+// validateSandbox checks a command arm's confinement fields.
+func (a *Arm) validateSandbox(p string) []pathError {
+	var errs []pathError
+	switch a.Sandbox {
+	case "", SandboxSealed:
+	case SandboxNone:
+		if len(a.ReadOnly) > 0 || len(a.Egress) > 0 || a.Limits != nil {
+			errs = append(errs, pathError{p + ".sandbox", "read_only, egress and limits confine a sealed process; with sandbox: none they would do nothing"})
+		}
+	default:
+		errs = append(errs, pathError{p + ".sandbox", fmt.Sprintf("%q is not a sandbox: sealed (the default) or none", a.Sandbox)})
+	}
+	for i, r := range a.ReadOnly {
+		if strings.TrimSpace(r) == "" {
+			errs = append(errs, pathError{fmt.Sprintf("%s.read_only[%d]", p, i), "empty path"})
+		}
+	}
+	if _, _, err := sandbox.Egress(a.Egress); err != nil {
+		errs = append(errs, pathError{p + ".egress", err.Error()})
+	}
+	if l := a.Limits; l != nil {
+		if l.MemoryMB < 0 || l.MemoryMB > 1<<20 {
+			errs = append(errs, pathError{p + ".limits.memory_mb", fmt.Sprintf("%d is not a size in MB between 1 and %d", l.MemoryMB, 1<<20)})
+		}
+		if l.PIDs < 0 || l.PIDs > 1<<16 {
+			errs = append(errs, pathError{p + ".limits.pids", fmt.Sprintf("%d is not a count between 1 and %d", l.PIDs, 1<<16)})
+		}
+		if l.CPUs < 0 || l.CPUs > 1024 {
+			errs = append(errs, pathError{p + ".limits.cpus", fmt.Sprintf("%v is not a number of CPUs between 0.01 and 1024", l.CPUs)})
+		}
+	}
 	return errs
 }
 
@@ -280,6 +334,15 @@ func (r *Resolved) resolveCommands(planFile string) {
 		a := &r.Arms[i]
 		if a.Agent != AgentCommand || len(a.Command) == 0 {
 			continue
+		}
+		if ro := a.ReadOnly; len(ro) > 0 {
+			a.ReadOnly = make([]string, len(ro))
+			for j, p := range ro {
+				a.ReadOnly[j] = p
+				if abs, err := filepath.Abs(filepath.Join(filepath.Dir(planFile), p)); err == nil && !filepath.IsAbs(p) {
+					a.ReadOnly[j] = abs
+				}
+			}
 		}
 		c := a.Command[0]
 		if filepath.IsAbs(c) || !strings.ContainsRune(c, '/') {

@@ -93,8 +93,17 @@ func listenerHosts(addr net.Addr) ([]string, error) {
 type StartOption func(*startOptions)
 
 type startOptions struct {
-	ln    net.Listener
-	hosts []string
+	ln     net.Listener
+	hosts  []string
+	prefix string
+}
+
+// AtPrefix makes Start serve under prefix ("/" and at least 32 random hex
+// digits) instead of a prefix of its own: for a caller that must hand the
+// URLs to a process before the server starts (a sealed agent's
+// environment is fixed when its sandbox is made).
+func AtPrefix(prefix string) StartOption {
+	return func(o *startOptions) { o.prefix = prefix }
 }
 
 // OnListener makes Start serve on ln (for example a listener opened inside

@@ -283,11 +283,17 @@ func (s *Server) Start(opts ...StartOption) (*Running, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	secret := make([]byte, 16)
-	if _, err := rand.Read(secret); err != nil {
-		return nil, fmt.Errorf("toolserver: %w", err)
+	prefix := o.prefix
+	if len(prefix) < 33 || prefix[0] != '/' || strings.Trim(prefix[1:], "0123456789abcdef") != "" {
+		if o.prefix != "" {
+			return nil, fmt.Errorf("toolserver: prefix %q is not / and 32 or more hex digits", o.prefix)
+		}
+		secret := make([]byte, 16)
+		if _, err := rand.Read(secret); err != nil {
+			return nil, fmt.Errorf("toolserver: %w", err)
+		}
+		prefix = "/" + hex.EncodeToString(secret)
 	}
-	prefix := "/" + hex.EncodeToString(secret)
 	ln := o.ln
 	if ln == nil {
 		var err error

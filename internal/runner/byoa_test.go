@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,6 +83,9 @@ func TestAgentsSDKCommandArmEndToEnd(t *testing.T) {
 		}
 		scenarios = append(scenarios, abs)
 	}
+	// Sealed, the agent reads its build under .cache/ and reaches only its
+	// model's host:port.
+	install := filepath.Clean(filepath.Join(filepath.Dir(launcher), "..", "..", "..", ".cache", "agents", "openai-agents-ts"))
 	planFile := filepath.Join(dir, "plan.yaml")
 	planYAML := fmt.Sprintf(`name: agents-sdk-e2e
 scenarios: [%s, %s]
@@ -95,13 +99,17 @@ arms:
     env_from: {OPENAI_API_KEY: BYOA_TEST_MODEL_KEY}
     timeout: 2m
     attrition_exit_codes: [75]
+    read_only: [%s]
+    egress: [%s]
   - name: agents-sdk-down
     agent: command
     command: [%s]
     env: {OPENAI_BASE_URL: %q, OPENAI_MODEL: test-model}
     timeout: 2m
     attrition_exit_codes: [75]
-`, scenarios[0], scenarios[1], launcher, model.BaseURL(), launcher, down)
+    read_only: [%[5]s]
+    egress: [%s]
+`, scenarios[0], scenarios[1], launcher, model.BaseURL(), install, hostPort(t, model.BaseURL()), launcher, down, hostPort(t, down))
 	if err := os.WriteFile(planFile, []byte(planYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -238,4 +246,14 @@ arms:
 			t.Errorf("%s on the down endpoint: process record %s (%v)", scen, tr.Process, err)
 		}
 	}
+}
+
+// hostPort is the host:port of a URL.
+func hostPort(t *testing.T, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Host
 }

@@ -8,38 +8,28 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-)
-
-// bwrapPath is bubblewrap's binary, found on PATH (REBOUND_BWRAP names
-// another) by Check.
-var bwrapPath string
-
-var (
-	checkOnce sync.Once
-	checkErr  error
 )
 
 // Check says whether sandboxes can be set up here, and if not, what is
 // missing: bubblewrap, the privileges to give a process another uid and
 // namespaces, user namespaces in the kernel, a writable cgroup hierarchy
-// with the memory, pids and cpu controllers. The answer is computed once
-// per process.
+// with the memory, pids and cpu controllers (a probe cgroup is made and
+// removed). It costs about a millisecond; Start checks again.
 func Check() error {
-	checkOnce.Do(func() { checkErr = check() })
-	return checkErr
+	_, err := check()
+	return err
 }
 
-func check() error {
+// check returns bubblewrap's path (REBOUND_BWRAP, or bwrap on PATH).
+func check() (string, error) {
 	var missing []string
-	path := os.Getenv("REBOUND_BWRAP")
-	if path == "" {
-		path = "bwrap"
+	name := os.Getenv("REBOUND_BWRAP")
+	if name == "" {
+		name = "bwrap"
 	}
-	if p, err := exec.LookPath(path); err != nil {
-		missing = append(missing, "bubblewrap (bwrap) is not installed: apt-get install bubblewrap, or set REBOUND_BWRAP")
-	} else {
-		bwrapPath = p
+	path, err := exec.LookPath(name)
+	if err != nil {
+		missing = append(missing, fmt.Sprintf("bubblewrap (%s) is not installed: apt-get install bubblewrap (make setup does it as root), or set REBOUND_BWRAP", name))
 	}
 	if err := checkCaps(); err != nil {
 		missing = append(missing, err.Error())
@@ -54,9 +44,9 @@ func check() error {
 		missing = append(missing, err.Error())
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w: %s", ErrUnavailable, strings.Join(missing, "; "))
+		return "", fmt.Errorf("%w: %s", ErrUnavailable, strings.Join(missing, "; "))
 	}
-	return nil
+	return path, nil
 }
 
 // ErrUnavailable is the error of Check when a sandbox cannot be set up.

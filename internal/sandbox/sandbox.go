@@ -126,7 +126,8 @@ type Sandbox struct {
 // Start sets the sandbox up and returns once its namespaces and cgroup
 // exist; the command runs after Release.
 func Start(spec Spec) (*Sandbox, error) {
-	if err := Check(); err != nil {
+	bwrapPath, err := check()
+	if err != nil {
 		return nil, err
 	}
 	if len(spec.Command) == 0 || spec.Command[0] == "" {

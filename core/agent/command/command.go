@@ -5,14 +5,25 @@
 // the goal and the trial id in its environment, and hands back the claim
 // the process submitted through submit_claim. trial.Run stays the one
 // function that runs and grades a trial; this is just another agent.
+//
+// The process is hostile input: by default it runs sealed
+// (internal/sandbox), under a uid of its own in its own namespaces, where
+// the trial's tool server listens inside its network namespace at the
+// same loopback URL, the hosts the arm declares (egress) are forwarded,
+// and nothing else of the machine is visible. An arm with sandbox: none
+// runs as a plain child process group, and its trials say so.
 package command
 
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -27,6 +38,7 @@ import (
 	"rebound/core/harness"
 	"rebound/core/scenario"
 	"rebound/core/toolserver"
+	"rebound/internal/sandbox"
 )
 
 // Environment variables the process receives from rebound.
@@ -64,12 +76,23 @@ type Config struct {
 	AttritionExitCodes []int
 	// Getenv reads the worker's variables; nil means os.Getenv.
 	Getenv func(string) string
+	// Unsealed runs the process without the sandbox (sandbox: none).
+	Unsealed bool
+	// ReadOnly, Egress and Limits confine the sealed process: more paths
+	// it may read, the host:port it may reach, its resources.
+	ReadOnly []string
+	Egress   []string
+	Limits   sandbox.Limits
 }
 
 // FromArm builds the config of a command arm.
 func FromArm(arm scenario.Arm) Config {
-	return Config{Command: arm.Command, Env: arm.Env, EnvFrom: arm.EnvFrom, Timeout: arm.CommandTimeout(),
-		AttritionExitCodes: arm.AttritionExitCodes}
+	cfg := Config{Command: arm.Command, Env: arm.Env, EnvFrom: arm.EnvFrom, Timeout: arm.CommandTimeout(),
+		AttritionExitCodes: arm.AttritionExitCodes, Unsealed: !arm.Sealed(), ReadOnly: arm.ReadOnly, Egress: arm.Egress}
+	if l := arm.Limits; l != nil {
+		cfg.Limits = sandbox.Limits{MemoryBytes: int64(l.MemoryMB) << 20, PIDs: l.PIDs, CPUs: l.CPUs}
+	}
+	return cfg
 }
 
 // Agent runs one command arm's process per trial.
@@ -77,6 +100,8 @@ type Agent struct {
 	cfg     Config
 	secrets []string // values read through EnvFrom, redacted by value
 	env     []string // Env and EnvFrom, resolved
+	routes  []sandbox.Route
+	hosts   []string // /etc/hosts lines of the egress names
 }
 
 // New checks the config and reads the EnvFrom variables on this worker. A
@@ -103,6 +128,18 @@ func New(cfg Config) (*Agent, error) {
 		}
 		a.env = append(a.env, k+"="+v)
 		a.secrets = append(a.secrets, v)
+	}
+	if cfg.Unsealed {
+		return a, nil
+	}
+	// Fail closed: an arm that is not explicitly unsealed never runs
+	// where the sandbox cannot be set up.
+	if err := sandbox.Check(); err != nil {
+		return nil, fmt.Errorf("%w: %v", agent.ErrConfig, err)
+	}
+	var err error
+	if a.routes, a.hosts, err = sandbox.Egress(cfg.Egress); err != nil {
+		return nil, fmt.Errorf("%w: %v", agent.ErrConfig, err)
 	}
 	return a, nil
 }
@@ -137,59 +174,28 @@ func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.
 	if err != nil {
 		return agent.Outcome{}, err
 	}
-	running, err := srv.Start()
-	if err != nil {
-		return agent.Outcome{}, err
-	}
-	closed := false
-	closeServer := func() {
-		if !closed {
-			closed = true
-			running.Close()
-		}
-	}
-	defer closeServer()
-	dir, err := os.MkdirTemp("", "rebound-trial-")
-	if err != nil {
-		return agent.Outcome{}, fmt.Errorf("command arm: working directory: %w", err)
-	}
-	defer os.RemoveAll(dir)
-
 	attempt := 1
 	if n, ok := ctx.Value(attemptKey{}).(int); ok && n > 0 {
 		attempt = n
 	}
-	environ := []string{"HOME=" + dir, "TMPDIR=" + dir}
-	for _, k := range passedThrough {
-		if v, ok := os.LookupEnv(k); ok {
-			environ = append(environ, k+"="+v)
-		}
-	}
-	environ = append(environ, a.env...)
-	environ = append(environ,
-		EnvMCPURL+"="+running.MCPURL, EnvToolsURL+"="+running.ToolsURL,
-		EnvGoal+"="+task.Goal, EnvTrialID+"="+task.TrialID, EnvAttempt+"="+strconv.Itoa(attempt))
-
 	stdout, stderr := &capped{}, &capped{}
-	cmd := exec.Command(a.cfg.Command[0], a.cfg.Command[1:]...)
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, environ, stdout, stderr
-	// A child that outlives the process and holds its output open must not
-	// hold the trial: Wait gives up on the pipes this long after the exit.
-	cmd.WaitDelay = 2 * time.Second
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid:   true,            // its own group: a timeout stops its children too
-		Pdeathsig: syscall.SIGKILL, // killed by the kernel if the worker dies
+	l := launch{a: a, srv: srv, task: task, attempt: attempt, stdout: stdout, stderr: stderr}
+	var p running
+	if a.cfg.Unsealed {
+		p, err = l.unsealed()
+	} else {
+		p, err = l.sealed()
 	}
-	start := time.Now()
-	p, err := spawn(cmd)
 	if err != nil {
 		return agent.Outcome{}, fmt.Errorf("%w: command arm: cannot start %s: %v", agent.ErrConfig, a.cfg.Command[0], a.redact(err.Error()))
 	}
+	defer p.cleanup()
+	start := time.Now()
 	timer := time.NewTimer(a.cfg.Timeout)
 	defer timer.Stop()
 	var timedOut, halted, cancelled bool
 	select {
-	case <-p.exited:
+	case <-p.exited():
 	case <-timer.C:
 		timedOut = true
 	case <-ctx.Done():
@@ -200,15 +206,17 @@ func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.
 	p.stop()
 	// No call reaches the ledger after the process is gone: the ledger is
 	// final when grading starts.
-	closeServer()
+	p.closeServer()
 
+	code, signal := p.status()
 	proc := agent.Process{
-		Command: a.redactAll(a.cfg.Command), ExitCode: p.state.ExitCode(), TimedOut: timedOut,
+		Command: a.redactAll(a.cfg.Command), ExitCode: code, Signal: signal, TimedOut: timedOut,
 		WallMs: time.Since(start).Milliseconds(),
 		Stdout: a.redact(stdout.String()), Stderr: a.redact(stderr.String()),
+		Sandbox: agent.SandboxSealed,
 	}
-	if ws, ok := p.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		proc.Signal = ws.Signal().String()
+	if a.cfg.Unsealed {
+		proc.Sandbox = agent.SandboxNone
 	}
 	if cancelled {
 		if errors.Is(context.Cause(ctx), harness.ErrHalted) {
@@ -230,6 +238,155 @@ func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.
 	return out, nil
 }
 
+// launch starts one trial's process, sealed or not.
+type launch struct {
+	a       *Agent
+	srv     *toolserver.Server
+	task    agent.Task
+	attempt int
+	stdout  io.Writer
+	stderr  io.Writer
+}
+
+// environ is the process's whole environment: its working directory as
+// HOME and TMPDIR, the few worker variables a runtime needs, the arm's
+// variables, and rebound's.
+func (l launch) environ(dir, mcpURL, toolsURL string) []string {
+	environ := []string{"HOME=" + dir, "TMPDIR=" + dir}
+	for _, k := range passedThrough {
+		if v, ok := os.LookupEnv(k); ok {
+			environ = append(environ, k+"="+v)
+		}
+	}
+	environ = append(environ, l.a.env...)
+	return append(environ,
+		EnvMCPURL+"="+mcpURL, EnvToolsURL+"="+toolsURL,
+		EnvGoal+"="+l.task.Goal, EnvTrialID+"="+l.task.TrialID, EnvAttempt+"="+strconv.Itoa(l.attempt))
+}
+
+// running is a started trial process.
+type running interface {
+	exited() <-chan struct{}
+	// stop ends every process of the trial: SIGTERM, then SIGKILL after
+	// killGrace; it returns when none is left.
+	stop()
+	status() (code int, signal string)
+	closeServer()
+	cleanup()
+}
+
+// sealed starts the process in a sandbox: the tool server listens inside
+// the sandbox's network namespace, at a port and a path chosen before the
+// process starts (its environment names them), beside the arm's egress
+// routes.
+func (l launch) sealed() (running, error) {
+	secret := make([]byte, 16)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, err
+	}
+	prefix := "/" + hex.EncodeToString(secret)
+	dir := "/tmp/rebound-trial-" + hex.EncodeToString(secret[:6])
+	port := freePort(l.a.routes, secret)
+	base := "http://127.0.0.1:" + strconv.Itoa(port) + prefix
+	sb, err := sandbox.Start(sandbox.Spec{
+		Command: l.a.cfg.Command, Env: l.environ(dir, base+"/mcp", base+"/tools"), Dir: dir,
+		ReadOnly: l.a.cfg.ReadOnly, Hosts: l.a.hosts, Limits: l.a.cfg.Limits,
+		Stdout: l.stdout, Stderr: l.stderr,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &sealedProc{sb: sb}
+	fail := func(err error) (running, error) {
+		sb.Stop(0)
+		return nil, err
+	}
+	for _, r := range l.a.routes {
+		if err := sb.Forward(r.Inside, r.Outside); err != nil {
+			return fail(err)
+		}
+	}
+	ln, err := sb.Listen("127.0.0.1:" + strconv.Itoa(port))
+	if err != nil {
+		return fail(err)
+	}
+	if s.server, err = l.srv.Start(toolserver.OnListener(ln), toolserver.AtPrefix(prefix)); err != nil {
+		return fail(err)
+	}
+	if err := sb.Release(); err != nil {
+		s.server.Close()
+		return fail(err)
+	}
+	return s, nil
+}
+
+// freePort picks the tool server's port inside the sandbox, where only the
+// egress routes hold ports: any other is free in an empty namespace.
+func freePort(routes []sandbox.Route, seed []byte) int {
+	taken := map[string]bool{}
+	for _, r := range routes {
+		if _, p, err := net.SplitHostPort(r.Inside); err == nil {
+			taken[p] = true
+		}
+	}
+	port := 20000 + (int(seed[0])<<8|int(seed[1]))%30000
+	for taken[strconv.Itoa(port)] {
+		port++
+	}
+	return port
+}
+
+type sealedProc struct {
+	sb     *sandbox.Sandbox
+	server *toolserver.Running
+	closed bool
+}
+
+func (p *sealedProc) exited() <-chan struct{} { return p.sb.Exited() }
+func (p *sealedProc) stop()                   { p.sb.Stop(killGrace) }
+func (p *sealedProc) status() (int, string) {
+	st := p.sb.Status()
+	return st.ExitCode, st.Signal
+}
+func (p *sealedProc) closeServer() {
+	if !p.closed {
+		p.closed = true
+		p.server.Close()
+	}
+}
+func (p *sealedProc) cleanup() { p.closeServer() }
+
+// unsealed starts the process as a plain child of the worker, in its own
+// process group, with the tool server on the worker's loopback.
+func (l launch) unsealed() (running, error) {
+	server, err := l.srv.Start()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "rebound-trial-")
+	if err != nil {
+		server.Close()
+		return nil, fmt.Errorf("working directory: %w", err)
+	}
+	cmd := exec.Command(l.a.cfg.Command[0], l.a.cfg.Command[1:]...)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, l.environ(dir, server.MCPURL, server.ToolsURL), l.stdout, l.stderr
+	// A child that outlives the process and holds its output open must not
+	// hold the trial: Wait gives up on the pipes this long after the exit.
+	cmd.WaitDelay = 2 * time.Second
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid:   true,            // its own group: a timeout stops its children too
+		Pdeathsig: syscall.SIGKILL, // killed by the kernel if the worker dies
+	}
+	p, err := spawn(cmd)
+	if err != nil {
+		server.Close()
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	p.server, p.dir = server, dir
+	return p, nil
+}
+
 // redact removes the values read through EnvFrom from text bound for
 // storage (storage redacts secret shapes on top).
 func (a *Agent) redact(s string) string {
@@ -247,19 +404,43 @@ func (a *Agent) redactAll(in []string) []string {
 	return out
 }
 
-// proc is a started process group.
+// proc is a started process group (an unsealed arm's process).
 type proc struct {
 	cmd    *exec.Cmd
 	pgid   int
-	exited chan struct{}
+	done   chan struct{}
 	state  *os.ProcessState
+	server *toolserver.Running
+	dir    string
+	closed bool
+}
+
+func (p *proc) exited() <-chan struct{} { return p.done }
+
+func (p *proc) status() (int, string) {
+	if ws, ok := p.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return p.state.ExitCode(), ws.Signal().String()
+	}
+	return p.state.ExitCode(), ""
+}
+
+func (p *proc) closeServer() {
+	if !p.closed {
+		p.closed = true
+		p.server.Close()
+	}
+}
+
+func (p *proc) cleanup() {
+	p.closeServer()
+	os.RemoveAll(p.dir)
 }
 
 // spawn starts cmd from a goroutine locked to its OS thread: Pdeathsig
 // fires when the thread that forked the child exits, so that thread must
 // live as long as the child.
 func spawn(cmd *exec.Cmd) (*proc, error) {
-	p := &proc{cmd: cmd, exited: make(chan struct{})}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -272,7 +453,7 @@ func spawn(cmd *exec.Cmd) (*proc, error) {
 		started <- nil
 		_ = cmd.Wait() // the exit status is in cmd.ProcessState
 		p.state = cmd.ProcessState
-		close(p.exited)
+		close(p.done)
 	}()
 	if err := <-started; err != nil {
 		return nil, err
@@ -285,18 +466,18 @@ func spawn(cmd *exec.Cmd) (*proc, error) {
 // are killed too.
 func (p *proc) stop() {
 	select {
-	case <-p.exited:
+	case <-p.done:
 		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
 		return
 	default:
 	}
 	_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
 	select {
-	case <-p.exited:
+	case <-p.done:
 	case <-time.After(killGrace):
 	}
 	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
-	<-p.exited
+	<-p.done
 }
 
 // capped keeps the head and the tail of a stream; the middle of a long

@@ -26,7 +26,39 @@ func TestMain(m *testing.M) {
 	if len(os.Args) >= 3 && os.Args[1] == "rebound-helper" {
 		os.Exit(helper(os.Args[2]))
 	}
-	os.Exit(m.Run())
+	os.Exit(withAgentBinary(m))
+}
+
+// agentBinary is a copy of the test binary that a sealed agent, running
+// under a uid of its own, can read and run: go test builds into a
+// directory only its owner can enter.
+var agentBinary string
+
+func withAgentBinary(m *testing.M) int {
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "rebound-agent-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	b, err := os.ReadFile(exe)
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	agentBinary = filepath.Join(dir, "agent")
+	if err == nil {
+		err = os.WriteFile(agentBinary, b, 0o755)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
 }
 
 func helper(mode string) int {
@@ -83,11 +115,8 @@ func helper(mode string) int {
 }
 
 func self(t *testing.T, mode string) []string {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return []string{exe, "rebound-helper", mode}
+	t.Helper()
+	return []string{agentBinary, "rebound-helper", mode}
 }
 
 func chargeSpec(t *testing.T) trial.Spec {

@@ -3,6 +3,7 @@ package command_test
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -40,8 +41,10 @@ func runTSClient(t *testing.T, file, variant string, calls []map[string]any) (*t
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Sealed, the client reads its build under .cache/ beside the launcher.
+	install := filepath.Join(filepath.Dir(launcher), "..", "..", "..", ".cache", "agents", "openai-agents-ts")
 	a, err := command.New(command.Config{Command: []string{launcher, "mcp-client"}, Timeout: time.Minute,
-		Env: map[string]string{"MCP_CALLS": string(script)}})
+		Env: map[string]string{"MCP_CALLS": string(script)}, ReadOnly: []string{filepath.Clean(install)}})
 	if err != nil {
 		t.Fatal(err)
 	}
