@@ -2,12 +2,15 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"sync"
+
+	"rebound/core/bounds"
 )
 
 // World is the simulated system behind the tools. Its state is the ground
@@ -253,16 +256,48 @@ func (d *Dispatcher) World() World { return d.world }
 
 // Replan records a plan update. Publishing the same plan twice is a replan
 // that changes nothing; both count toward the replan budget.
-func (d *Dispatcher) Replan(summary string) {
+func (d *Dispatcher) Replan(summary string) { d.UpdatePlan(summary) }
+
+// UpdatePlan is Replan with the harness's answer: a summary over
+// bounds.PlanSummary (as JSON) is refused with INVALID_INPUT and recorded
+// as refused, its text replaced by a marker (its size and hash); it still
+// counts toward the replan budget.
+func (d *Dispatcher) UpdatePlan(summary string) Result {
 	d.replans++
 	if d.replans > MaxReplans || d.IsHalted() {
 		d.halt()
-		return
+		return Failed(CodeBudgetExhausted, false, "the harness stopped the trial")
 	}
+	r := Replan{AtCall: len(d.ledger.Attempts), Summary: summary}
 	key := strings.Join(strings.Fields(strings.ToLower(summary)), " ")
-	d.ledger.Replans = append(d.ledger.Replans, Replan{AtCall: len(d.ledger.Attempts), Summary: summary, Repeat: d.plans[key]})
+	var res Result
+	if n := bounds.EscapedLen(summary) + 2; n > bounds.PlanSummary {
+		r.Refused = true
+		r.Summary = bounds.Refused(summary, refusedHead)
+		key = "\x00refused:" + r.Summary // the marker names the full text's hash
+		res = Failed(CodeInvalidInput, false, "the plan update is %d bytes as JSON, over the harness's cap of %d bytes; nothing was sent (publish a shorter summary)", n, bounds.PlanSummary)
+	} else {
+		res = Succeeded(map[string]any{"now_ms": d.clock.Now()})
+	}
+	r.Repeat = d.plans[key]
+	d.ledger.Replans = append(d.ledger.Replans, r)
 	d.plans[key] = true
+	return res
 }
+
+// PlanUpdater is implemented by an agent's environment whose plan updates
+// the harness may refuse (the trial runner's, over a Dispatcher):
+// UpdatePlan publishes a plan update and returns the harness's answer. An
+// agent that answers its model's or process's update_plan (the LLM agent,
+// the tool server) uses it when its environment has it, so a refusal
+// reaches the agent.
+type PlanUpdater interface {
+	UpdatePlan(summary string) Result
+}
+
+// refusedHead is how much of a refused value's text the ledger keeps, with
+// its marker (bounds.Refused).
+const refusedHead = 256
 
 // Call executes one tool call through the fault schedule and records it.
 func (d *Dispatcher) Call(name string, args map[string]any) Result {
@@ -282,25 +317,69 @@ func (d *Dispatcher) Call(name string, args map[string]any) Result {
 	// The ledger keeps its own copy: an agent that edits its argument map
 	// after the call (to correct it, say) must not rewrite history.
 	args = cloneArgs(args)
+	raw, err := json.Marshal(args)
+	if err != nil {
+		raw = []byte(err.Error())
+	}
 	a := Attempt{
 		Index:   len(d.ledger.Attempts) + 1,
 		Tool:    name,
 		Args:    args,
-		ArgsKey: ArgsKey(args),
+		ArgsKey: argsKey(raw),
 		AtMs:    d.clock.Now(),
 	}
-	a.Result = d.execute(&a)
+	// A call over a cap is refused (below, once the budget allows it) and
+	// never recorded whole: the ledger keeps the value's size and hash.
+	var oversize string
+	if len(raw) > bounds.CallArgs {
+		a.Args = bounds.Marker(raw)
+		oversize = fmt.Sprintf("the arguments of this call are %d bytes as JSON, over the harness's cap of %d bytes", len(raw), bounds.CallArgs)
+	}
+	if len(name) > bounds.ToolName {
+		a.Tool = bounds.Refused(name, refusedHead)
+		oversize = fmt.Sprintf("the tool name of this call is %d bytes, over the harness's cap of %d bytes", len(name), bounds.ToolName)
+	}
+	a.Result = boundResult(d.execute(&a, oversize))
 	a.DoneMs = d.clock.Now()
 	d.ledger.Attempts = append(d.ledger.Attempts, a)
 	return a.Result
 }
 
-func (d *Dispatcher) execute(a *Attempt) Result {
+// boundResult keeps a result within bounds.ToolResult (as JSON): one over
+// it keeps its status and code, and its data is replaced by a marker (the
+// data's size and hash), its message cut. The ledger records what the
+// agent received.
+func boundResult(r Result) Result {
+	b, err := json.Marshal(r)
+	if err != nil || len(b) <= bounds.ToolResult {
+		return r
+	}
+	if r.Data != nil {
+		data, err := json.Marshal(r.Data)
+		if err != nil {
+			data = []byte(err.Error())
+		}
+		r.Data = bounds.Marker(data)
+	}
+	note := fmt.Sprintf("the tool's result was %d bytes as JSON, over the harness's cap of %d bytes; its data was dropped", len(b), bounds.ToolResult)
+	if r.Message != "" {
+		note += "; message: " + bounds.Cut(r.Message, bounds.ToolResult/2)
+	}
+	r.Message = note
+	return r
+}
+
+func (d *Dispatcher) execute(a *Attempt, oversize string) Result {
 	if limit := d.CallLimit(); d.sent >= limit {
 		a.Refused = true
 		return Failed(CodeBudgetExhausted, false, "tool-call budget of %d spent; no further calls are sent", limit)
 	}
 	d.sent++
+	if oversize != "" {
+		// Counted against the budget (so a flood of them ends like any
+		// other), but no tool saw it: no attempt number, no fault, no cost.
+		return Failed(CodeInvalidInput, false, "%s; nothing was sent", oversize)
+	}
 	d.attempts[a.Tool]++
 	a.Attempt = d.attempts[a.Tool]
 

@@ -25,7 +25,9 @@ type Attempt struct {
 	// Corrupt marks successful-looking data the harness knows is invalid.
 	Corrupt bool `json:"corrupt,omitempty"`
 	// Refused marks a call the harness did not send because the tool-call
-	// budget was spent.
+	// budget was spent. (A call over a size cap, core/bounds, is not
+	// Refused: it is answered INVALID_INPUT by the harness, counts toward
+	// the budget and never reaches the tool; its Args are a bounds.Marker.)
 	Refused bool `json:"refused,omitempty"`
 	// Effect is the tool's declared effect ("" for unknown tools).
 	Effect Effect `json:"effect,omitempty"`
@@ -52,6 +54,10 @@ type Replan struct {
 	// Repeat is true when the same plan was published before: a replan
 	// loop that changes nothing.
 	Repeat bool `json:"repeat"`
+	// Refused marks an update over bounds.PlanSummary: the harness
+	// answered INVALID_INPUT and Summary keeps only a head and a marker
+	// with the full text's size and hash.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // Ledger is the harness-owned record of a trial: every attempted call and
@@ -118,6 +124,11 @@ func ArgsKey(args map[string]any) string {
 	if err != nil {
 		b = []byte(err.Error())
 	}
-	sum := sha256.Sum256(b)
+	return argsKey(b)
+}
+
+// argsKey is ArgsKey of already encoded arguments.
+func argsKey(encoded []byte) string {
+	sum := sha256.Sum256(encoded)
 	return hex.EncodeToString(sum[:8])
 }

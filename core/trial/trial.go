@@ -8,12 +8,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 	"time"
 
 	"rebound/core/agent"
+	"rebound/core/bounds"
 	"rebound/core/grade"
 	"rebound/core/harness"
 	"rebound/core/scenario"
@@ -134,7 +136,7 @@ func RunWith(ctx context.Context, spec Spec, ag agent.Agent, checks []grade.Chec
 	if err != nil {
 		return nil, err
 	}
-	final := w.State()
+	final := boundState(w.State())
 	verdict := grade.GradeWith(checks, grade.Evidence{
 		Scenario: sc, Variant: spec.Variant, Tools: tools, Ledger: d.Ledger(),
 		World: final, Claim: out.Claim, EndMs: d.Clock().Now(), CostUSD: d.Cost(), Path: path,
@@ -154,6 +156,28 @@ func RunWith(ctx context.Context, spec Spec, ag agent.Agent, checks []grade.Chec
 		}
 	}
 	return res, nil
+}
+
+// boundState keeps a world's state snapshot within bounds.WorldState (as
+// JSON): a larger one (an agent that filled a world) is graded and stored
+// with its largest values shrunk (core/bounds). A state within the bound is
+// returned as it is.
+func boundState(st map[string]any) map[string]any {
+	if bounds.SizeOf(st) <= bounds.WorldState {
+		return st
+	}
+	b, err := bounds.Encode(st)
+	if err != nil {
+		return st
+	}
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return st
+	}
+	if out, ok := bounds.Shrink(v, bounds.WorldState).(map[string]any); ok {
+		return out
+	}
+	return st
 }
 
 // runAgent runs the agent under the harness's hard cap: when the dispatcher
@@ -190,3 +214,7 @@ func (e env) Call(_ context.Context, tool string, args map[string]any) harness.R
 func (e env) Sleep(ms int64)        { e.d.Clock().Advance(ms) }
 func (e env) Now() int64            { return e.d.Clock().Now() }
 func (e env) Replan(summary string) { e.d.Replan(summary) }
+
+// UpdatePlan implements harness.PlanUpdater: a refused plan update (over
+// bounds.PlanSummary) is answered to the agent.
+func (e env) UpdatePlan(summary string) harness.Result { return e.d.UpdatePlan(summary) }

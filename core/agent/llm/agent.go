@@ -470,7 +470,13 @@ func (r *run) execute(ctx context.Context, tc openai.ToolCall) string {
 		if !ok || strings.TrimSpace(summary) == "" {
 			return harness.Failed(harness.CodeInvalidInput, false, "update_plan needs summary, a non-empty string").JSON()
 		}
-		r.env.Replan(summary)
+		if pu, ok := r.env.(harness.PlanUpdater); ok {
+			if res := pu.UpdatePlan(summary); !res.OK {
+				return res.JSON() // refused (over the size cap, or the trial halted)
+			}
+		} else {
+			r.env.Replan(summary)
+		}
 		r.plans++
 		return harness.Succeeded(map[string]any{"plan_updates": r.plans}).JSON()
 	}
