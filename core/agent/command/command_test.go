@@ -111,6 +111,9 @@ func helper(mode string) int {
 	case "silent":
 		return 0
 	}
+	if code, ok := hostile(mode, call); ok {
+		return code
+	}
 	return 2
 }
 
