@@ -11,7 +11,8 @@
 //	Claim        64 KiB  the agent's claim (the tool server refuses larger ones; storage keeps at most this)
 //	Stdout       64 KiB  an external agent's stdout as stored (core/agent/command keeps head and tail)
 //	Stderr       64 KiB  an external agent's stderr as stored
-//	FileContent  1 MiB   one file of the files world in its state: a larger file is recorded by size and hash
+//	FileContent  1 MiB   one file of the files world as read or in its state: a larger file is recorded by size and hash
+//	HashedFile   1 GiB   how much of such a file is hashed (streamed, never held in memory)
 //	WorldState   8 MiB   a world's state snapshot (grading and storage)
 //	Trial        8 MiB   a trial's stored text: every text column of its trial row and its tool_call rows
 //
@@ -56,6 +57,7 @@ const (
 	Stdout      = 64 * KiB
 	Stderr      = 64 * KiB
 	FileContent = 1 * MiB
+	HashedFile  = 1 << 30
 	WorldState  = 8 * MiB
 	Trial       = 8 * MiB
 )

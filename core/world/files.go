@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 
+	"rebound/core/bounds"
 	"rebound/core/harness"
 )
 
@@ -50,7 +52,7 @@ const LockedMessage = "Error: File is locked. Cannot modify."
 // "out/r.v1.json" -> "out/r_v1_json"):
 //
 //	files.<exact path>       content (for whole-map comparison; not dot-addressable when the path has a dot)
-//	content.<sanitized>      content as a string
+//	content.<sanitized>      content as a string, or the file's size and hash (see below)
 //	exists.<sanitized>       true for every regular file
 //	json.<sanitized>         parsed JSON of a *.json file that parses (e.g. json.data_json.items, json.data_json.locked)
 //	json_invalid.<sanitized> parse error of a *.json file that does not parse (a corrupted file)
@@ -59,6 +61,15 @@ const LockedMessage = "Error: File is locked. Cannot modify."
 //	lock.unlocked            the flag file exists and contains the key
 //	lock.writable            !locked || unlocked
 //	unaddressable            paths left out of content/exists/json because two paths sanitize to one name
+//
+// A file over bounds.FileContent (1 MiB as JSON), or one read after the
+// contents already listed fill a third of bounds.WorldState, is recorded
+// by size and hash instead of content, in files and content alike:
+// {"_truncated": true, "bytes": <size>, "sha256": <hex of the file's bytes>}
+// (bounds.MarkerOf); it is streamed through the hash, never held in memory,
+// and a JSON one is listed in json_invalid as not parsed. fs.read refuses
+// such a file (INVALID_INPUT), and the lock reads neither a guarded nor a
+// flag file over the cap.
 //
 // Only regular files are listed; symbolic links and directories are not.
 // The temporary directory's own path is never part of the state (it differs
@@ -69,6 +80,7 @@ type Files struct {
 	lock   *FileLock
 	closed bool
 	final  map[string]any // state snapshot taken by Close
+	hashes map[fileKey]fileHash
 }
 
 // FileLock is the seed 004 lock on one JSON file.
@@ -195,7 +207,7 @@ func (f *Files) Tools() []harness.Tool {
 	return []harness.Tool{
 		{
 			Name:        "fs.read",
-			Description: "Read a file of the workspace as text. Read-only. NOT_FOUND when the file does not exist; INVALID_INPUT for a directory. " + pathRules,
+			Description: "Read a file of the workspace as text. Read-only. NOT_FOUND when the file does not exist; INVALID_INPUT for a directory or a file over 1 MiB (nothing is read). " + pathRules,
 			Effect:      harness.EffectRead, Permission: "fs.read", Errors: fsTransient, LatencyMs: 20, DeadlineMs: 1000,
 			Params: []harness.Param{fsPathParam},
 		},
@@ -375,11 +387,52 @@ func (f *Files) read(args map[string]any) (map[string]any, *harness.ToolError) {
 	if terr != nil {
 		return nil, terr
 	}
-	b, err := f.root.ReadFile(t.real)
+	if size := t.info.Size(); size > bounds.FileContent {
+		return nil, harness.Errorf(harness.CodeInvalidInput, "%q is %d bytes; fs.read returns files of at most %d bytes, nothing was read", t.path, size, bounds.FileContent)
+	}
+	b, over, err := f.readAtMost(t.real, bounds.FileContent)
 	if err != nil {
 		return nil, fsError("read", t.path, err)
 	}
+	if over {
+		return nil, harness.Errorf(harness.CodeInvalidInput, "%q is over %d bytes; fs.read returns files of at most %d bytes, nothing was read", t.path, bounds.FileContent, bounds.FileContent)
+	}
 	return map[string]any{"path": t.path, "content": string(b), "size_bytes": len(b)}, nil
+}
+
+// readAtMost reads a file of the workspace if it holds at most limit bytes;
+// over reports a larger one (nothing more than limit+1 bytes is read).
+func (f *Files) readAtMost(rel string, limit int64) (b []byte, over bool, err error) {
+	file, err := f.root.Open(rel)
+	if err != nil {
+		return nil, false, err
+	}
+	defer file.Close()
+	b, err = io.ReadAll(io.LimitReader(file, limit+1))
+	if err != nil {
+		return nil, false, err
+	}
+	if int64(len(b)) > limit {
+		return nil, true, nil
+	}
+	return b, false, nil
+}
+
+// hashFile streams a file of the workspace through SHA-256 (never holding
+// it in memory), at most bounds.HashedFile bytes of it; hashed is how many
+// bytes the digest covers.
+func (f *Files) hashFile(rel string) (sum []byte, hashed int64, err error) {
+	file, err := f.root.Open(rel)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer file.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(file, bounds.HashedFile))
+	if err != nil {
+		return nil, 0, err
+	}
+	return h.Sum(nil), n, nil
 }
 
 func (f *Files) list(args map[string]any) (map[string]any, *harness.ToolError) {
@@ -558,8 +611,10 @@ func (f *Files) readRegular(p string) (string, bool) {
 	if terr != nil || !t.exists || !t.info.Mode().IsRegular() {
 		return "", false
 	}
-	b, err := f.root.ReadFile(t.real)
-	return string(b), err == nil
+	// A file over the content cap is not read (a lock or flag file the
+	// agent grew past it counts as unreadable).
+	b, over, err := f.readAtMost(t.real, bounds.FileContent)
+	return string(b), err == nil && !over
 }
 
 // State implements harness.World.
@@ -570,11 +625,50 @@ func (f *Files) State() map[string]any {
 	return f.state()
 }
 
+// fileMarker records a file by size and hash instead of content; the
+// digest of an unchanged file (same size and modification time) is
+// remembered, so a state taken twice hashes it once.
+func (f *Files) fileMarker(rel string, info fs.FileInfo) map[string]any {
+	key := fileKey{rel: rel, size: info.Size(), mod: info.ModTime().UnixNano()}
+	h, ok := f.hashes[key]
+	if !ok {
+		sum, n, err := f.hashFile(rel)
+		if err != nil {
+			return nil
+		}
+		h = fileHash{sum: sum, hashed: n}
+		if f.hashes == nil {
+			f.hashes = map[fileKey]fileHash{}
+		}
+		f.hashes[key] = h
+	}
+	m := bounds.MarkerOf(info.Size(), h.sum)
+	if h.hashed < info.Size() {
+		m["sha256_of_first_bytes"] = h.hashed // the digest covers only the first bounds.HashedFile bytes
+	}
+	return m
+}
+
+type fileKey struct {
+	rel       string
+	size, mod int64
+}
+
+type fileHash struct {
+	sum    []byte
+	hashed int64
+}
+
 // sanitizeStateKey makes a workspace path addressable by a dot path.
 func sanitizeStateKey(p string) string { return strings.ReplaceAll(p, ".", "_") }
 
 func (f *Files) state() map[string]any {
 	files := map[string]any{}
+	// Files are read in lexical order while their contents fit the state's
+	// budget (each content appears in files, content and json: a third of
+	// bounds.WorldState); a file over bounds.FileContent, or past the
+	// budget, is recorded by size and hash (bounds.MarkerOf), streamed.
+	budget := bounds.WorldState / 3
 	_ = filepath.WalkDir(f.dir, func(full string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
 			return nil
@@ -583,11 +677,24 @@ func (f *Files) state() map[string]any {
 		if err != nil {
 			return nil
 		}
-		b, err := f.root.ReadFile(rel)
+		info, err := d.Info()
 		if err != nil {
 			return nil
 		}
-		files[filepath.ToSlash(rel)] = string(b)
+		if size := info.Size(); size <= bounds.FileContent && size <= int64(budget) {
+			b, over, err := f.readAtMost(rel, bounds.FileContent)
+			if err != nil {
+				return nil
+			}
+			if n := bounds.EscapedLen(string(b)); !over && n <= bounds.FileContent && n <= budget {
+				budget -= n
+				files[filepath.ToSlash(rel)] = string(b)
+				return nil
+			}
+		}
+		if m := f.fileMarker(rel, info); m != nil {
+			files[filepath.ToSlash(rel)] = m
+		}
 		return nil
 	})
 
@@ -608,9 +715,16 @@ func (f *Files) state() map[string]any {
 			continue
 		}
 		p := ps[0]
-		body := files[p].(string)
-		contents[k] = body
 		exists[k] = true
+		body, ok := files[p].(string)
+		if !ok { // recorded by size and hash
+			contents[k] = files[p]
+			if strings.EqualFold(filepath.Ext(p), ".json") {
+				invalid[k] = fmt.Sprintf("not parsed: the file is over the %d bytes the state holds", bounds.FileContent)
+			}
+			continue
+		}
+		contents[k] = body
 		if strings.EqualFold(filepath.Ext(p), ".json") {
 			var v any
 			if err := json.Unmarshal([]byte(body), &v); err != nil {
