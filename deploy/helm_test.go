@@ -143,6 +143,17 @@ func TestHelmChart(t *testing.T) {
 			if _, ok := objs["ServiceMonitor"]; ok {
 				t.Error("a ServiceMonitor is rendered though serviceMonitor.enabled is false")
 			}
+			// The sandbox of command arms (on by default): root in a
+			// privileged, unconfined container, the root filesystem still
+			// read-only.
+			sc := manifest(c["securityContext"].(map[string]any))
+			if sc.at("privileged") != true || sc.at("runAsUser") != 0 || sc.at("runAsNonRoot") != false ||
+				sc.at("seccompProfile.type") != "Unconfined" || sc.at("readOnlyRootFilesystem") != true {
+				t.Errorf("securityContext %v, want what the sandbox needs (privileged root, unconfined, read-only root)", sc)
+			}
+			if add := strings.Join(toStrings(sc.at("capabilities.add")), ","); add != "SYS_ADMIN,SETUID,SETGID" {
+				t.Errorf("capabilities.add %q, want SYS_ADMIN,SETUID,SETGID", add)
+			}
 			vols, _ := objs["Deployment"].at("spec.template.spec.volumes").([]any)
 			if got := manifest(vols[0].(map[string]any)).at("emptyDir.sizeLimit"); got != "4Gi" {
 				t.Errorf("/tmp emptyDir sizeLimit %v, want the 4Gi default", got)
@@ -197,6 +208,15 @@ func TestHelmChart(t *testing.T) {
 			tsc, _ := d.at("spec.template.spec.topologySpreadConstraints").([]any)
 			if len(tsc) != 1 || manifest(tsc[0].(map[string]any)).at("labelSelector.matchLabels") == nil {
 				t.Errorf("topologySpreadConstraints %v: want one, with the chart's selector filled in", tsc)
+			}
+		}},
+		{"sandbox off", []string{"--set", "sandbox.enabled=false"}, func(t *testing.T, objs map[string]manifest) {
+			sc := manifest(worker(t, objs)["securityContext"].(map[string]any))
+			if sc.at("privileged") != nil || sc.at("runAsUser") != nil || sc.at("allowPrivilegeEscalation") != false || sc.at("readOnlyRootFilesystem") != true {
+				t.Errorf("sandbox.enabled=false: securityContext %v, want the locked-down one", sc)
+			}
+			if drop := toStrings(sc.at("capabilities.drop")); len(drop) != 1 || drop[0] != "ALL" {
+				t.Errorf("capabilities %v, want every capability dropped", sc.at("capabilities"))
 			}
 		}},
 		{"health off", []string{"--set", "health.enabled=false", "--set", "podDisruptionBudget.enabled=false"}, func(t *testing.T, objs map[string]manifest) {
