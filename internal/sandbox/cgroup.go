@@ -218,13 +218,13 @@ func (cg cgroup) signal(sig syscall.Signal, skip int) {
 // may take a moment to reap the last process.
 func (cg cgroup) remove() {
 	for _, d := range cg.dirs {
-		for i := 0; i < 50; i++ {
+		for i := 0; i < 500; i++ {
 			err := os.Remove(d)
 			if err == nil || errors.Is(err, os.ErrNotExist) {
 				break
 			}
 			cg.signal(syscall.SIGKILL, 0)
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(2 * time.Millisecond)
 		}
 	}
 }

@@ -122,7 +122,7 @@ func self(t *testing.T, mode string) []string {
 	return []string{agentBinary, "rebound-helper", mode}
 }
 
-func chargeSpec(t *testing.T) trial.Spec {
+func chargeSpec(t testing.TB) trial.Spec {
 	t.Helper()
 	sc, err := scenario.LoadScenario("../../../examples/scenarios/charge-502-twice.yaml", world.Catalog)
 	if err != nil {
