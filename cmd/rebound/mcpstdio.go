@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"rebound/core/toolserver"
@@ -12,6 +11,9 @@ starts MCP servers as subprocesses: configure it in the agent as a stdio
 server whose command is this one. It forwards every call to the trial's
 streamable HTTP endpoint, $REBOUND_MCP_URL (which a command arm's process
 receives), so the tools, faults, ledger and clock are the trial's own.
+A bad frame (a line that is not JSON, or not a JSON-RPC message) is
+answered with a JSON-RPC error (-32700 or -32600, id null) and the next
+line is served as usual.
 
 Example (an agent's MCP configuration, inside a command arm's process):
   {"command": "/path/to/rebound", "args": ["mcp-stdio"]}`
@@ -23,11 +25,13 @@ func newMCPStdioCmd() *cobra.Command {
 		Short: "serve a trial's tools over MCP on stdin/stdout, for agents that start stdio MCP servers",
 		Long:  mcpStdioAbout,
 		Args:  exactArgs(0, "mcp-stdio takes no arguments"),
+		// stdout is the protocol stream: never filtered for a terminal.
+		Annotations: map[string]string{rawAnnotation: "true"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if url == "" {
 				return usagef("mcp-stdio needs --url or REBOUND_MCP_URL (rebound sets it for a command arm's process)")
 			}
-			return toolserver.Bridge(cmd.Context(), url, &mcp.StdioTransport{})
+			return toolserver.Bridge(cmd.Context(), url, &toolserver.LineTransport{Reader: cmd.InOrStdin(), Writer: cmd.OutOrStdout()})
 		},
 	}
 	cmd.Flags().StringVar(&url, "url", "", "the trial's MCP endpoint")

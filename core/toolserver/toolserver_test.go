@@ -1,17 +1,21 @@
 package toolserver_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -811,4 +815,142 @@ func TestStartOnListenerAllowsItsOwnAddress(t *testing.T) {
 	if _, err := trial.Run(context.Background(), spec, ag); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// stdioSession runs Bridge over a LineTransport on pipes, against a
+// started server of a trial of charge-502-twice, and hands f the agent's
+// end: send writes one line, next reads one answer.
+func stdioSession(t *testing.T, maxLine int, f func(send func(string), next func() map[string]any)) {
+	t.Helper()
+	guarded(t, func(env agent.Env, run *toolserver.Running) {
+		// OS pipes, buffered as stdin and stdout are.
+		inR, inW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer inR.Close()
+		defer outR.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		bridged := make(chan error, 1)
+		go func() {
+			bridged <- toolserver.Bridge(ctx, run.MCPURL, &toolserver.LineTransport{Reader: inR, Writer: outW, MaxLineLength: maxLine})
+			outW.Close()
+		}()
+		lines := bufio.NewScanner(outR)
+		lines.Buffer(nil, 1<<20)
+		send := func(line string) {
+			t.Helper()
+			if _, err := io.WriteString(inW, line+"\n"); err != nil {
+				t.Fatalf("writing %.60q: %v", line, err)
+			}
+		}
+		next := func() map[string]any {
+			t.Helper()
+			if !lines.Scan() {
+				t.Fatalf("the bridge ended: %v", lines.Err())
+			}
+			var m map[string]any
+			if err := json.Unmarshal(lines.Bytes(), &m); err != nil {
+				t.Fatalf("answer %q is not JSON: %v", lines.Text(), err)
+			}
+			return m
+		}
+		f(send, next)
+		inW.Close() // the peer hangs up: Bridge returns
+		if err := <-bridged; err != nil && !errors.Is(err, io.EOF) {
+			t.Logf("Bridge: %v", err)
+		}
+	})
+}
+
+func rpcError(m map[string]any) (float64, bool) {
+	e, ok := m["error"].(map[string]any)
+	if !ok {
+		return 0, false
+	}
+	code, _ := e["code"].(float64)
+	return code, true
+}
+
+// `rebound mcp-stdio` answers a bad frame with a JSON-RPC error (id null)
+// and keeps serving: the frames after it are answered as usual.
+func TestStdioSurvivesBadFrames(t *testing.T) {
+	stdioSession(t, 0, func(send func(string), next func() map[string]any) {
+		send("not json")
+		if m := next(); m["id"] != nil || m["jsonrpc"] != "2.0" {
+			t.Errorf("answer to a non-JSON line: %v", m)
+		} else if code, ok := rpcError(m); !ok || code != -32700 {
+			t.Errorf("answer to a non-JSON line: %v, want a -32700 parse error", m)
+		}
+		send(mcpInitialize)
+		if m := next(); m["id"] != float64(1) || m["result"] == nil {
+			t.Fatalf("initialize after a bad frame: %v", m)
+		}
+		send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		for _, bad := range []struct {
+			line string
+			code float64
+		}{
+			{`{"jsonrpc":"2.0","id":7,"method":"tools/list"`, -32700}, // truncated
+			{`{"a":1} {"b":2}`, -32700},
+			{`42`, -32600},
+			{`"tools/list"`, -32600},
+			{`{"id":3,"method":"tools/list"}`, -32600}, // no jsonrpc
+			{`{"jsonrpc":"1.0","id":3,"method":"tools/list"}`, -32600},
+			{`{"jsonrpc":"2.0"}`, -32600},
+			{`[]`, -32600},
+			{`[{"jsonrpc":"2.0","id":4,"method":"tools/list"},17]`, -32600},
+			{`{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}`, -32600}, // an id must be a string or a number
+			// The SDK's transport would end the session on a batch that
+			// repeats a request id.
+			{`[{"jsonrpc":"2.0","id":9,"method":"tools/list"},{"jsonrpc":"2.0","id":9,"method":"tools/list"}]`, -32600},
+		} {
+			send(bad.line)
+			m := next()
+			if code, ok := rpcError(m); !ok || code != bad.code || m["id"] != nil {
+				t.Errorf("answer to %s: %v, want error %v with id null", bad.line, m, bad.code)
+			}
+		}
+		send("")
+		send("   ")
+		send(`{"jsonrpc":"2.0","id":99,"result":{}}`) // a response to nothing: ignored
+		send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+		m := next()
+		res, _ := m["result"].(map[string]any)
+		tools, _ := res["tools"].([]any)
+		if m["id"] != float64(2) || len(tools) < 5 {
+			t.Fatalf("tools/list after bad frames: %v", m)
+		}
+		send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"wait","arguments":{"ms":250}}}`)
+		if m := next(); m["id"] != float64(3) || !strings.Contains(fmt.Sprint(m["result"]), "now_ms") {
+			t.Errorf("tools/call wait after bad frames: %v", m)
+		}
+	})
+}
+
+// A frame longer than MaxLineLength is dropped with a parse error, and the
+// next frame is served.
+func TestStdioLongFrameDropped(t *testing.T) {
+	stdioSession(t, 4096, func(send func(string), next func() map[string]any) {
+		send(mcpInitialize)
+		if m := next(); m["id"] != float64(1) {
+			t.Fatalf("initialize: %v", m)
+		}
+		send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		send(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"x":"` + strings.Repeat("y", 10000) + `"}}`)
+		if m := next(); m["id"] != nil {
+			t.Errorf("answer to a long frame: %v", m)
+		} else if code, ok := rpcError(m); !ok || code != -32700 {
+			t.Errorf("answer to a long frame: %v", m)
+		}
+		send(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+		if m := next(); m["id"] != float64(3) || m["result"] == nil {
+			t.Errorf("tools/list after a long frame: %v", m)
+		}
+	})
 }
