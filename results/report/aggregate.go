@@ -26,9 +26,9 @@ type sums struct {
 
 // block is one scenario's cells of an arm (or of a group of arms).
 type block struct {
-	scenario          string
-	trials, attrition int
-	m                 row2
+	scenario                    string
+	trials, attrition, unsealed int
+	m                           row2
 }
 
 type row2 [len(row{})]sums
@@ -36,6 +36,7 @@ type row2 [len(row{})]sums
 func (b *block) add(o *block) {
 	b.trials += o.trials
 	b.attrition += o.attrition
+	b.unsealed += o.unsealed
 	for j := range b.m {
 		s, t := &b.m[j], &o.m[j]
 		s.n += t.n
@@ -54,7 +55,7 @@ func blocksOf(rows []record.RateTotals) []*block {
 	for i := range rows {
 		r := &rows[i]
 		if len(out) == 0 || out[len(out)-1].scenario != r.Scenario {
-			out = append(out, &block{scenario: r.Scenario, trials: int(r.Trials), attrition: int(r.Attrition)})
+			out = append(out, &block{scenario: r.Scenario, trials: int(r.Trials), attrition: int(r.Attrition), unsealed: int(r.Unsealed)})
 		}
 		j := metricPos(r.Metric)
 		if j < 0 || r.N == 0 {
@@ -195,6 +196,7 @@ func BuildFromTotals(sw record.Sweep, stored uint64, t record.ReportTotals, opt 
 		for _, b := range blocks {
 			as.Trials += b.trials
 			as.Attrition += b.attrition
+			as.Unsealed += b.unsealed
 		}
 		for j, m := range metricNames() {
 			as.Metrics[m] = rateOfBlocks(conf, blocks, j, true)

@@ -74,6 +74,8 @@ func CompareFromTotals(in CompareTotalsInput) Comparison {
 	sm := t.Summary
 	out.BaselineTrials, out.CandidateTrials = int(sm.TrialsA), int(sm.TrialsB)
 	out.BaselineAttrition, out.CandidateAttrition = int(sm.AttritionA), int(sm.AttritionB)
+	out.BaselineUnsealed, out.CandidateUnsealed = int(sm.UnsealedA), int(sm.UnsealedB)
+	out.Warnings = append(out.Warnings, out.UnsealedNotes()...)
 	if w := attritionWarning(out.BaselineAttrition, out.BaselineTrials, out.CandidateAttrition, out.CandidateTrials); w != "" {
 		out.Warnings = append(out.Warnings, w)
 	}

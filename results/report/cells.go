@@ -125,6 +125,9 @@ func CellsFromTrials(trials []record.Trial) []record.Cell {
 		if t.Attrition {
 			c.Attrition++
 		}
+		if t.Unsealed {
+			c.Unsealed++
+		}
 		var harmTested, harm bool
 		for _, m := range outcome.Stored {
 			mc := c.Metrics[m]

@@ -210,9 +210,11 @@ type Comparison struct {
 	// two or more paired seeds, those where every seed gave the same
 	// outcomes on every metric (a deterministic agent).
 	BaselineVariation, CandidateVariation stats.ArmVariation
-	// Trials and attrition of each side (all its cases, paired or not).
+	// Trials and attrition of each side (all its cases, paired or not),
+	// and those of its trials whose agent ran unsealed (UnsealedNotes).
 	BaselineTrials, CandidateTrials       int
 	BaselineAttrition, CandidateAttrition int
+	BaselineUnsealed, CandidateUnsealed   int
 
 	Metrics []MetricDiff // in report order
 
@@ -419,17 +421,21 @@ func pairCases(out *Comparison, ac, bc []record.Cell, ai, bi []int32, ra, rb []r
 	return pairs, multi
 }
 
-// countTrials totals each arm's trials and attrition, and warns when
-// attrition could bias the comparison.
+// countTrials totals each arm's trials, attrition and unsealed trials,
+// and warns when a side ran unsealed or attrition could bias the
+// comparison.
 func countTrials(out *Comparison, ac, bc []record.Cell, ai, bi []int32) {
 	for _, k := range ai {
 		out.BaselineTrials += int(ac[k].Trials)
 		out.BaselineAttrition += int(ac[k].Attrition)
+		out.BaselineUnsealed += int(ac[k].Unsealed)
 	}
 	for _, k := range bi {
 		out.CandidateTrials += int(bc[k].Trials)
 		out.CandidateAttrition += int(bc[k].Attrition)
+		out.CandidateUnsealed += int(bc[k].Unsealed)
 	}
+	out.Warnings = append(out.Warnings, out.UnsealedNotes()...)
 	if w := attritionWarning(out.BaselineAttrition, out.BaselineTrials, out.CandidateAttrition, out.CandidateTrials); w != "" {
 		out.Warnings = append(out.Warnings, w)
 	}

@@ -129,8 +129,18 @@ func (c *Comparison) HarmLine() string {
 		return "harm index (weighted unsafe_action ∨ duplicate_side_effect ∨ fabricated_claim): not tested in both arms"
 	}
 	w := d.Weighted
-	return fmt.Sprintf("harm index (weighted unsafe_action ∨ duplicate_side_effect ∨ fabricated_claim): baseline %s → candidate %s, Δw %s pts %s, p %s: %s",
-		pct(w.Baseline), pct(w.Candidate), pts(w.Delta), ciCell(w.Lo, w.Hi, w.NotEstimable), pval(w.P), resultWord(w.Direction))
+	return fmt.Sprintf("harm index (weighted unsafe_action ∨ duplicate_side_effect ∨ fabricated_claim): %s %s → %s %s, Δw %s pts %s, p %s: %s",
+		c.baselineLabel(), pct(w.Baseline), c.candidateLabel(), pct(w.Candidate), pts(w.Delta), ciCell(w.Lo, w.Hi, w.NotEstimable), pval(w.P), resultWord(w.Direction))
+}
+
+// baselineLabel and candidateLabel head the sides' columns: "baseline",
+// "candidate (unsealed)" when some of that side's trials ran unsealed.
+func (c *Comparison) baselineLabel() string {
+	return armLabel("baseline", c.BaselineUnsealed)
+}
+
+func (c *Comparison) candidateLabel() string {
+	return armLabel("candidate", c.CandidateUnsealed)
 }
 
 // ciCell renders an interval, or "n/e" when it is not estimable.
@@ -183,7 +193,7 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		fmt.Fprintln(w)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "metric\tresult\tbaseline\tcandidate\tΔ pts\tCI\tp\tΔw pts\tΔw CI\tpairs/clusters\teff. n\tiid CI\tiid p")
+	fmt.Fprintf(tw, "metric\tresult\t%s\t%s\tΔ pts\tCI\tp\tΔw pts\tΔw CI\tpairs/clusters\teff. n\tiid CI\tiid p\n", c.baselineLabel(), c.candidateLabel())
 	for _, d := range c.Metrics {
 		if d.Pairs == 0 {
 			fmt.Fprintf(tw, "%s %s\t%s\t\t\t\t\t\t\t\t%s\t\t\t\n", d.Metric, arrow(d.Metric), notTested, pairsCell(d))

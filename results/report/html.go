@@ -123,7 +123,7 @@ func (c *Comparison) WriteHTML(w io.Writer) error {
 
 	b.WriteString("<h2 id=\"differences\">Paired differences (candidate − baseline)</h2>\n")
 	c.forestSVG(&b)
-	b.WriteString("<table><tr><th>metric</th><th>result</th><th>baseline</th><th>candidate</th><th>Δ pts</th><th>CI (clustered)</th><th>p (sign-flip)</th><th>Δw pts</th><th>Δw CI</th><th>Δw result</th><th>pairs/clusters</th><th>eff. n</th><th>by-scenario CI</th><th>iid CI (Tango)</th><th>iid Newcombe</th><th>iid p (mid-p)</th></tr>\n")
+	fmt.Fprintf(&b, "<table><tr><th>metric</th><th>result</th><th>%s</th><th>%s</th><th>Δ pts</th><th>CI (clustered)</th><th>p (sign-flip)</th><th>Δw pts</th><th>Δw CI</th><th>Δw result</th><th>pairs/clusters</th><th>eff. n</th><th>by-scenario CI</th><th>iid CI (Tango)</th><th>iid Newcombe</th><th>iid p (mid-p)</th></tr>\n", esc(c.baselineLabel()), esc(c.candidateLabel()))
 	for _, d := range c.Metrics {
 		if d.Pairs == 0 {
 			fmt.Fprintf(&b, "<tr><td>%s %s</td><td class=\"nt\">not tested</td><td></td><td></td><td></td><td></td><td></td><td></td><td></td><td></td><td>%s</td><td></td><td></td><td></td><td></td><td></td></tr>\n",

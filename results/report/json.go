@@ -53,17 +53,19 @@ func (c Cell) MarshalJSON() ([]byte, error) {
 	})
 }
 
-// MarshalJSON adds the attrition rate.
+// MarshalJSON adds the attrition rate. unsealed_trials counts the trials
+// whose agent ran unsealed (0 when all ran sealed or in process).
 func (a ArmSummary) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Arm           string          `json:"arm"`
 		Trials        int             `json:"trials"`
 		Attrition     int             `json:"attrition"`
 		AttritionRate jnum            `json:"attrition_rate"`
+		Unsealed      int             `json:"unsealed_trials"`
 		Scenarios     int             `json:"scenarios"`
 		Variation     jsonVariation   `json:"variation"`
 		Metrics       map[string]Cell `json:"metrics"`
-	}{a.Arm, a.Trials, a.Attrition, jnum(a.AttritionRate()), a.Scenarios, jvar(a.Variation), a.Metrics})
+	}{a.Arm, a.Trials, a.Attrition, jnum(a.AttritionRate()), a.Unsealed, a.Scenarios, jvar(a.Variation), a.Metrics})
 }
 
 type jsonGroupArm struct {
@@ -238,6 +240,7 @@ type jsonSide struct {
 	Attrition     int    `json:"attrition"`
 	Unmatched     int    `json:"unmatched"`
 	AttritionRate jnum   `json:"attrition_rate"`
+	Unsealed      int    `json:"unsealed_trials"`
 }
 
 type jsonGroupDiff struct {
@@ -346,9 +349,9 @@ func (c Comparison) MarshalJSON() ([]byte, error) {
 		ByScenario []jsonGroupDiff `json:"by_scenario"`
 	}{
 		Baseline: jsonSide{c.Baseline.SweepID, c.Baseline.Arm, c.BaselineTrials, c.BaselineAttrition, c.UnmatchedBaseline,
-			jnum(rate(c.BaselineAttrition, c.BaselineTrials))},
+			jnum(rate(c.BaselineAttrition, c.BaselineTrials)), c.BaselineUnsealed},
 		Candidate: jsonSide{c.Candidate.SweepID, c.Candidate.Arm, c.CandidateTrials, c.CandidateAttrition, c.UnmatchedCandidate,
-			jnum(rate(c.CandidateAttrition, c.CandidateTrials))},
+			jnum(rate(c.CandidateAttrition, c.CandidateTrials)), c.CandidateUnsealed},
 		Confidence: c.Confidence, Cases: c.Cases, Distinct: c.DistinctCases, Scenarios: c.Scenarios, Unit: c.Unit,
 		BaseVar: jvar(c.BaselineVariation), CandVar: jvar(c.CandidateVariation), Harm: c.HarmLine(),
 		Verdict: c.Headline(), Gate: g,

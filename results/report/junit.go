@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"strings"
 )
 
 type junitSuites struct {
@@ -68,6 +69,12 @@ func (c *Comparison) WriteJUnit(w io.Writer) error {
 			{"confidence", trimFloat(c.Confidence)},
 		},
 		SystemOut: c.HarmLine() + "\n" + c.Headline(),
+	}
+	if c.Unsealed() {
+		suite.Properties = append(suite.Properties,
+			junitProperty{"baseline_unsealed_trials", fmt.Sprint(c.BaselineUnsealed)},
+			junitProperty{"candidate_unsealed_trials", fmt.Sprint(c.CandidateUnsealed)})
+		suite.SystemOut += "\n" + strings.Join(c.UnsealedNotes(), "\n")
 	}
 	class := "rebound.compare"
 	if g := c.Gate; g != nil {

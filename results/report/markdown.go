@@ -71,7 +71,8 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "\n<sub>%s</sub>\n\n", mdEscape(c.gateNote()))
 	}
-	b.WriteString("| metric | result | baseline | candidate | Δ pts | CI | p | Δw pts | Δw CI | pairs/clusters | eff. n | by-scenario CI | iid CI (Tango) | iid p (mid-p) |\n|---|---|---:|---:|---:|---|---:|---:|---|---:|---:|---|---|---:|\n")
+	fmt.Fprintf(&b, "| metric | result | %s | %s | Δ pts | CI | p | Δw pts | Δw CI | pairs/clusters | eff. n | by-scenario CI | iid CI (Tango) | iid p (mid-p) |\n|---|---|---:|---:|---:|---|---:|---:|---|---:|---:|---|---|---:|\n",
+		c.baselineLabel(), c.candidateLabel())
 	for _, d := range c.Metrics {
 		if d.Pairs == 0 {
 			fmt.Fprintf(&b, "| %s %s | %s | | | | | | | | %s | | | | |\n", d.Metric, arrow(d.Metric), notTested, pairsCell(d))

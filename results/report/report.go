@@ -48,6 +48,10 @@ type ArmSummary struct {
 	Arm       string
 	Trials    int // trials stored, attrition included
 	Attrition int // trials lost to provider failures (never graded)
+	// Unsealed counts the trials whose agent ran unsealed (a command arm
+	// with sandbox: none), as stored: every output says so beside the
+	// arm's rates (UnsealedNotes).
+	Unsealed  int
 	Scenarios int
 	Metrics   map[string]Cell
 	// Variation counts the cases (scenario, variant) with two or more graded
@@ -178,6 +182,7 @@ func BuildWith(sw record.Sweep, stored uint64, cells []record.Cell, opt Options)
 		for _, i := range idx {
 			as.Trials += int(cells[i].Trials)
 			as.Attrition += int(cells[i].Attrition)
+			as.Unsealed += int(cells[i].Unsealed)
 			seen[cells[i].Scenario] = true
 		}
 		as.Scenarios = len(seen)

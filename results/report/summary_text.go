@@ -39,9 +39,10 @@ func (s Summary) weightsMatter() bool {
 	return false
 }
 
-// WriteText renders the terminal report: metrics down, arms across, then
-// the consequence-weighted rates (when weights differ), attrition, and the
-// breakdowns by scenario and by fault class.
+// WriteText renders the terminal report: metrics down, arms across (an arm
+// with unsealed trials headed "ARM (unsealed)" and noted under the table),
+// then the consequence-weighted rates (when weights differ), attrition, and
+// the breakdowns by scenario and by fault class.
 func (s Summary) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "%s\n", s.HarmLine())
 	fmt.Fprintf(w, "sweep %s (%s): %s, %d of %d trials stored\n", s.SweepID, s.Name, s.Status, s.TrialsStored, s.TrialsPlanned)
@@ -50,7 +51,7 @@ func (s Summary) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
 	header := []string{"metric"}
 	for _, a := range s.Arms {
-		header = append(header, a.Arm)
+		header = append(header, a.Label())
 	}
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for _, m := range metricNames() {
@@ -67,6 +68,9 @@ func (s Summary) WriteText(w io.Writer) error {
 	fmt.Fprintln(tw, strings.Join(row, "\t"))
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, note := range s.UnsealedNotes() {
+		fmt.Fprintf(w, "%s\n", wrap(note, 110))
 	}
 
 	if note := s.variationNote(); note != "" {
@@ -90,14 +94,18 @@ func (s Summary) WriteText(w io.Writer) error {
 	}
 
 	legend := "rec = recovered, honest = honest_block (successes/tested); then bad outcomes that happened: unsafe, dup(licate side effect), fab(ricated claim), premature(_block)"
-	if err := writeGroups(w, "by scenario", s.ByScenario, s.ArmNames(), legend); err != nil {
+	labels := make([]string, len(s.Arms))
+	for i, a := range s.Arms {
+		labels[i] = a.Label()
+	}
+	if err := writeGroups(w, "by scenario", s.ByScenario, s.ArmNames(), labels, legend); err != nil {
 		return err
 	}
-	if err := writeGroups(w, "by fault class (a trial counts in each class it was injected with)", s.ByFaultClass, s.ArmNames(), ""); err != nil {
+	if err := writeGroups(w, "by fault class (a trial counts in each class it was injected with)", s.ByFaultClass, s.ArmNames(), labels, ""); err != nil {
 		return err
 	}
 	for _, b := range s.ByAxis {
-		if err := writeGroups(w, "by "+b.Axis+" (the matrix arms that share each value, pooled)", b.Groups, []string{PooledArm}, ""); err != nil {
+		if err := writeGroups(w, "by "+b.Axis+" (the matrix arms that share each value, pooled)", b.Groups, []string{PooledArm}, []string{PooledArm}, ""); err != nil {
 			return err
 		}
 	}
@@ -134,15 +142,17 @@ func (s Summary) HarmLine() string {
 	for _, a := range s.Arms {
 		c := a.Metrics[MetricHarm]
 		if !c.Tested() || isNaN(c.Weighted) {
-			parts = append(parts, a.Arm+" not tested")
+			parts = append(parts, a.Label()+" not tested")
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %s %s", a.Arm, pct(c.Weighted), pctRange(c.WeightedLo, c.WeightedHi)))
+		parts = append(parts, fmt.Sprintf("%s %s %s", a.Label(), pct(c.Weighted), pctRange(c.WeightedLo, c.WeightedHi)))
 	}
 	return "harm index (weighted unsafe_action ∨ duplicate_side_effect ∨ fabricated_claim, lower is better): " + strings.Join(parts, ", ")
 }
 
-func writeGroups(w io.Writer, title string, groups []Group, arms []string, legend string) error {
+// writeGroups renders a breakdown: a row per group, a column per arm
+// (matched by name, headed by its label).
+func writeGroups(w io.Writer, title string, groups []Group, arms, labels []string, legend string) error {
 	if len(groups) == 0 {
 		return nil
 	}
@@ -151,7 +161,7 @@ func writeGroups(w io.Writer, title string, groups []Group, arms []string, legen
 		fmt.Fprintf(w, "%s\n", legend)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(append([]string{""}, arms...), "\t"))
+	fmt.Fprintln(tw, strings.Join(append([]string{""}, labels...), "\t"))
 	for _, g := range groups {
 		row := []string{g.Name}
 		for _, arm := range arms {
