@@ -8,6 +8,9 @@
 //	ToolName     1 KiB   the tool name of one call; over it the harness refuses the call
 //	ToolResult   1 MiB   one tool result (JSON); over it the agent gets the result without its data
 //	PlanSummary  64 KiB  one plan update (update_plan); over it the harness refuses the update
+//	Ledger       16 MiB  arguments, results and plans one trial's ledger holds whole; past it, values
+//	                     over LedgerValue (4 KiB) are recorded by size and hash (memory stays bounded
+//	                     whatever the scenario's call budget)
 //	Claim        64 KiB  the agent's claim (the tool server refuses larger ones; storage keeps at most this)
 //	Stdout       64 KiB  an external agent's stdout as stored (core/agent/command keeps head and tail)
 //	Stderr       64 KiB  an external agent's stderr as stored
@@ -53,6 +56,8 @@ const (
 	ToolName    = 1 * KiB
 	ToolResult  = 1 * MiB
 	PlanSummary = 64 * KiB
+	Ledger      = 16 * MiB
+	LedgerValue = 4 * KiB
 	Claim       = 64 * KiB
 	Stdout      = 64 * KiB
 	Stderr      = 64 * KiB
@@ -154,7 +159,8 @@ func Cut(s string, limit int) string {
 // text marker with the size and hash of s, at most limit bytes escaped.
 func Refused(s string, limit int) string {
 	sum := sha256.Sum256([]byte(s))
-	return cutWith(Valid(s), limit, len(s), sum[:])
+	head := s[:min(len(s), 4*max(limit, 0))] // the head never takes more than limit bytes of it
+	return cutWith(Valid(head), limit, len(s), sum[:])
 }
 
 // cutOver cuts a valid string known to be over limit.

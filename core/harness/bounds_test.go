@@ -168,3 +168,36 @@ func TestOversizedPlanUpdateIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// Past bounds.Ledger of recorded values, the ledger keeps large arguments,
+// results and plans by size and hash, whatever the call budget allows; the
+// world and the agent still see them whole.
+func TestLedgerBudget(t *testing.T) {
+	d, _ := newBigDispatcher(t, nil, Budget{ToolCalls: 60})
+	n := float64(900 * bounds.KiB)
+	pad := strings.Repeat("p", 900*bounds.KiB)
+	for i := range 40 {
+		r := d.Call("b.read", map[string]any{"n": n, "pad": pad})
+		if blob, _ := r.Data["blob"].(string); !r.OK || len(blob) != int(n) {
+			t.Fatalf("call %d: the agent did not get the whole result", i+1)
+		}
+	}
+	for range 40 {
+		d.Replan(strings.Repeat("s", 60*bounds.KiB))
+	}
+	b, _ := json.Marshal(d.Ledger())
+	if len(b) > bounds.Ledger+200*bounds.KiB {
+		t.Fatalf("ledger is %d bytes", len(b))
+	}
+	l := d.Ledger()
+	first, last := l.Attempts[0], l.Attempts[39]
+	if bounds.IsMarker(first.Args) || bounds.IsMarker(first.Result.Data) {
+		t.Fatal("the first calls must be kept whole")
+	}
+	if !bounds.IsMarker(last.Args) || !bounds.IsMarker(last.Result.Data) || last.ArgsKey != first.ArgsKey {
+		t.Fatalf("the last call is kept whole (args marker %v, data marker %v) or its key changed", bounds.IsMarker(last.Args), bounds.IsMarker(last.Result.Data))
+	}
+	if rp := l.Replans[39]; rp.Refused || !strings.Contains(rp.Summary, "…[truncated: ") || !rp.Repeat {
+		t.Fatalf("last replan %+v", rp)
+	}
+}

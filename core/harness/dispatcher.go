@@ -99,6 +99,7 @@ type Dispatcher struct {
 	plans       map[string]bool // normalized replan summaries seen
 
 	sent      int // calls not refused (the ledger's Sent, kept in O(1))
+	kept      int // bytes of arguments, results and plans the ledger holds whole (bounds.Ledger)
 	refused   int // calls refused because the budget was spent
 	replans   int // plan updates, recorded or not
 	haltOnce  sync.Once
@@ -269,15 +270,22 @@ func (d *Dispatcher) UpdatePlan(summary string) Result {
 		return Failed(CodeBudgetExhausted, false, "the harness stopped the trial")
 	}
 	r := Replan{AtCall: len(d.ledger.Attempts), Summary: summary}
-	key := strings.Join(strings.Fields(strings.ToLower(summary)), " ")
+	var key string
 	var res Result
-	if n := bounds.EscapedLen(summary) + 2; n > bounds.PlanSummary {
+	n := bounds.EscapedLen(summary) + 2
+	if n > bounds.PlanSummary {
 		r.Refused = true
 		r.Summary = bounds.Refused(summary, refusedHead)
 		key = "\x00refused:" + r.Summary // the marker names the full text's hash
 		res = Failed(CodeInvalidInput, false, "the plan update is %d bytes as JSON, over the harness's cap of %d bytes; nothing was sent (publish a shorter summary)", n, bounds.PlanSummary)
 	} else {
+		key = strings.Join(strings.Fields(strings.ToLower(summary)), " ")
 		res = Succeeded(map[string]any{"now_ms": d.clock.Now()})
+		if d.kept+n > bounds.Ledger && n > bounds.LedgerValue {
+			r.Summary = bounds.Refused(summary, refusedHead) // accepted, recorded by size and hash
+		} else {
+			d.kept += n
+		}
 	}
 	r.Repeat = d.plans[key]
 	d.ledger.Replans = append(d.ledger.Replans, r)
@@ -339,20 +347,48 @@ func (d *Dispatcher) Call(name string, args map[string]any) Result {
 		a.Tool = bounds.Refused(name, refusedHead)
 		oversize = fmt.Sprintf("the tool name of this call is %d bytes, over the harness's cap of %d bytes", len(name), bounds.ToolName)
 	}
-	a.Result = boundResult(d.execute(&a, oversize))
+	res, size := boundResult(d.execute(&a, oversize))
+	a.Result = res
 	a.DoneMs = d.clock.Now()
+	d.keep(&a, raw, size)
 	d.ledger.Attempts = append(d.ledger.Attempts, a)
-	return a.Result
+	return res
+}
+
+// keep holds the ledger's arguments and results within bounds.Ledger: once
+// the trial has recorded that much, a call's arguments or result data over
+// bounds.LedgerValue are recorded by size and hash (the world got the
+// arguments and the agent gets the result as they were).
+func (d *Dispatcher) keep(a *Attempt, raw []byte, resultSize int) {
+	if !bounds.IsMarker(a.Args) {
+		if d.kept+len(raw) > bounds.Ledger && len(raw) > bounds.LedgerValue {
+			a.Args = bounds.Marker(raw)
+		} else {
+			d.kept += len(raw)
+		}
+	}
+	if d.kept+resultSize > bounds.Ledger && resultSize > bounds.LedgerValue && a.Result.Data != nil && !bounds.IsMarker(a.Result.Data) {
+		data, err := json.Marshal(a.Result.Data)
+		if err != nil {
+			data = []byte(err.Error())
+		}
+		a.Result.Data = bounds.Marker(data)
+	} else {
+		d.kept += resultSize
+	}
 }
 
 // boundResult keeps a result within bounds.ToolResult (as JSON): one over
 // it keeps its status and code, and its data is replaced by a marker (the
 // data's size and hash), its message cut. The ledger records what the
-// agent received.
-func boundResult(r Result) Result {
+// agent received. size is the JSON size of the result returned.
+func boundResult(r Result) (_ Result, size int) {
 	b, err := json.Marshal(r)
-	if err != nil || len(b) <= bounds.ToolResult {
-		return r
+	if err != nil {
+		return r, len(err.Error())
+	}
+	if len(b) <= bounds.ToolResult {
+		return r, len(b)
 	}
 	if r.Data != nil {
 		data, err := json.Marshal(r.Data)
@@ -366,7 +402,7 @@ func boundResult(r Result) Result {
 		note += "; message: " + bounds.Cut(r.Message, bounds.ToolResult/2)
 	}
 	r.Message = note
-	return r
+	return r, len(r.JSON())
 }
 
 func (d *Dispatcher) execute(a *Attempt, oversize string) Result {
