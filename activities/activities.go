@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	armpkg "rebound/core/agent/arm"
 	"rebound/core/agent/command"
 	"rebound/core/agent/llm"
+	"rebound/core/bounds"
 	"rebound/core/outcome"
 	"rebound/core/scenario"
 	"rebound/core/trial"
@@ -221,12 +223,19 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 		pendingSince time.Time
 		next         = cp.Next // first trial not yet known stored
 	)
+	pendingBytes := 0
 	flush := func() error {
 		if len(pending) > 0 {
 			if err := a.Store.WriteTrials(ctx, pending, pendingCalls); err != nil {
-				return fmt.Errorf("write shard %d of %s: %w", in.Shard, in.SweepID, err)
+				if ctx.Err() != nil {
+					return fmt.Errorf("write shard %d of %s: %w", in.Shard, in.SweepID, err)
+				}
+				if err := writeEach(ctx, a.Store, pending, pendingCalls, red); err != nil {
+					return fmt.Errorf("write shard %d of %s: %w", in.Shard, in.SweepID, err)
+				}
 			}
 		}
+		pendingBytes = 0
 		att, cost := 0, 0.0
 		for _, t := range pending {
 			if t.Attrition {
@@ -280,8 +289,9 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 		}
 		pending = append(pending, row)
 		pendingCalls = append(pendingCalls, calls...)
+		pendingBytes += rowBytes(row, calls)
 		next = i + 1
-		if paid || len(pending) >= flushRows || time.Since(pendingSince) >= flushEvery {
+		if paid || len(pending) >= flushRows || pendingBytes >= flushBytes || time.Since(pendingSince) >= flushEvery {
 			if err := flush(); err != nil {
 				return workflows.ShardResult{}, err
 			}
@@ -299,11 +309,62 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 	return workflows.ShardResult{Trials: done.Trials, Attrition: done.Attrition, CostUSD: done.CostUSD}, nil
 }
 
-// Batching of scripted trials' rows.
+// Batching of scripted trials' rows: a batch is written when it has
+// flushRows trials, flushBytes of text (one trial's bound: an insert stays
+// the size of a few trials whatever the agents did), or is flushEvery old.
 const (
 	flushRows  = 500
+	flushBytes = bounds.Trial
 	flushEvery = time.Second
 )
+
+// rowBytes is the text a trial's rows hold, for batching.
+func rowBytes(t record.Trial, calls []record.ToolCall) int {
+	n := len(t.Error) + len(t.Claim) + len(t.Answer) + len(t.Recording) + len(t.Process) +
+		len(t.Verdicts) + len(t.FaultSchedule) + len(t.Evidence)
+	for _, c := range calls {
+		n += len(c.Tool) + len(c.Args) + len(c.Code) + len(c.Result)
+	}
+	return n
+}
+
+// writeEach writes a batch the store refused, trial by trial. A trial the
+// store still refuses whose text is over refusedLimit may have been refused
+// for its size, which retrying cannot fix: it is fitted into refusedLimit
+// (fitRows, the store's refusal in its error column) and written once
+// more. Any other refusal is returned, and the shard is retried as usual
+// (the trials written meanwhile are stored and deduplicated by id).
+func writeEach(ctx context.Context, st storage.Store, trials []record.Trial, calls []record.ToolCall, red *redact.Redactor) error {
+	byTrial := make(map[string][]record.ToolCall, len(trials))
+	for _, c := range calls {
+		byTrial[c.TrialID] = append(byTrial[c.TrialID], c)
+	}
+	for _, t := range trials {
+		cs := byTrial[t.TrialID]
+		err := st.WriteTrials(ctx, []record.Trial{t}, cs)
+		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil || rowBytes(t, cs) <= refusedLimit {
+			return err
+		}
+		note := mustJSON(map[string]any{"store_refused": bounds.Cut(red.String(err.Error()), 1*bounds.KiB)})
+		if t.Error != "" {
+			note = t.Error + "\n" + note
+		}
+		t.Error = note
+		cs = slices.Clone(cs)
+		fitRows(&t, cs, refusedLimit)
+		if rerr := st.WriteTrials(ctx, []record.Trial{t}, cs); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+	}
+	return nil
+}
+
+// refusedLimit is the text bound of a trial stored after the store refused
+// it at its full bound.
+const refusedLimit = bounds.Trial / 8
 
 // ErrWorkerStopping is the (retryable) error type of a shard handed back
 // by a worker that is stopping.
@@ -443,6 +504,7 @@ func (a *Activities) runTrial(ctx context.Context, spec trial.Spec, attempt uint
 					row.Recording = red.String(rec)
 				}
 			}
+			fitRows(&row, nil, textLimit(0))
 			recordTrial(ctx, row, nil)
 			return row, nil, true, nil
 		case errors.Is(err, llm.ErrConfig), errors.Is(err, agent.ErrConfig):

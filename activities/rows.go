@@ -2,8 +2,11 @@ package activities
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 
 	"rebound/core/agent"
+	"rebound/core/bounds"
 	"rebound/core/scenario"
 	"rebound/core/trial"
 	"rebound/internal/redact"
@@ -15,6 +18,10 @@ import (
 // verdicts and the fault schedule) before anything is persisted. JSON
 // columns are redacted as values, so a secret split across JSON escapes is
 // still found and idempotency keys are hashed wherever they appear.
+//
+// The rows are then fitted into bounds.Trial (fitRows): the trial was
+// graded on its full data, and its stored text never exceeds the bound,
+// whatever the agent made it record.
 func Rows(r *trial.Result, red *redact.Redactor) (record.Trial, []record.ToolCall) {
 	v := r.Verdict
 	t := record.Trial{
@@ -58,7 +65,81 @@ func Rows(r *trial.Result, red *redact.Redactor) (record.Trial, []record.ToolCal
 			Committed: committed[a.Index], AtMS: uint64(a.AtMs), Result: red.JSON(a.Result),
 		})
 	}
+	fitRows(&t, calls, textLimit(len(calls)))
 	return t, calls
+}
+
+// textLimit is what a trial's text columns may take of bounds.Trial: the
+// rest is left for its other columns and the insert's framing (column
+// names, numbers, quotes), a little per row.
+func textLimit(calls int) int {
+	return max(bounds.Trial-4*bounds.KiB-256*calls, bounds.Trial/2)
+}
+
+// fitRows makes a trial's rows storable: every text column valid UTF-8
+// (an invalid byte becomes U+FFFD), the claim within bounds.Claim, and all
+// text columns of the trial row and its tool-call rows together within
+// limit bytes (escaped as the insert sends them), the largest cut first
+// (bounds.Fit: JSON columns stay valid JSON of their shape, an oversized
+// value becomes a marker with its size and hash). A trial cut to fit says
+// so in its error column, as a JSON note:
+//
+//	{"truncated": {"limit": ..., "bytes": ..., "stored": ..., "columns": ["evidence", "tool_calls[3].args", ...]}}
+//
+// It returns that note's content, nil when nothing was cut.
+func fitRows(t *record.Trial, calls []record.ToolCall, limit int) *bounds.Truncation {
+	var claimCut bool
+	if c := bounds.ShrinkJSON(t.Claim, bounds.Claim); c != t.Claim {
+		t.Claim, claimCut = c, true
+	}
+	cols := []bounds.Column{
+		{Name: "sweep_id", Text: &t.SweepID, Fixed: true}, {Name: "trial_id", Text: &t.TrialID, Fixed: true},
+		{Name: "scenario", Text: &t.Scenario, Fixed: true}, {Name: "scenario_hash", Text: &t.ScenarioHash, Fixed: true},
+		{Name: "variant", Text: &t.Variant, Fixed: true}, {Name: "arm", Text: &t.Arm, Fixed: true},
+		{Name: "agent", Text: &t.Agent, Fixed: true}, {Name: "catalog_version", Text: &t.CatalogVersion, Fixed: true},
+		{Name: "prompt_hash", Text: &t.PromptHash, Fixed: true},
+		{Name: "error", Text: &t.Error}, {Name: "claim", Text: &t.Claim, JSON: true},
+		{Name: "answer", Text: &t.Answer}, {Name: "recording", Text: &t.Recording, JSON: true},
+		{Name: "process", Text: &t.Process, JSON: true}, {Name: "verdicts", Text: &t.Verdicts, JSON: true},
+		{Name: "fault_schedule", Text: &t.FaultSchedule, JSON: true}, {Name: "evidence", Text: &t.Evidence, JSON: true},
+	}
+	for i := range t.FaultClasses {
+		cols = append(cols, bounds.Column{Name: "fault_classes", Text: &t.FaultClasses[i], Fixed: true})
+	}
+	for i := range calls {
+		c := &calls[i]
+		name := fmt.Sprintf("tool_calls[%d].", c.CallIndex)
+		cols = append(cols,
+			bounds.Column{Name: name + "sweep_id", Text: &c.SweepID, Fixed: true},
+			bounds.Column{Name: name + "trial_id", Text: &c.TrialID, Fixed: true},
+			bounds.Column{Name: name + "effect", Text: &c.Effect, Fixed: true},
+			bounds.Column{Name: name + "fault_class", Text: &c.FaultClass, Fixed: true},
+			bounds.Column{Name: name + "tool", Text: &c.Tool}, bounds.Column{Name: name + "code", Text: &c.Code},
+			bounds.Column{Name: name + "args", Text: &c.Args, JSON: true},
+			bounds.Column{Name: name + "result", Text: &c.Result, JSON: true})
+	}
+	tr := bounds.Fit(cols, limit)
+	if claimCut {
+		if tr == nil {
+			tr = &bounds.Truncation{Limit: limit}
+			for _, c := range cols {
+				tr.Bytes += bounds.EscapedLen(*c.Text)
+			}
+			tr.Stored = tr.Bytes
+		}
+		if !slices.Contains(tr.Columns, "claim") {
+			tr.Columns = append([]string{"claim"}, tr.Columns...)
+		}
+	}
+	if tr == nil {
+		return nil
+	}
+	note := mustJSON(map[string]any{"truncated": tr})
+	if t.Error != "" {
+		note = t.Error + "\n" + note
+	}
+	t.Error = note
+	return tr
 }
 
 // AttritionRow is the row of a trial lost to the provider (429s, 5xx,
@@ -83,13 +164,25 @@ func processJSON(p *agent.Process, red *redact.Redactor) string {
 		return ""
 	}
 	cp := *p
-	cp.Stdout, cp.Stderr = red.String(cp.Stdout), red.String(cp.Stderr)
+	cp.Stdout, cp.Stderr = boundOutput(red.String(cp.Stdout), bounds.Stdout), boundOutput(red.String(cp.Stderr), bounds.Stderr)
 	cp.Command = make([]string, len(p.Command))
 	for i, s := range p.Command {
 		cp.Command[i] = red.String(s)
 	}
 	return mustJSON(cp)
 }
+
+// boundOutput holds a process's output to its cap. The command agent keeps
+// the head and tail within it already (with its own drop marker, within
+// outputSlack); any other producer of a process record is cut here.
+func boundOutput(s string, limit int) string {
+	if len(s) <= limit+outputSlack {
+		return s
+	}
+	return bounds.Cut(s, limit)
+}
+
+const outputSlack = 256
 
 // EvidenceJSON renders a trial's grading evidence for storage, redacted
 // like every other column: secret shapes removed, idempotency keys replaced
