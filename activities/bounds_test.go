@@ -16,8 +16,10 @@ import (
 	"rebound/core/scenario"
 	"rebound/core/trial"
 	"rebound/core/world"
+	"rebound/internal/devstack/devstacktest"
 	"rebound/internal/redact"
 	"rebound/results/record"
+	"rebound/storage"
 	"rebound/workflows"
 )
 
@@ -264,5 +266,41 @@ func TestShardRetriesASmallRefusal(t *testing.T) {
 	}
 	if len(st.stored) != 0 {
 		t.Fatal("stored")
+	}
+}
+
+// The embedded store takes a hostile trial's rows as they are (no size
+// refusal, no retry) and gives them back marked truncated.
+func TestHostileTrialIsStored(t *testing.T) {
+	lib := devstacktest.ChDBLib(t)
+	ctx := context.Background()
+	st, err := storage.Open(ctx, storage.Config{DataDir: t.TempDir(), LibPath: lib})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scenario.LoadScenario("../examples/scenarios/inventory-timeout-once.yaml", world.Catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &hostile{pad: strings.Repeat("\x00", bounds.CallArgs/6-64), calls: 6 + harness.MaxRefusedCalls, plan: strings.Repeat("\xfe", bounds.MiB), updates: 40}
+	r, err := trial.Run(ctx, trial.Spec{SweepID: "s", Scenario: sc, Variant: sc.Variants[0], Arm: scenario.Arm{Name: "hostile"}, Seed: 1}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	red, _ := redact.New(nil, []byte("k"))
+	tr, calls := Rows(r, red)
+	if err := st.WriteTrials(ctx, []record.Trial{tr}, calls); err != nil {
+		t.Fatalf("the store refused the trial: %v", err)
+	}
+	got, gotCalls, err := st.Trial(ctx, tr.TrialID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Evidence != tr.Evidence || got.Error != tr.Error || len(gotCalls) != len(calls) || !strings.Contains(got.Error, `"truncated"`) {
+		t.Fatalf("stored trial differs (evidence %d/%d bytes, %d/%d calls, error %.200q)", len(got.Evidence), len(tr.Evidence), len(gotCalls), len(calls), got.Error)
 	}
 }
