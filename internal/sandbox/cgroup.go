@@ -7,9 +7,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
+
+// probes numbers the probe cgroups of checkCgroups.
+var probes atomic.Int64
 
 // cgroupRoot is where the kernel's cgroup hierarchies are mounted.
 const cgroupRoot = "/sys/fs/cgroup"
@@ -43,7 +47,8 @@ func checkCgroups() error {
 		}
 	}
 	// The proof is a cgroup made, limited and removed.
-	probe, err := newCgroup(fmt.Sprintf("rebound-probe-%d", os.Getpid()), Limits{}.withDefaults())
+	// Concurrent checks (trials starting together) each make their own.
+	probe, err := newCgroup(fmt.Sprintf("rebound-probe-%d-%d", os.Getpid(), probes.Add(1)), Limits{}.withDefaults())
 	if err != nil {
 		return fmt.Errorf("per-trial memory, PID and CPU limits: %v", err)
 	}

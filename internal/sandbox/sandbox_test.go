@@ -306,3 +306,37 @@ func TestSealedLimits(t *testing.T) {
 		}
 	})
 }
+
+// Trials start together: checks and sandboxes made at once must not
+// collide on their cgroups.
+func TestConcurrentChecksAndSandboxes(t *testing.T) {
+	need(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := sandbox.Check(); err != nil {
+				errs <- err
+				return
+			}
+			s, err := sandbox.Start(sandbox.Spec{Command: []string{"/bin/true"}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/tmp/w", Stdout: &buffer{}, Stderr: &buffer{}})
+			if err != nil {
+				errs <- err
+				return
+			}
+			_ = s.Release()
+			<-s.Exited()
+			s.Stop(time.Second)
+			if st := s.Status(); st.ExitCode != 0 {
+				errs <- fmt.Errorf("status %+v", st)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
