@@ -41,6 +41,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -146,7 +147,8 @@ func Valid(s string) string {
 // Cut returns s made valid UTF-8 and, if its escaped length is over limit,
 // cut to a head that ends with a text marker naming the original size and
 // hash, so that the escaped length is at most limit (or, below the marker's
-// own length, the marker alone). It never cuts inside a character.
+// own length, the marker alone). It never cuts inside a character, nor
+// inside a token (a word, a number, a key): the head ends before it.
 func Cut(s string, limit int) string {
 	s = Valid(s)
 	if EscapedLen(s) <= limit {
@@ -187,7 +189,36 @@ func cutWith(s string, limit, size int, sum []byte) string {
 		n += w
 		i += size
 	}
+	if i < len(s) {
+		i = tokenStart(s[:i])
+	}
 	return s[:i] + suffix
+}
+
+// tokenStart is where the token that ends head starts: a cut never keeps
+// part of a word, number, key or URL (a value cut before redaction must not
+// keep the first half of a secret that redaction would have recognised
+// whole), so the head ends at a space or punctuation.
+func tokenStart(head string) int {
+	i := len(head)
+	for i > 0 {
+		r, size := utf8.DecodeLastRuneInString(head[:i])
+		if !tokenRune(r) {
+			break
+		}
+		i -= size
+	}
+	return i
+}
+
+func tokenRune(r rune) bool {
+	switch {
+	case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		return true
+	case strings.ContainsRune("_-+/=.~:@%", r):
+		return true
+	}
+	return r >= utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r))
 }
 
 // Encode renders v as JSON the way stored JSON columns are rendered

@@ -127,8 +127,27 @@ func TestShrinkJSONKeepsShapeAndSmallMembers(t *testing.T) {
 		t.Fatalf("%d bytes", n)
 	}
 	// Not JSON: cut as text.
-	if out := ShrinkJSON("not json "+strings.Repeat("y", 5000), 500); EscapedLen(out) > 500 || !strings.HasPrefix(out, "not json y") {
+	if out := ShrinkJSON("not json "+strings.Repeat("y ", 5000), 500); EscapedLen(out) > 500 || !strings.HasPrefix(out, "not json y y") {
 		t.Fatalf("text: %q", out)
+	}
+}
+
+// A cut never keeps the first part of a token: a secret cut before
+// redaction cannot be stored half.
+func TestCutEndsBeforeAToken(t *testing.T) {
+	s := strings.Repeat("word ", 20) + "sk-0123456789abcdefghijklmnop" + strings.Repeat(" tail", 1000)
+	for limit := 100; limit < 300; limit++ {
+		out := Cut(s, limit)
+		head, _, _ := strings.Cut(out, "…[truncated")
+		if strings.Contains(head, "sk-") && !strings.Contains(head, "sk-0123456789abcdefghijklmnop ") {
+			t.Fatalf("limit %d keeps part of the key: %q", limit, head)
+		}
+		if !strings.HasSuffix(head, " ") && head != "" {
+			t.Fatalf("limit %d: head %q ends inside a word", limit, head)
+		}
+		if EscapedLen(out) > limit {
+			t.Fatalf("limit %d: %d bytes", limit, EscapedLen(out))
+		}
 	}
 }
 
