@@ -70,12 +70,21 @@ func TestCommandArmLoads(t *testing.T) {
     env_from: {OPENAI_API_KEY: MY_KEY}
     timeout: 2m
     attrition_exit_codes: [75]
+    read_only: [../deps, /opt/venv]
+    egress: [api.example.com:443]
+    limits: {memory_mb: 512, pids: 64, cpus: 0.5}
 `)
 	p, err := LoadPlanWith(path, noCatalog)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := p.Arms[0]
+	if want := filepath.Join(filepath.Dir(filepath.Dir(path)), "deps"); a.ReadOnly[0] != want || a.ReadOnly[1] != "/opt/venv" {
+		t.Errorf("read_only %v: want %s resolved against the plan, the absolute path kept", a.ReadOnly, want)
+	}
+	if !a.Sealed() || a.Egress[0] != "api.example.com:443" || a.Limits.MemoryMB != 512 || a.Limits.PIDs != 64 || a.Limits.CPUs != 0.5 {
+		t.Errorf("sandbox fields %+v", a)
+	}
 	if want := filepath.Join(filepath.Dir(path), "bin/agent.sh"); a.Command[0] != want || a.Command[1] != "--fast" {
 		t.Errorf("command %v: want %s resolved against the plan", a.Command, want)
 	}
@@ -95,7 +104,18 @@ func TestCommandArmLoads(t *testing.T) {
 func TestCommandArmErrorsAreLocated(t *testing.T) {
 	cases := []struct{ arms, want string }{
 		{"  - {name: a, agent: command}\n", "arms[0].command: required"},
-		{"  - {name: a, agent: careful, command: [x]}\n", "arms[0].command: command, env, env_from, timeout and attrition_exit_codes need agent: command"},
+		{"  - {name: a, agent: careful, command: [x]}\n", "arms[0].command: command, env, env_from, timeout, attrition_exit_codes, sandbox, read_only, egress and limits need agent: command"},
+		{"  - {name: a, agent: careful, sandbox: none}\n", "arms[0].command: command, env, env_from, timeout, attrition_exit_codes, sandbox, read_only, egress and limits need agent: command"},
+		{"  - {name: a, agent: command, command: [x], sandbox: off}\n", `arms[0].sandbox: "off" is not a sandbox: sealed (the default) or none`},
+		{"  - {name: a, agent: command, command: [x], sandbox: none, egress: [h:1]}\n", "arms[0].sandbox: read_only, egress and limits confine a sealed process"},
+		{"  - {name: a, agent: command, command: [x], egress: [api.example.com]}\n", `arms[0].egress: egress "api.example.com"`},
+		{"  - {name: a, agent: command, command: [x], egress: [10.0.0.5:443]}\n", "only a host name or a loopback address can be routed"},
+		{"  - {name: a, agent: command, command: [x], egress: [h:99999]}\n", "is not a number between 1 and 65535"},
+		{"  - {name: a, agent: command, command: [x], read_only: ['']}\n", "arms[0].read_only[0]: empty path"},
+		{"  - {name: a, agent: command, command: [x], limits: {memory_mb: -1}}\n", "arms[0].limits.memory_mb: -1 is not a size"},
+		{"  - {name: a, agent: command, command: [x], limits: {pids: 100000}}\n", "arms[0].limits.pids: 100000 is not a count"},
+		{"  - {name: a, agent: command, command: [x], limits: {cpus: -2}}\n", "arms[0].limits.cpus: -2 is not a number of CPUs"},
+		{"  - {name: a, agent: command, command: [x], limits: {memory: 5}}\n", "memory"},
 		{"  - {name: a, agent: command, command: [x], env: {K: sk-abcdefghijklmnopqrstuv}}\n", "arms[0].env.K: looks like a secret"},
 		{"  - {name: a, agent: command, command: [x], env: {REBOUND_MCP_URL: x}}\n", "REBOUND_ is reserved"},
 		{"  - {name: a, agent: command, command: [x], env_from: {K: not-a-name}}\n", `arms[0].env_from.K: "not-a-name" is not a variable name`},
