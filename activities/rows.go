@@ -88,9 +88,10 @@ func textLimit(calls int) int {
 //
 // It returns that note's content, nil when nothing was cut.
 func fitRows(t *record.Trial, calls []record.ToolCall, limit int) *bounds.Truncation {
+	// Measured as the tool server measures a submitted claim: its bytes.
 	var claimCut bool
-	if c := bounds.ShrinkJSON(t.Claim, bounds.Claim); c != t.Claim {
-		t.Claim, claimCut = c, true
+	if len(t.Claim) > bounds.Claim {
+		t.Claim, claimCut = bounds.ShrinkJSON(t.Claim, bounds.Claim), true
 	}
 	cols := []bounds.Column{
 		{Name: "sweep_id", Text: &t.SweepID, Fixed: true}, {Name: "trial_id", Text: &t.TrialID, Fixed: true},
