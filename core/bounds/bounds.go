@@ -19,9 +19,14 @@
 //	WorldState   8 MiB   a world's state snapshot (grading and storage)
 //	Trial        8 MiB   a trial's stored text: every text column of its trial row and its tool_call rows
 //
-// Sizes are bytes after JSON escaping (a NUL byte counts six, as \u0000,
-// and an invalid UTF-8 byte six, as \ufffd): the bound holds on what is
-// stored, not on what the agent sent.
+// Sizes are bytes as stored, after JSON escaping (a NUL byte counts six,
+// as \u0000, an invalid UTF-8 byte six, as \ufffd, and in a text column
+// that holds JSON each escape's backslash counts again): the bound holds on
+// what is stored, not on what the agent sent. The claim and a file that
+// fs.read returns are measured in their own bytes, as the tool server and
+// the disk see them. A marker's sha256 is of the value it replaces, as the
+// harness saw it (before redaction: a marker's head never keeps part of a
+// token, see Cut).
 //
 // The harness (core/harness) refuses an oversized call or plan update with
 // INVALID_INPUT and records it with a Marker instead of the value; the
