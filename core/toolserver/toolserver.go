@@ -354,7 +354,13 @@ func (s *Server) dispatch(ctx context.Context, name string, args map[string]any)
 			return harness.Failed(harness.CodeInvalidInput, false, "update_plan needs summary, a non-empty string")
 		}
 		return s.guard(func() harness.Result {
-			s.env.Replan(summary)
+			if pu, ok := s.env.(harness.PlanUpdater); ok {
+				if res := pu.UpdatePlan(summary); !res.OK {
+					return res // refused by the harness (over the size cap)
+				}
+			} else {
+				s.env.Replan(summary)
+			}
 			return harness.Succeeded(map[string]any{"now_ms": s.env.Now()})
 		})
 	case ToolClaim:

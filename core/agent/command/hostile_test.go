@@ -85,6 +85,16 @@ func hostile(mode string, call func(string, any) (int, map[string]any)) (int, bo
 		}
 		call("submit_claim", map[string]any{"status": "completed", "replicas": 3})
 		return 0, true
+	case "oversize": // plan updates and calls far over the caps
+		big := strings.Repeat("\xff", 200<<10) // 200 KiB of invalid UTF-8
+		for i := 0; i < 40; i++ {
+			code, body := call("update_plan", map[string]any{"summary": big + fmt.Sprint(i)})
+			fmt.Println("plan", code, body["code"])
+		}
+		code, body := call("payments.charge", map[string]any{"order_id": strings.Repeat("A", 1100<<10), "amount_cents": 1, "idempotency_key": "k"})
+		fmt.Println("call", code, body["code"])
+		call("submit_claim", map[string]any{"status": "blocked", "blocked_on": "payments.charge"})
+		return 0, true
 	case "infra": // read the data dir, reach Temporal
 		if b, err := os.ReadFile(os.Getenv("DATA_FILE")); err == nil {
 			fmt.Println("read", string(b))
@@ -372,4 +382,31 @@ func TestHostileReachesDataDirAndTemporal(t *testing.T) {
 			t.Errorf("sealed, the agent reached the data dir or the dev server's port: %q (%d connections seen)", out, len(dialled))
 		}
 	})
+}
+
+// 6. Plan updates and calls over the caps are refused where the agent sees
+// it, and the trial is still graded with a bounded ledger.
+func TestHostileOversizedPlanUpdatesAndCalls(t *testing.T) {
+	needSandbox(t)
+	res := runMode(t, chargeSpec(t), "oversize", false, nil)
+	out := res.Outcome.Process.Stdout
+	if strings.Count(out, "plan 400 INVALID_INPUT") != 40 {
+		t.Errorf("want every oversized plan update refused with INVALID_INPUT:\n%s", out)
+	}
+	if !strings.Contains(out, "call 400 INVALID_INPUT") {
+		t.Errorf("want the oversized call refused with INVALID_INPUT:\n%s", out)
+	}
+	total := 0
+	for _, r := range res.Ledger.Replans {
+		total += len(r.Summary)
+	}
+	for _, a := range res.Ledger.Attempts {
+		total += len(fmt.Sprint(a.Args))
+	}
+	if total > 1<<20 {
+		t.Errorf("the ledger holds %d bytes of the agent's oversized input", total)
+	}
+	if res.Verdict.SelfCorrection == "" {
+		t.Error("the trial was not graded")
+	}
 }
