@@ -26,6 +26,7 @@ var corePackages = []string{
 	"./internal/redact/...",
 	"./internal/sweepstatus/...",
 	"./internal/strictjson/...",
+	"./internal/strictyaml/...",
 }
 
 // forbidden are the module path prefixes the core must not link.
