@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"rebound/internal/fileerr"
+	"rebound/internal/strictyaml"
 )
 
 // Decoding in linear time.
@@ -19,7 +20,11 @@ import (
 // (issue 10). There is no option to turn that check off. So the loader
 // walks the node tree itself, guided by the Go type it decodes into:
 //
-//   - every mapping is checked for duplicate keys with a set (linear);
+//   - internal/strictyaml has already expanded aliases, resolved merge keys
+//     and dropped (reporting) every key written twice, with sets (linear);
+//     the walker sees a plain tree, so what it checks holds however the
+//     file was written (issue 25: a document with an alias used to go to
+//     yaml.v3 alone, which does not refuse unknown fields there);
 //   - struct mappings are checked for unknown fields (what KnownFields did),
 //     and the offending keys are dropped so the rest still decodes;
 //   - free-form values (map[string]any and any: the world's initial state,
@@ -29,14 +34,7 @@ import (
 //     time, so they mean exactly what they meant before.
 //
 // What remains for yaml.v3 is the typed skeleton: small mappings of known
-// fields, whose quadratic check is bounded by the number of fields. A
-// document with aliases is left to yaml.v3 entirely (an alias may point
-// into a pruned subtree, and yaml.v3 bounds alias expansion), with a cap on
-// mapping size so that path stays fast too.
-
-// maxAliasedMapping is the largest mapping accepted in a document that uses
-// aliases (which is decoded by yaml.v3 alone, in quadratic time).
-const maxAliasedMapping = 2000
+// fields, whose quadratic check is bounded by the number of fields.
 
 type graft struct {
 	path  []any // field names (string) and list indexes (int) from the root
@@ -49,17 +47,12 @@ type walker struct {
 	grafts []graft
 }
 
-// decodeTyped decodes root (a document node) into v in time linear in the
-// size of the document. Decode problems (unknown fields, duplicate keys,
-// wrong types) are returned together; v holds everything that decoded.
+// decodeTyped decodes root (a document node from strictyaml.Parse: no
+// aliases, no merge keys, no key twice) into v in time linear in the size
+// of the document. Decode problems (unknown fields, wrong types) are
+// returned together; v holds everything that decoded.
 func decodeTyped(file string, root *yaml.Node, v any) Errors {
 	w := &walker{file: file}
-	if hasAlias(root) {
-		if n := largestMapping(root); n > maxAliasedMapping {
-			return Errors{{File: file, Line: 1, Col: 1, Msg: fmt.Sprintf("a document that uses aliases may not have mappings of more than %d keys (found %d)", maxAliasedMapping, n)}}
-		}
-		return w.yamlDecode(root, v)
-	}
 	doc := root
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
 		doc = doc.Content[0]
@@ -88,10 +81,13 @@ func (w *walker) yamlDecode(root *yaml.Node, v any) Errors {
 	return Errors{fileerr.YAMLSyntax(w.file, err)}
 }
 
+// unknownFieldMsg is the message of a key no field of its struct has.
+const unknownFieldMsg = "unknown field (check the spelling; see the schema in schema/)"
+
 var yamlUnmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
 
 func (w *walker) errorf(n *yaml.Node, field, format string, args ...any) {
-	w.errs = append(w.errs, FieldError{File: w.file, Line: n.Line, Col: n.Column, Field: field, Msg: fmt.Sprintf(format, args...)})
+	w.errs = append(w.errs, FieldError{File: w.file, Line: n.Line, Col: n.Column, Field: field, Msg: fmt.Sprintf(format, args...) + strictyaml.ViaNote(n)})
 }
 
 // prune walks n as a value of type t (see the package comment above).
@@ -108,18 +104,12 @@ func (w *walker) prune(n *yaml.Node, t reflect.Type, path []any) {
 			return // yaml.v3 reports the type error
 		}
 		fields := yamlFields(t)
-		seen := map[string]int{}
 		kept := n.Content[:0]
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, val := n.Content[i], n.Content[i+1]
-			if line, dup := seen[k.Value]; dup {
-				w.errorf(k, k.Value, "mapping key %q already defined at line %d", k.Value, line)
-				continue
-			}
-			seen[k.Value] = k.Line
 			f, ok := fields[k.Value]
 			if !ok {
-				w.errorf(k, k.Value, "unknown field (check the spelling; see the schema in schema/)")
+				w.errorf(k, k.Value, "%s", unknownFieldMsg)
 				continue
 			}
 			w.prune(val, f.Type, append(path[:len(path):len(path)], f.Name))
@@ -138,47 +128,19 @@ func (w *walker) prune(n *yaml.Node, t reflect.Type, path []any) {
 			return
 		}
 		if t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.Interface && t.Elem().NumMethod() == 0 {
-			if v, ok := w.convertMap(n, true); ok {
-				w.grafts = append(w.grafts, graft{path: path, value: v})
-				n.Content = nil
-			} else {
-				w.declined(n)
-			}
+			w.grafts = append(w.grafts, graft{path: path, value: w.convertMap(n, true)})
+			n.Content = nil
 			return
 		}
-		seen := map[string]int{}
-		kept := n.Content[:0]
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, val := n.Content[i], n.Content[i+1]
-			if line, dup := seen[k.Value]; dup {
-				w.errorf(k, k.Value, "mapping key %q already defined at line %d", k.Value, line)
-				continue
-			}
-			seen[k.Value] = k.Line
-			w.prune(val, t.Elem(), append(path[:len(path):len(path)], mapKey(k.Value)))
-			kept = append(kept, k, val)
+			w.prune(n.Content[i+1], t.Elem(), append(path[:len(path):len(path)], mapKey(n.Content[i].Value)))
 		}
-		n.Content = kept
 	case reflect.Interface:
 		if t.NumMethod() != 0 || (n.Kind != yaml.MappingNode && n.Kind != yaml.SequenceNode) {
 			return
 		}
-		if v, ok := w.convert(n); ok {
-			w.grafts = append(w.grafts, graft{path: path, value: v})
-			*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null", Line: n.Line, Column: n.Column}
-		} else {
-			w.declined(n)
-		}
-	}
-}
-
-// declined handles a free-form value left to yaml.v3 (it holds a merge key
-// or a complex key): yaml.v3 decodes its mappings in quadratic time, so
-// large ones are refused (and dropped) instead.
-func (w *walker) declined(n *yaml.Node) {
-	if size := largestMapping(n); size > maxAliasedMapping {
-		w.errorf(n, "", "a value with a merge key (<<) or a complex key may not hold mappings of more than %d keys (found %d)", maxAliasedMapping, size)
-		n.Content = nil
+		w.grafts = append(w.grafts, graft{path: path, value: w.convert(n)})
+		*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null", Line: n.Line, Column: n.Column}
 	}
 }
 
@@ -187,62 +149,48 @@ type mapKey string
 
 // convert turns a free-form subtree into the Go value yaml.v3 would give
 // an `any`: map[string]any, []any and scalars (decoded by yaml.v3 itself).
-// Duplicate keys are reported. It declines (ok false) for what only yaml.v3
-// handles: merge keys and non-string keys.
-func (w *walker) convert(n *yaml.Node) (any, bool) {
+func (w *walker) convert(n *yaml.Node) any {
 	switch n.Kind {
 	case yaml.ScalarNode:
 		var v any
 		if err := n.Decode(&v); err != nil {
 			w.errorf(n, "", "%v", err)
-			return nil, true
+			return nil
 		}
-		return v, true
+		return v
 	case yaml.SequenceNode:
 		out := make([]any, 0, len(n.Content))
 		for _, c := range n.Content {
-			v, ok := w.convert(c)
-			if !ok {
-				return nil, false
-			}
-			out = append(out, v)
+			out = append(out, w.convert(c))
 		}
-		return out, true
+		return out
 	case yaml.MappingNode:
 		return w.convertMap(n, false)
 	}
-	return nil, false
+	return nil
 }
 
 // convertMap converts a mapping. Keys of a typed map[string]any (typed) are
 // strings whatever they look like, as yaml.v3 decodes them; inside an any,
 // yaml.v3 would build a map[any]any for a non-string key, which no JSON
-// encoder (nor a stored plan) accepts, so that is reported here. A merge key
-// is left to yaml.v3.
-func (w *walker) convertMap(n *yaml.Node, typed bool) (any, bool) {
+// encoder (nor a stored plan) accepts, so that is reported here, as is a
+// key that is a list or a mapping (a "complex key"), which neither can
+// hold.
+func (w *walker) convertMap(n *yaml.Node, typed bool) map[string]any {
 	out := make(map[string]any, len(n.Content)/2)
-	lines := make(map[string]int, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i]
-		if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!merge" {
-			return nil, false
+		if k.Kind != yaml.ScalarNode {
+			w.errorf(k, "", "a mapping key must be a string, not %s", map[yaml.Kind]string{yaml.MappingNode: "a mapping", yaml.SequenceNode: "a list"}[k.Kind])
+			continue
 		}
 		if !typed && k.ShortTag() != "!!str" {
 			w.errorf(k, k.Value, "mapping key %s is not a string (%s); quote it", k.Value, strings.TrimPrefix(k.ShortTag(), "!!"))
 			continue
 		}
-		if line, dup := lines[k.Value]; dup {
-			w.errorf(k, k.Value, "mapping key %q already defined at line %d", k.Value, line)
-			continue
-		}
-		lines[k.Value] = k.Line
-		v, ok := w.convert(n.Content[i+1])
-		if !ok {
-			return nil, false
-		}
-		out[k.Value] = v
+		out[k.Value] = w.convert(n.Content[i+1])
 	}
-	return out, true
+	return out
 }
 
 // yamlFields maps a struct's YAML keys to its fields.
@@ -320,27 +268,4 @@ func setPath(v reflect.Value, path []any, value any) {
 		setPath(cp, path[1:], value)
 		v.SetMapIndex(k, cp)
 	}
-}
-
-func hasAlias(n *yaml.Node) bool {
-	if n.Kind == yaml.AliasNode {
-		return true
-	}
-	for _, c := range n.Content {
-		if hasAlias(c) {
-			return true
-		}
-	}
-	return false
-}
-
-func largestMapping(n *yaml.Node) int {
-	best := 0
-	if n.Kind == yaml.MappingNode {
-		best = len(n.Content) / 2
-	}
-	for _, c := range n.Content {
-		best = max(best, largestMapping(c))
-	}
-	return best
 }

@@ -186,8 +186,9 @@ func ImportRecoveryTest(file string, data []byte, opts ImportOptions) (*Imported
 	root, es := decodeStrict(file, data, &rt)
 	if len(es) > 0 {
 		for i := range es {
-			if strings.HasPrefix(es[i].Msg, "unknown field") {
-				es[i].Msg = "unknown field: the importer does not know it, so it cannot be carried over (known: the keys of the recovery-test format in scenario/importer.go)"
+			if rest, ok := strings.CutPrefix(es[i].Msg, unknownFieldMsg); ok {
+				// rest: where an alias led to it, if one did
+				es[i].Msg = "unknown field: the importer does not know it, so it cannot be carried over (known: the keys of the recovery-test format in scenario/importer.go)" + rest
 			}
 		}
 		return nil, es

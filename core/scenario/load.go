@@ -13,6 +13,7 @@ import (
 
 	"rebound/core/harness"
 	"rebound/internal/fileerr"
+	"rebound/internal/strictyaml"
 )
 
 // FieldError is one problem in a file, located at file:line:column and
@@ -146,22 +147,42 @@ func ParseScenarioWith(file string, data []byte, opts LoadOptions) (*Scenario, e
 }
 
 // decodeStrict decodes one YAML document into v, rejecting unknown fields
-// and duplicate keys, in time linear in the document (decode.go). It
-// returns the node tree for locating later validation errors and the decode
-// problems; v holds everything that decoded, so validation can still run
-// and every problem of a file is reported in one pass. A nil tree means the
-// document could not be parsed at all (the problems say why).
+// and duplicate keys, in time linear in the document (decode.go). The file
+// is read by internal/strictyaml: its encoding checked, one document,
+// aliases expanded and merge keys resolved, so every field is checked
+// however it was written. It returns the node tree for locating later
+// validation errors and the decode problems; v holds everything that
+// decoded, so validation can still run and every problem of a file is
+// reported in one pass. A nil tree means the document could not be parsed
+// at all (the problems say why).
 func decodeStrict(file string, data []byte, v any) (*yaml.Node, Errors) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, Errors{fileerr.YAMLSyntax(file, err)}
+	root, errs := strictyaml.Parse(file, data)
+	if root == nil {
+		return nil, errs
 	}
 	if len(root.Content) == 0 {
-		return nil, Errors{{File: file, Line: 1, Col: 1, Msg: "empty document"}}
+		return nil, append(errs, FieldError{File: file, Line: 1, Col: 1, Msg: "empty document"})
 	}
 	// Keep a pristine copy for locating errors: decoding prunes the tree.
-	located := cloneNode(&root)
-	return located, decodeTyped(file, &root, v)
+	located := cloneNode(root)
+	return located, distinct(append(errs, decodeTyped(file, root, v)...))
+}
+
+// distinct drops repeats of one error: a value copied for an alias holds
+// what the value it copies holds, and yaml.v3 names both alike.
+func distinct(errs Errors) Errors {
+	if len(errs) < 2 {
+		return errs
+	}
+	seen := make(map[FieldError]bool, len(errs))
+	out := errs[:0]
+	for _, e := range errs {
+		if !seen[e] {
+			seen[e] = true
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // cloneNode deep-copies a node tree.
@@ -332,6 +353,7 @@ func locate(file string, root *yaml.Node, errs []pathError) Errors {
 		fe := FieldError{File: file, Field: e.path, Msg: e.msg}
 		if n != nil {
 			fe.Line, fe.Col = n.Line, n.Column
+			fe.Msg += strictyaml.ViaNote(n)
 		}
 		out = append(out, fe)
 	}
