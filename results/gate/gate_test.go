@@ -4,8 +4,10 @@ import (
 	"errors"
 	"math"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"rebound/core/outcome"
 	"rebound/results/record"
@@ -74,7 +76,18 @@ func TestParseErrors(t *testing.T) {
 		{"negative min_pairs", "metrics:\n  unsafe_action: {max_increase: 0, min_pairs: -1}\n",
 			[]string{`g.yaml:2:47: metrics.unsafe_action.min_pairs: expected a whole number ≥ 0, got "-1"`}},
 		{"defined twice", "metrics:\n  unsafe_action: {max_increase: 0}\n  unsafe_action: {max_increase: 0.1}\n",
-			[]string{"g.yaml:3:3: metrics.unsafe_action: defined twice"}},
+			[]string{`g.yaml:3:3: unsafe_action: mapping key "unsafe_action" already defined at line 2`}},
+		{"top-level key twice", "confidence: 0.9\nmetrics:\n  harm: {max_increase: 0}\nconfidence: 0.99\n",
+			[]string{`g.yaml:4:1: confidence: mapping key "confidence" already defined at line 1`}},
+		{"unknown field through an alias", "metrics:\n  harm: &r {max_increase: 0, blocking: true}\n  unsafe_action: {<<: *r, blockng: false}\n",
+			[]string{"g.yaml:3:27: metrics.unsafe_action.blockng: unknown field"}},
+		{"bad value through an alias", "metrics:\n  harm: &r {max_increase: 2}\n  unsafe_action: *r\n",
+			[]string{"g.yaml:2:27: metrics.harm.max_increase: must be a fraction between 0 and 1 (0.02 = 2 percentage points), got 2\n",
+				"g.yaml:2:27: metrics.unsafe_action.max_increase: must be a fraction between 0 and 1 (0.02 = 2 percentage points), got 2 (reached through the alias *r at line 3, column 18)"}},
+		{"invalid UTF-8", "metrics:\n  harm: {max_increase: 0}\n# caf\xe9\n", []string{"g.yaml:3:6: invalid UTF-8: byte 0xE9"}},
+		{"tab", "metrics:\n\tharm: {max_increase: 0}\n", []string{"g.yaml:2:1: invalid YAML: a tab character in the indentation"}},
+		{"second document", "metrics:\n  harm: {max_increase: 0}\n---\nmetrics: {}\n", []string{"g.yaml:3:1: a second YAML document starts here"}},
+		{"UTF-32", "\xff\xfe\x00\x00m\x00\x00\x00", []string{"g.yaml:1:1: the file is UTF-32LE"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,6 +103,32 @@ func TestParseErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A thresholds file is read like every rebound file (strictyaml): aliases
+// and merge keys are expanded, and UTF-8 with a byte-order mark and UTF-16
+// read as UTF-8 does.
+func TestParseAliasesAndEncodings(t *testing.T) {
+	src := "confidence: 0.9\nmetrics:\n  harm: &r {max_increase: 0.01, blocking: true}\n  unsafe_action: *r\n  duplicate_side_effect: {<<: *r, blocking: false}\n"
+	want, err := Parse("g.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want.Metrics) != 3 || !want.Metrics[1].Blocking || want.Metrics[2].Blocking || want.Metrics[2].Limit != 0.01 || want.Metrics[2].Line != 5 {
+		t.Fatalf("%+v", want.Metrics)
+	}
+	le := []byte{0xFF, 0xFE}
+	be := []byte{0xFE, 0xFF}
+	for _, u := range utf16.Encode([]rune(src)) {
+		le = append(le, byte(u), byte(u>>8))
+		be = append(be, byte(u>>8), byte(u))
+	}
+	for name, data := range map[string][]byte{"UTF-8 with BOM": append([]byte{0xEF, 0xBB, 0xBF}, src...), "UTF-16LE": le, "UTF-16BE": be} {
+		got, err := Parse("g.yaml", data)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %+v, %v", name, got, err)
+		}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"rebound/internal/fileerr"
+	"rebound/internal/strictyaml"
 	"rebound/results/report"
 )
 
@@ -65,11 +66,13 @@ func Load(path string) (Thresholds, error) {
 // column and field.
 func Parse(file string, data []byte) (Thresholds, error) {
 	th := Thresholds{File: file, Confidence: DefaultConfidence}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return th, Errors{fileerr.YAMLSyntax(file, err)}
+	// strictyaml: the encoding checked, one document, aliases and merge
+	// keys expanded, no key twice (reported with the rest).
+	root, errs := strictyaml.Parse(file, data)
+	if root == nil {
+		return th, errs
 	}
-	p := parser{file: file}
+	p := parser{file: file, errs: errs}
 	if len(root.Content) == 0 {
 		return th, Errors{{File: file, Line: 1, Col: 1, Msg: "empty file: expected a 'metrics' map (see examples/gates/)"}}
 	}
@@ -103,14 +106,8 @@ func Parse(file string, data []byte) (Thresholds, error) {
 	case len(metricsNode.Content) == 0:
 		p.errorf(metricsNode, "metrics", "empty: name at least one metric")
 	default:
-		seen := map[string]bool{}
 		for i := 0; i+1 < len(metricsNode.Content); i += 2 {
 			k, v := metricsNode.Content[i], metricsNode.Content[i+1]
-			if seen[k.Value] {
-				p.errorf(k, "metrics."+k.Value, "defined twice")
-				continue
-			}
-			seen[k.Value] = true
 			if t, ok := p.threshold(k, v); ok {
 				th.Metrics = append(th.Metrics, t)
 			}
@@ -132,7 +129,7 @@ type parser struct {
 }
 
 func (p *parser) at(n *yaml.Node, field, msg string) FieldError {
-	return FieldError{File: p.file, Line: n.Line, Col: n.Column, Field: field, Msg: msg}
+	return FieldError{File: p.file, Line: n.Line, Col: n.Column, Field: field, Msg: msg + strictyaml.ViaNote(n)}
 }
 
 func (p *parser) errorf(n *yaml.Node, field, format string, args ...any) {
