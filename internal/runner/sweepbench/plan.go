@@ -10,6 +10,7 @@ import (
 
 	"rebound/core/scenario"
 	"rebound/core/world"
+	"rebound/internal/strictyaml"
 )
 
 // Scaled is a plan rewritten to run more trials.
@@ -48,9 +49,11 @@ func ScalePlan(src string, trials int, dir string) (Scaled, error) {
 	if err != nil {
 		return Scaled{}, err
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return Scaled{}, fmt.Errorf("%s: %w", src, err)
+	// Read as the loader reads it (strictyaml: encoding, one document,
+	// aliases expanded), so the rewritten copy says what the plan says.
+	doc, errs := strictyaml.Parse(src, raw)
+	if len(errs) > 0 {
+		return Scaled{}, errs
 	}
 	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
 		return Scaled{}, fmt.Errorf("%s: not a YAML mapping", src)
@@ -85,7 +88,7 @@ func ScalePlan(src string, trials int, dir string) (Scaled, error) {
 	if !sawScenarios || !sawSeeds {
 		return Scaled{}, fmt.Errorf("%s: want top-level scenarios and seeds", src)
 	}
-	out, err := yaml.Marshal(&doc)
+	out, err := yaml.Marshal(doc)
 	if err != nil {
 		return Scaled{}, err
 	}
