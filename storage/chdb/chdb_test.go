@@ -224,3 +224,29 @@ func TestSessionLifecycle(t *testing.T) {
 	}
 	t.Logf("stats: %+v", c.Stats())
 }
+
+// A failed statement leaves nothing behind for the next one: libchdb 26.5
+// prepends the output a failed query's format had written (a JSONCompact
+// header) to the next result, and the session drains it.
+func TestFailedQueryLeavesNoOutput(t *testing.T) {
+	c := openOrSkip(t)
+	ctx := context.Background()
+	for _, q := range []string{"SET max_execution_time = 1", "SET timeout_overflow_mode = 'throw'"} {
+		if _, err := c.Query(ctx, q, "TabSeparated"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	heavy := "SELECT count() FROM (SELECT arrayJoin(range(10000)) AS a) AS x, (SELECT arrayJoin(range(10000)) AS b) AS y, (SELECT arrayJoin(range(10000)) AS c) AS z"
+	if _, err := c.Query(ctx, heavy, "JSONCompact"); err == nil {
+		t.Fatal("the heavy query ran within max_execution_time = 1")
+	}
+	out, err := c.Query(ctx, "SELECT 42", "TabSeparated")
+	if err != nil || string(out) != "42\n" {
+		t.Fatalf("the query after a failed one: %q, %v", out, err)
+	}
+	for _, q := range []string{"SET max_execution_time = 0"} {
+		if _, err := c.Query(ctx, q, "TabSeparated"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

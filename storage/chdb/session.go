@@ -286,7 +286,9 @@ func (c *Conn) run(ctx context.Context, query, format string, params map[string]
 	}
 	defer s.lib.destroyResult(res)
 	if e := s.lib.resultError(res); e != nil {
-		return nil, newQueryError(cString(e))
+		qe := newQueryError(cString(e))
+		s.drain()
+		return nil, qe
 	}
 	n := s.lib.resultLength(res)
 	if n == 0 {
@@ -299,6 +301,19 @@ func (c *Conn) run(ctx context.Context, query, format string, params map[string]
 	out := make([]byte, n)
 	copy(out, unsafe.Slice((*byte)(buf), n))
 	return out, nil
+}
+
+// drain runs a query whose output is thrown away, after a query that
+// failed. libchdb 26.5 keeps what the failed query's output format had
+// written before the error (a JSONCompact header, rows) and prepends it to
+// the next query's result: a TIMEOUT_EXCEEDED in one statement made the
+// next one's JSON undecodable (storage's read-only attack test found it).
+// The caller holds the session's slot.
+func (s *session) drain() {
+	res := s.lib.query(s.conn, "SELECT 1", "Null")
+	if res != nil {
+		s.lib.destroyResult(res)
+	}
 }
 
 func cString(p unsafe.Pointer) string {
