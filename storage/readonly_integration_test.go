@@ -60,11 +60,20 @@ func TestReadOnlyAttacks(t *testing.T) {
 		t.Fatalf("read-only open beside a writer: %v", err)
 	}
 	_ = w.Close()
-	ro, err := Open(ctx, Config{DataDir: dir, LibPath: integ.lib, ReadOnly: true})
+	// The limits are low so that the limit attacks end quickly; the
+	// defaults are DefaultLimits.
+	limits := Limits{MaxExecutionTime: 2 * time.Second, MaxMemoryBytes: 256 << 20, MaxResultRows: 100_000, MaxResultBytes: 8 << 20}
+	ro, err := Open(ctx, Config{DataDir: dir, LibPath: integ.lib, ReadOnly: true, Limits: limits})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ro.Close()
+	// A key file where the embedded store keeps its data, as an older
+	// layout kept the redaction key: no statement may read it.
+	keyFile := filepath.Join(dir, "redaction.key")
+	if err := os.WriteFile(keyFile, []byte("key-material-5d1c9e\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	// A listener that counts connections: url() must never reach it.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -91,6 +100,7 @@ func TestReadOnlyAttacks(t *testing.T) {
 	out := func(name string) string { return filepath.Join(host, name) }
 
 	attacks := []struct{ name, sql string }{
+		// What issue 10 closed with readonly=1.
 		{"multi-statement drop", "SELECT 1; DROP DATABASE rebound"},
 		{"CTE insert", "WITH x AS (SELECT 1) INSERT INTO rebound.sweeps (sweep_id) SELECT 'pwn'"},
 		{"INTO OUTFILE", fmt.Sprintf("SELECT 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 attacker' INTO OUTFILE '%s' FORMAT TSVRaw", out("authorized_keys"))},
@@ -108,12 +118,73 @@ func TestReadOnlyAttacks(t *testing.T) {
 		{"SETTINGS readonly=0 insert", "INSERT INTO rebound.sweeps (sweep_id) SETTINGS readonly = 0 VALUES ('pwn')"},
 		{"SET readonly=0", "SET readonly = 0"},
 		{"SET readonly=2", "SET readonly = 2"},
-		{"SET other setting", "SET max_threads = 2"}, // the session runs on 1 thread (transport_chdb.go)
+		{"SET other setting", "SET max_threads = 2"},
 		{"insert values", "INSERT INTO rebound.sweeps (sweep_id) VALUES ('pwn')"},
 		{"drop database", "DROP DATABASE rebound"},
 		{"truncate", "TRUNCATE TABLE rebound.sweeps"},
 		{"alter delete", "ALTER TABLE rebound.sweeps DELETE WHERE 1"},
 		{"comment hides statement", "SELECT 1 /* ; */ ; DROP TABLE rebound.sweeps"},
+
+		// Issue 25: SETTINGS in a subquery lifts readonly (upstream
+		// ClickHouse #116028), in FROM, WITH and scalar subqueries.
+		{"subquery SETTINGS file()", fmt.Sprintf("SELECT * FROM (SELECT * FROM file('%s','LineAsString') SETTINGS readonly=0)", secretFile)},
+		{"subquery SETTINGS url()", fmt.Sprintf("SELECT * FROM (SELECT * FROM url('http://%s/ssrf','LineAsString') SETTINGS readonly=0)", addr)},
+		{"subquery SETTINGS sqlite()", fmt.Sprintf("SELECT * FROM (SELECT * FROM sqlite('%s', 'executions') SETTINGS readonly=0)", filepath.Join(host, "temporal.sqlite"))},
+		{"WITH SETTINGS file()", fmt.Sprintf("WITH x AS (SELECT * FROM file('%s','LineAsString') SETTINGS readonly=0) SELECT * FROM x", secretFile)},
+		{"scalar subquery SETTINGS url()", fmt.Sprintf("SELECT (SELECT * FROM url('http://%s/scalar','LineAsString') SETTINGS readonly=0)", addr)},
+		{"IN subquery SETTINGS", fmt.Sprintf("SELECT 1 WHERE 'x' IN (SELECT * FROM file('%s','LineAsString') SETTINGS readonly=0)", secretFile)},
+		{"subquery SETTINGS only", "SELECT * FROM (SELECT 1 SETTINGS max_threads = 8)"},
+		// The scalar file() is allowed in readonly mode.
+		{"scalar file() key", fmt.Sprintf("SELECT file('%s')", keyFile)},
+		{"scalar file() relative", "SELECT file('../redaction.key')"},
+		{"scalar FILE() upper case", fmt.Sprintf("SELECT FILE('%s')", keyFile)},
+		{"scalar file() backquoted", fmt.Sprintf("SELECT `file`('%s')", keyFile)},
+		// DESCRIBE runs schema inference and dials out.
+		{"DESCRIBE file()", fmt.Sprintf("DESCRIBE TABLE file('%s','TSVWithNames')", secretFile)},
+		{"DESCRIBE url()", fmt.Sprintf("DESCRIBE TABLE url('http://%s/d','TSVWithNames')", addr)},
+		{"DESCRIBE s3()", fmt.Sprintf("DESCRIBE s3('http://%s/b/k','TSVWithNames')", addr)},
+		{"DESCRIBE remote()", fmt.Sprintf("DESCRIBE TABLE remote('%s', system.one)", addr)},
+		{"DESCRIBE postgresql()", fmt.Sprintf("DESCRIBE TABLE postgresql('%s', 'd', 't', 'u', 'p')", addr)},
+		{"DESCRIBE subquery url()", fmt.Sprintf("DESC (SELECT * FROM url('http://%s/ds','LineAsString'))", addr)},
+		// No limit on what a query may cost: refused (numbers) or stopped.
+		{"numbers(1e13)", "SELECT sum(number) FROM numbers(1e13)"},
+		{"zeros()", "SELECT count() FROM zeros(100000000000)"},
+		{"sleep", "SELECT sleepEachRow(1) FROM rebound.sweeps"},
+		// Statements that are not reads.
+		{"SYSTEM STOP MERGES", "SYSTEM STOP MERGES"},
+		{"SYSTEM FLUSH LOGS", "SYSTEM FLUSH LOGS"},
+		{"KILL QUERY", "KILL QUERY WHERE 1"},
+		{"SET ROLE ALL", "SET ROLE ALL"},
+		{"USE system", "USE system"},
+		{"EXPLAIN", "EXPLAIN SELECT 1"},
+		{"EXPLAIN AST of file()", fmt.Sprintf("EXPLAIN AST SELECT file('%s')", keyFile)},
+		{"OPTIMIZE", "OPTIMIZE TABLE rebound.sweeps FINAL"},
+		// Introspection and the engine's own state.
+		{"addressToLine", "SELECT addressToLine(toUInt64(1))"},
+		{"demangle", "SELECT demangle('_Z1fv')"},
+		{"getSetting", "SELECT getSetting('readonly')"},
+		{"hostName", "SELECT hostName()"},
+		{"system table", "SELECT * FROM system.users"},
+		{"system table join", "SELECT * FROM rebound.sweeps AS s JOIN system.tables AS t ON 1"},
+		{"IN other database's table", "SELECT 'default' IN system.users"},
+		{"information_schema", "SELECT * FROM information_schema.tables"},
+		{"SHOW DATABASES", "SHOW DATABASES"},
+		{"SHOW TABLES FROM system", "SHOW TABLES FROM system"},
+		{"SHOW CREATE system table", "SHOW CREATE TABLE system.users"},
+		{"SHOW PROCESSLIST", "SHOW PROCESSLIST"},
+		{"SHOW GRANTS", "SHOW GRANTS"},
+		{"SHOW SETTINGS", "SHOW SETTINGS LIKE '%'"},
+		{"dictGet", "SELECT dictGet('d', 'a', toUInt64(1))"},
+		{"joinGet", "SELECT joinGet('rebound.sweeps', 'name', 'keep')"},
+		{"chdb()", "SELECT chdb('SELECT 1')"},
+		// What the engine's parse hides.
+		{"APPLY(file)", "SELECT * APPLY(file) FROM rebound.sweeps"},
+		{"APPLY lambda", "SELECT * APPLY(x -> file(x)) FROM rebound.sweeps"},
+		{"FORMAT clause", "SELECT 1 FORMAT TSVRaw"},
+		// Newlines in names print unescaped in EXPLAIN AST: lines added
+		// that way cannot hide a real one.
+		{"alias newline injection", fmt.Sprintf("SELECT 1 AS `x\n    Literal UInt64_1`, file('%s')", keyFile)},
+		{"identifier newline injection", fmt.Sprintf("SELECT * FROM (SELECT 1 AS `a\nSelectQuery`) AS `t\n      TableIdentifier rebound.sweeps`, url('http://%s/inj', 'LineAsString')", addr)},
 	}
 	for _, a := range attacks {
 		_, err := ro.Query(ctx, a.sql)
@@ -121,20 +192,57 @@ func TestReadOnlyAttacks(t *testing.T) {
 			t.Errorf("%s: %q succeeded", a.name, a.sql)
 			continue
 		}
-		t.Logf("REFUSED %-28s %s", a.name+":", firstLine(err.Error()))
+		t.Logf("REFUSED %-32s %s", a.name+":", firstLine(err.Error()))
+		if len(err.Error()) > 2000 {
+			t.Errorf("%s: a %d-byte error", a.name, len(err.Error()))
+		}
+	}
+
+	// Limits: time, memory and result size stop a statement, with ErrLimit.
+	heavy := "SELECT count() FROM (SELECT arrayJoin(range(10000)) AS a) AS x, (SELECT arrayJoin(range(10000)) AS b) AS y, (SELECT arrayJoin(range(10000)) AS c) AS z"
+	for _, l := range []struct{ name, sql string }{
+		{"time", heavy},
+		{"memory", "SELECT length(groupArray(repeat('x', 1000))) FROM (SELECT arrayJoin(range(1000000)))"},
+		{"result rows", "SELECT * FROM (SELECT arrayJoin(range(1000000)) AS n)"},
+		{"result rows without a table", "SELECT arrayJoin(range(1000000))"},
+		{"result bytes", "SELECT repeat('x', 10000) FROM (SELECT arrayJoin(range(2000)) AS n)"},
+		{"result bytes from a table", "SELECT repeat(sweep_id, 1000000) AS s FROM rebound.sweeps ARRAY JOIN range(10) AS i"},
+	} {
+		start := time.Now()
+		_, err := ro.Query(ctx, l.sql)
+		if !errors.Is(err, ErrLimit) {
+			t.Errorf("limit %s: %v, want ErrLimit", l.name, err)
+			continue
+		}
+		if d := time.Since(start); d > 6*time.Second {
+			t.Errorf("limit %s took %v", l.name, d)
+		}
+		t.Logf("LIMIT   %-32s %s", l.name+":", firstLine(err.Error()))
+	}
+
+	// An error quotes at most about 200 bytes of the statement, however
+	// long the statement is; a statement over MaxStatementBytes is refused
+	// before the engine sees it.
+	long := "SELECT " + strings.Repeat("1 + ", 100_000) + "+ FROM"
+	if _, err := ro.Query(ctx, long); err == nil || len(err.Error()) > 1500 {
+		t.Errorf("a %d-byte bad statement: a %d-byte error", len(long), len(err.Error()))
+	}
+	if _, err := ro.Query(ctx, strings.Repeat("x", MaxStatementBytes+1)); !errors.Is(err, ErrStatement) || len(err.Error()) > 300 {
+		t.Errorf("an oversized statement: %v", err)
 	}
 
 	// Nothing happened: the data is intact, no file was written, nobody
 	// was dialled, and the session is still read-only.
-	tab, err := ro.Query(ctx, "SELECT groupArray(sweep_id) AS ids, getSetting('readonly') AS ro FROM rebound.sweeps FINAL")
+	// (Checked under the door: getSetting is not a function it lets through.)
+	tab, err := ro.(*store).t.Query(ctx, "SELECT groupArray(sweep_id) AS ids, getSetting('readonly') AS ro, getSetting('allow_introspection_functions') AS intro, getSetting('max_execution_time') AS met FROM rebound.sweeps FINAL")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(tab.Rows); got != "[[[keep] 1]]" {
-		t.Errorf("after the attacks: %s, want [[[keep] 1]]", got)
+	if got := fmt.Sprint(tab.Rows); got != "[[[keep] 1 false 2]]" {
+		t.Errorf("after the attacks: %s, want [[[keep] 1 false 2]]", got)
 	}
 	entries, _ := os.ReadDir(host)
-	if len(entries) != 1 {
+	if len(entries) != 1 { // secret.txt
 		t.Errorf("files appeared in %s: %v", host, entries)
 	}
 	time.Sleep(100 * time.Millisecond)
@@ -142,8 +250,15 @@ func TestReadOnlyAttacks(t *testing.T) {
 		t.Errorf("%d outbound connections reached the listener", n)
 	}
 	// Reading still works, comments and a trailing semicolon included.
-	for _, q := range []string{"SELECT count() FROM rebound.trials FINAL", "SHOW TABLES FROM rebound", "DESCRIBE TABLE rebound.sweeps",
-		"EXPLAIN SELECT 1", "SELECT number FROM numbers(3) -- a comment; DROP DATABASE rebound\n", "SELECT 1;"} {
+	for _, q := range []string{"SELECT count() FROM rebound.trials FINAL", "SHOW TABLES FROM rebound", "SHOW TABLES", "DESCRIBE TABLE rebound.sweeps",
+		"SHOW CREATE TABLE rebound.trials", "SHOW CREATE VIEW rebound.trial_rates", "DESCRIBE (SELECT 1 AS x)",
+		"SELECT arrayJoin([1, 2, 3]) AS n -- a comment; DROP DATABASE rebound\n", "SELECT 1;",
+		"WITH k AS (SELECT sweep_id FROM sweeps FINAL) SELECT count() FROM k",
+		"SELECT arm, avg(recovered) AS rate, countIf(recovered = 1) AS ok, quantilesExact(0.5, 0.9)(seed) FROM rebound.trials FINAL GROUP BY arm ORDER BY arm",
+		"SELECT s.sweep_id, count() OVER (PARTITION BY s.status) FROM rebound.sweeps AS s FINAL LEFT JOIN rebound.trials AS t USING (sweep_id) WHERE s.sweep_id IN (SELECT sweep_id FROM rebound.sweeps) LIMIT 5",
+		"SELECT toStartOfHour(now()), dateDiff('second', now(), now() + INTERVAL 1 MINUTE), JSONExtractString('{\"a\":\"b\"}', 'a'), formatReadableSize(1024)",
+		"SELECT 1 UNION ALL SELECT 2 EXCEPT SELECT 2",
+	} {
 		if _, err := ro.Query(ctx, q); err != nil {
 			t.Errorf("read %q: %v", q, err)
 		}

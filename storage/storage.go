@@ -154,6 +154,10 @@ type Config struct {
 	// functions that reach files, URLs or other servers. Migrate and every
 	// writer fail. For chDB it holds for the rest of the process.
 	ReadOnly bool
+	// Limits bound every statement of a ReadOnly store (zero fields:
+	// DefaultLimits). They are set before readonly=1, so no statement can
+	// change them.
+	Limits Limits
 	// Cluster, when named, makes Migrate create the schema ON CLUSTER with
 	// Replicated* engines under Distributed tables sharded by sweep_id (see
 	// cluster.go); reads and writes go through the Distributed tables.
@@ -179,13 +183,20 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 		return nil, fmt.Errorf("storage: ClickHouse cluster %q needs a server DSN (the embedded engine has no clusters)", cfg.Cluster.Name)
 	}
 	if cfg.DSN != "" {
-		t, dsnDB, err := openServer(ctx, cfg.DSN, ServerOptions{
+		opts := ServerOptions{
 			ReadOnly: cfg.ReadOnly,
 			// A write acknowledged by a Distributed table must be on its
 			// shard, not queued on this node, before the activity that made
 			// it completes.
 			DistributedSync: cfg.Cluster.Enabled(),
-		})
+		}
+		if cfg.ReadOnly {
+			opts.Settings = map[string]any{}
+			for _, v := range cfg.Limits.readOnlySettings() {
+				opts.Settings[v.Name] = v.Value
+			}
+		}
+		t, dsnDB, err := openServer(ctx, cfg.DSN, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -199,6 +210,7 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 			return nil, err
 		}
 		st.readOnly = cfg.ReadOnly
+		st.limits = cfg.Limits
 		st.cluster = cfg.Cluster
 		return st, nil
 	}
@@ -209,7 +221,11 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 	if !identRe.MatchString(db) {
 		return nil, fmt.Errorf("storage: invalid database name %q (letters, digits, underscore)", db)
 	}
-	t, err := openCHDB(ctx, cfg.LibPath, cfg.DataDir, cfg.ReadOnly)
+	var ro *readOnlySession
+	if cfg.ReadOnly {
+		ro = &readOnlySession{database: db, limits: cfg.Limits}
+	}
+	t, err := openCHDB(ctx, cfg.LibPath, cfg.DataDir, ro)
 	if err != nil {
 		return nil, err
 	}
@@ -219,6 +235,7 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 		return nil, err
 	}
 	st.readOnly = cfg.ReadOnly
+	st.limits = cfg.Limits
 	return st, nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"rebound/core/outcome"
@@ -17,7 +16,8 @@ import (
 type store struct {
 	t        Transport
 	db       string
-	readOnly bool // Config.ReadOnly: the engine runs in readonly=1
+	readOnly bool   // Config.ReadOnly: the engine runs in readonly=1
+	limits   Limits // Config.Limits, for a ReadOnly store
 	// cluster is Config.Cluster: Migrate builds the replicated, distributed
 	// schema on it (cluster.go).
 	cluster Cluster
@@ -317,55 +317,6 @@ func (s *store) CaseFaults(ctx context.Context, sweepID string) ([]record.CaseFa
 		out[i] = record.CaseFaults(r)
 	}
 	return out, nil
-}
-
-func (s *store) Query(ctx context.Context, sql string) (Table, error) {
-	canonical, err := s.statement(ctx, sql)
-	if err != nil {
-		return Table{}, err
-	}
-	if s.readOnly {
-		// What runs is exactly what the engine's parser checked: one
-		// statement, single line, comments gone. (A writable store runs the
-		// text as given: an INSERT's inline data is not part of the
-		// canonical form.)
-		sql = canonical
-	}
-	t, err := s.t.Query(ctx, sql)
-	if err != nil {
-		if s.readOnly && IsReadOnlyRefusal(err) {
-			return Table{}, fmt.Errorf("%w: %w", ErrReadOnly, err)
-		}
-		return Table{}, fmt.Errorf("storage: query: %w", err)
-	}
-	return t, nil
-}
-
-// ErrStatement is matched (errors.Is) by Query's error for text that is
-// not exactly one statement, or that writes its result to a file.
-var ErrStatement = errors.New("storage: not a single statement without INTO OUTFILE")
-
-// statement asks the engine's own parser (formatQuerySingleLine, with the
-// text passed as a bound parameter, never spliced into SQL) whether sql is
-// exactly one statement, and returns its canonical form. The engine's parser
-// refuses multi-statements; the canonical form names an INTO OUTFILE clause
-// (which chDB would execute by writing a file on this host) in one way only.
-func (s *store) statement(ctx context.Context, sql string) (string, error) {
-	var rows []struct {
-		Q string `ch:"q" json:"q"`
-	}
-	err := s.t.Select(ctx, &rows, Stmt{SQL: "SELECT formatQuerySingleLine({q:String}) AS q", Params: map[string]string{"q": sql}})
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrStatement, err)
-	}
-	if len(rows) != 1 || strings.TrimSpace(rows[0].Q) == "" {
-		return "", fmt.Errorf("%w: the engine found no statement", ErrStatement)
-	}
-	canonical := rows[0].Q
-	if strings.Contains(canonical, " INTO OUTFILE ") {
-		return "", fmt.Errorf("%w: INTO OUTFILE is not allowed (the result is printed; redirect it instead)", ErrStatement)
-	}
-	return canonical, nil
 }
 
 func (s *store) Cells(ctx context.Context, sweepID string) ([]record.Cell, error) {

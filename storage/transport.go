@@ -63,6 +63,11 @@ type ServerOptions struct {
 	// DistributedSync: an insert returns only once a Distributed table has
 	// written the rows to their shards (set when Config.Cluster is named).
 	DistributedSync bool
+	// Settings are sent with every query of the connection, besides
+	// readonly (a ReadOnly store's limits and introspection off; see the
+	// settings profile in docs/security.md for what the server should
+	// enforce on its side).
+	Settings map[string]any
 }
 
 // ServerOpener connects to the ClickHouse server dsn names (and checks that

@@ -46,7 +46,15 @@ var chdbSessionSettings = []string{
 	"SET max_threads = 1",
 }
 
-func openCHDB(ctx context.Context, libPath, dataDir string, readOnly bool) (*chdbTransport, error) {
+// readOnlySession is how a ReadOnly store's embedded session is set up
+// before readonly=1 locks it: the store's database as the current one (when
+// it exists) and the door's limits.
+type readOnlySession struct {
+	database string
+	limits   Limits
+}
+
+func openCHDB(ctx context.Context, libPath, dataDir string, ro *readOnlySession) (*chdbTransport, error) {
 	conn, err := chdb.Open(libPath, dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("storage: embedded ClickHouse: %w", err)
@@ -57,7 +65,16 @@ func openCHDB(ctx context.Context, libPath, dataDir string, readOnly bool) (*chd
 			return nil, fmt.Errorf("storage: embedded ClickHouse: %s: %w", q, err)
 		}
 	}
-	if readOnly {
+	if ro != nil {
+		// USE fails on a data dir without rebound's database (nothing to
+		// read yet); unqualified names are then refused by the door.
+		_, _ = conn.Query(ctx, "USE "+quoteIdent(ro.database), "TabSeparated")
+		for _, v := range ro.limits.readOnlySettings() {
+			if _, err := conn.Query(ctx, v.setStatement(), "TabSeparated"); err != nil {
+				_ = conn.Close()
+				return nil, fmt.Errorf("storage: embedded ClickHouse: %s: %w", v.setStatement(), err)
+			}
+		}
 		if err := conn.MakeReadOnly(ctx); err != nil {
 			_ = conn.Close()
 			return nil, fmt.Errorf("storage: embedded ClickHouse: %w", err)

@@ -79,8 +79,15 @@ func TestOpenServerDSNWithTransport(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f.dsn != dsn || f.opts != (ServerOptions{ReadOnly: true, DistributedSync: true}) {
+		if f.dsn != dsn || !f.opts.ReadOnly || !f.opts.DistributedSync {
 			t.Fatalf("opener got %q, %+v", f.dsn, f.opts)
+		}
+		// A read-only connection carries the door's limits and turns
+		// introspection off, whatever the DSN says.
+		for k, want := range map[string]any{"max_execution_time": int64(60), "allow_introspection_functions": int64(0), "result_overflow_mode": "throw", "max_result_rows": uint64(1_000_000)} {
+			if got := f.opts.Settings[k]; got != want {
+				t.Errorf("read-only setting %s = %#v, want %#v", k, got, want)
+			}
 		}
 		s := st.(*store)
 		if s.db != "fromdsn" || !s.readOnly || s.cluster != testCluster {
@@ -106,7 +113,7 @@ func TestOpenServerDSNWithTransport(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		if st.(*store).db != "mine" || f.opts != (ServerOptions{}) {
+		if st.(*store).db != "mine" || f.opts.ReadOnly || f.opts.DistributedSync || f.opts.Settings != nil {
 			t.Fatalf("db %q, options %+v", st.(*store).db, f.opts)
 		}
 	})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -71,6 +72,9 @@ type connection struct {
 	temporalBin     string
 	cluster         storage.Cluster
 	security        runner.Security
+	// limits bound the statements of a read-only store (rebound sql's
+	// flags; zero: storage.DefaultLimits).
+	limits storage.Limits
 }
 
 func (c *connection) temporalFlags(fs *pflag.FlagSet) {
@@ -209,4 +213,51 @@ func shortDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// byteSize is a flag of a byte count: a number with an optional unit (KiB,
+// MiB, GiB, TiB; KB, MB, GB, TB; B).
+type byteSize struct{ v *uint64 }
+
+var byteUnits = []struct {
+	suffix string
+	mult   uint64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1},
+}
+
+func (b byteSize) String() string {
+	if b.v == nil {
+		return ""
+	}
+	n := *b.v
+	for _, u := range []struct {
+		suffix string
+		mult   uint64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.mult && n%u.mult == 0 {
+			return strconv.FormatUint(n/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatUint(n, 10)
+}
+
+func (b byteSize) Type() string { return "size" }
+
+func (b byteSize) Set(s string) error {
+	s = strings.TrimSpace(s)
+	mult := uint64(1)
+	for _, u := range byteUnits {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n == 0 || n > math.MaxUint64/mult {
+		return fmt.Errorf("%q is not a positive size (e.g. 512MiB, 4GiB, 1000000)", s)
+	}
+	*b.v = n * mult
+	return nil
 }

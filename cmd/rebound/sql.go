@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,14 +23,24 @@ while it is in use) and a quick look at a server. Tables are in the database
 the views trial_metrics and trial_rates, which do). Outcome columns are
 Nullable: NULL is NOT TESTED, and avg() skips it.
 
-Without --write the engine itself enforces read-only: the connection (or
-the embedded session) runs in ClickHouse's readonly=1 mode, which refuses
-writes and DDL, refuses changing any setting (so SETTINGS readonly=0 cannot
-lift it), and refuses table functions that reach files, URLs or other
-servers (file, url, s3, remote, executable, ...). The engine's parser must
-read exactly one statement, and INTO OUTFILE is refused: the result is
-printed. --write runs the statement with the store's full rights. Pass - to
-read the statement from stdin.
+Without --write, statements pass a door. The engine's own parser reads the
+statement (exactly one) and its syntax tree is checked against an allowlist:
+one SELECT (WITH, UNION, INTERSECT, EXCEPT, subqueries), DESCRIBE, SHOW
+TABLES or SHOW CREATE TABLE|VIEW, of rebound's own tables and views only,
+using functions from an allowlist of pure ones. Refused: table functions
+(file, url, numbers, ...), functions that reach files, the network, the
+host or the engine's state, a SETTINGS clause anywhere, FORMAT and INTO
+OUTFILE (the result is printed), and SYSTEM, KILL, SET, USE, INSERT, ....
+Beneath the door the session runs in the engine's readonly=1 mode with
+introspection off, under limits no statement can change: --timeout,
+--max-memory, --max-rows and --max-result-bytes. An error quotes at most
+200 characters of the statement. Ctrl-C abandons a running statement at
+once (exit 130) and releases the store. --write runs the statement with the
+store's full rights, without the door or the limits. Pass - to read the
+statement from stdin.
+
+Exit codes: 0 the result was printed; 1 the statement failed or hit a
+limit; 2 the statement was refused (or is not one statement); 130 Ctrl-C.
 
 Examples:
   rebound sql "SELECT arm, avg(recovered) AS rate, count(recovered) AS n
@@ -40,6 +53,7 @@ func newSQLCmd() *cobra.Command {
 		conn   connection
 		output string
 		write  bool
+		limits = storage.DefaultLimits
 	)
 	cmd := &cobra.Command{
 		Use:   "sql [flags] STATEMENT|-",
@@ -60,6 +74,7 @@ func newSQLCmd() *cobra.Command {
 				return usagef("empty statement")
 			}
 			ctx := cmd.Context()
+			conn.limits = limits
 			open := conn.openReadOnlyStore
 			if write {
 				open = conn.openStore
@@ -68,12 +83,14 @@ func newSQLCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer store.Close()
-			tab, err := store.Query(ctx, query)
-			if errors.Is(err, storage.ErrReadOnly) {
-				return fmt.Errorf("%w\n(rebound sql is read-only: pass --write to change data)", err)
-			}
-			if err != nil {
+			tab, err := queryInterruptibly(ctx, store, query, write, cmd.ErrOrStderr())
+			_ = store.Close()
+			switch {
+			case errors.Is(err, storage.ErrReadOnly), errors.Is(err, storage.ErrRefused):
+				return usageError{fmt.Errorf("%w\n(rebound sql is read-only; see rebound sql --help for what it runs, or pass --write to change data)", err)}
+			case errors.Is(err, storage.ErrLimit):
+				return fmt.Errorf("%w\n(raise --timeout, --max-memory, --max-rows or --max-result-bytes)", err)
+			case err != nil:
 				return err
 			}
 			return writeTable(tab, output, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -81,8 +98,53 @@ func newSQLCmd() *cobra.Command {
 	}
 	conn.storageFlags(cmd.Flags())
 	outputFlag(cmd.Flags(), &output)
-	cmd.Flags().BoolVar(&write, "write", false, "allow statements that change data or schema")
+	cmd.Flags().BoolVar(&write, "write", false, "allow statements that change data or schema (no door, no limits)")
+	cmd.Flags().DurationVar(&limits.MaxExecutionTime, "timeout", limits.MaxExecutionTime, "stop a statement that runs longer (the engine's max_execution_time)")
+	cmd.Flags().Var(byteSize{&limits.MaxMemoryBytes}, "max-memory", "memory one statement may use, e.g. 4GiB (max_memory_usage)")
+	cmd.Flags().Uint64Var(&limits.MaxResultRows, "max-rows", limits.MaxResultRows, "rows a result may have (max_result_rows)")
+	cmd.Flags().Var(byteSize{&limits.MaxResultBytes}, "max-result-bytes", "bytes a result may have, e.g. 256MiB (max_result_bytes)")
 	return cmd
+}
+
+// abandonProcess ends the process; tests replace it.
+var abandonProcess = os.Exit
+
+// queryInterruptibly runs the statement and returns as soon as ctx is
+// cancelled (Ctrl-C, SIGTERM). A server cancels the query when its context
+// ends. The embedded engine cannot stop a running statement (its streaming
+// cancel waits for the statement to finish), so after a short grace the
+// process exits with 130: the session is read-only, nothing is lost, and
+// the kernel releases the data dir's lock with the process.
+func queryInterruptibly(ctx context.Context, store storage.Store, query string, write bool, stderr io.Writer) (storage.Table, error) {
+	type result struct {
+		tab storage.Table
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		tab, err := store.Query(ctx, query)
+		done <- result{tab, err}
+	}()
+	select {
+	case r := <-done:
+		return r.tab, r.err
+	case <-ctx.Done():
+	}
+	select {
+	case r := <-done:
+		if r.err == nil {
+			r.err = ctx.Err()
+		}
+		return storage.Table{}, r.err
+	case <-time.After(300 * time.Millisecond):
+	}
+	if write {
+		fmt.Fprintln(stderr, "rebound sql: interrupted: the statement was abandoned while it ran; it may or may not have taken effect")
+	} else {
+		fmt.Fprintln(stderr, "rebound sql: interrupted: the statement was abandoned")
+	}
+	abandonProcess(exitInterrupted)
+	return storage.Table{}, ctx.Err()
 }
 
 func writeTable(tab storage.Table, output string, stdout, stderr io.Writer) error {

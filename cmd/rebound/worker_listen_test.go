@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -14,7 +15,25 @@ import (
 )
 
 // TestMain stops the dev server TestWorkerListen shares (devstacktest).
-func TestMain(m *testing.M) { devstacktest.Main(m) }
+// With REBOUND_CLI_CHILD=1 the test binary is the rebound command itself
+// (tests that signal a running command: sql_interrupt_test.go).
+func TestMain(m *testing.M) {
+	if os.Getenv(envCLIChild) == "1" {
+		main()
+	}
+	// Embedded-stack keys made by the tests stay out of the user's key
+	// directory (internal/localkey), in a temporary one (left behind:
+	// Main exits the process).
+	if os.Getenv("REBOUND_KEY_DIR") == "" {
+		dir, err := os.MkdirTemp("", "rebound-test-keys-")
+		if err == nil {
+			os.Setenv("REBOUND_KEY_DIR", dir)
+		}
+	}
+	devstacktest.Main(m)
+}
+
+const envCLIChild = "REBOUND_CLI_CHILD"
 
 // syncBuffer is a strings.Builder safe for a command writing while the test
 // reads.

@@ -42,9 +42,14 @@ func parseDSN(dsn string) (*clickhouse.Options, string, error) {
 // server's readonly=1: clickhouse-go sends the setting with each query, and
 // in readonly=1 the server refuses writes, DDL, any change of a setting
 // (SETTINGS readonly=0 included) and table functions beyond read access.
-func readOnlySettings(opts *clickhouse.Options) {
+// extra are the store's other read-only settings (its limits, introspection
+// off), sent the same way; a DSN's own value of any of them is replaced.
+func readOnlySettings(opts *clickhouse.Options, extra map[string]any) {
 	if opts.Settings == nil {
 		opts.Settings = clickhouse.Settings{}
+	}
+	for k, v := range extra {
+		opts.Settings[k] = v
 	}
 	opts.Settings["readonly"] = 1
 }

@@ -73,12 +73,12 @@ func TestReadOnlySettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readOnlySettings(opts)
+	readOnlySettings(opts, nil)
 	if v := opts.Settings["readonly"]; v != 1 {
 		t.Fatalf("readonly = %#v, want 1", v)
 	}
 	opts = &clickhouse.Options{}
-	readOnlySettings(opts)
+	readOnlySettings(opts, nil)
 	if opts.Settings["readonly"] != 1 {
 		t.Fatalf("settings %v", opts.Settings)
 	}

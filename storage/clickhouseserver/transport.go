@@ -66,7 +66,13 @@ func open(ctx context.Context, dsn string, o storage.ServerOptions) (storage.Tra
 		return nil, "", err
 	}
 	if o.ReadOnly {
-		readOnlySettings(opts)
+		readOnlySettings(opts, o.Settings)
+		// The read-only door resolves unqualified names in rebound's
+		// database (CTE names and rebound's tables), so that is the
+		// connection's current database.
+		if db != "" {
+			opts.Auth.Database = db
+		}
 	}
 	c, err := dial(opts)
 	if err != nil {
