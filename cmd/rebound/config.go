@@ -6,12 +6,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -19,6 +17,7 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"rebound/activities"
+	"rebound/internal/localkey"
 	"rebound/internal/redact"
 	"rebound/internal/runner"
 	"rebound/internal/telemetry"
@@ -57,6 +56,7 @@ func (c *connection) openStore(ctx context.Context) (storage.Store, error) {
 func (c *connection) openReadOnlyStore(ctx context.Context) (storage.Store, error) {
 	cfg := c.storeConfig()
 	cfg.ReadOnly = true
+	cfg.Limits = c.limits
 	return storage.Open(ctx, cfg)
 }
 
@@ -136,46 +136,22 @@ func (c *connection) redactionKey() ([]byte, error) {
 	return envRedactionKey()
 }
 
-// localRedactionKey is $REBOUND_REDACTION_KEY when set; otherwise the key
-// kept in the data dir (redaction.key, mode 0600), generated at random the
-// first time. The embedded stack's processes are this one, so the key only
-// has to outlive it for replays and later runs on the same data.
+// localRedactionKey is $REBOUND_REDACTION_KEY when set; otherwise the
+// embedded stack's key, generated at random the first time and kept outside
+// the data dir (internal/localkey: the data dir names it by a key id, the
+// key is in the user's key directory, mode 0600), so that nothing that reads
+// the data dir (a query, an agent) reads the key. The embedded stack's
+// processes are this one, so the key only has to outlive it for replays
+// and later runs on the same data.
 func localRedactionKey(dataDir string) ([]byte, error) {
 	if os.Getenv(redactionKeyEnv) != "" {
 		return envRedactionKey()
 	}
-	path := filepath.Join(dataDir, "redaction.key")
-	if b, err := os.ReadFile(path); err == nil {
-		key := []byte(strings.TrimSpace(string(b)))
-		if err := redact.CheckKey(key); err != nil {
-			return nil, usagef("%s: %v", path, err)
-		}
-		return key, nil
-	} else if !errors.Is(err, os.ErrNotExist) {
+	key, _, err := localkey.Load(dataDir, redact.GenerateKey, redact.CheckKey)
+	if err != nil {
 		return nil, usagef("redaction key: %v", err)
 	}
-	key, err := redact.GenerateKey()
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		if errors.Is(err, os.ErrExist) { // another process just made it
-			return localRedactionKey(dataDir)
-		}
-		return nil, fmt.Errorf("redaction key: %w", err)
-	}
-	if _, err := f.WriteString(key + "\n"); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("redaction key: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("redaction key: %w", err)
-	}
-	return []byte(key), nil
+	return key, nil
 }
 
 // setupTelemetry installs the OpenTelemetry exporters the OTEL_* variables
@@ -201,14 +177,13 @@ func shutdownTelemetry(p *telemetry.Provider, stderr io.Writer) {
 }
 
 // storedKey is the key that sealed a stored plan: $REBOUND_REDACTION_KEY,
-// or the embedded stack's key in the data dir (none for a server without
+// or the embedded stack's key (none for a server without
 // the variable: what needs it then says so).
 func (c *connection) storedKey() []byte {
 	if k := os.Getenv(redactionKeyEnv); k != "" || c.clickhouseDSN != "" {
 		return []byte(k)
 	}
-	b, _ := os.ReadFile(filepath.Join(c.dataDir, "redaction.key"))
-	return []byte(strings.TrimSpace(string(b)))
+	return localkey.Peek(c.dataDir)
 }
 
 // storageCluster is the cluster flags' value: none unless a name is given

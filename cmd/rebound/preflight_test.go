@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"rebound/internal/localkey"
+	"rebound/internal/redact"
 )
 
 // Everything that can be checked before a sweep is checked before the dev
@@ -137,6 +140,7 @@ func TestRedactionKeyRequiredOrGenerated(t *testing.T) {
 		t.Fatalf("short key: exit %d\n%s", code, errOut)
 	}
 	t.Setenv("REBOUND_REDACTION_KEY", "")
+	t.Setenv(localkey.EnvDir, t.TempDir())
 	dir := filepath.Join(t.TempDir(), "data")
 	k1, err := localRedactionKey(dir)
 	if err != nil {
@@ -146,9 +150,14 @@ func TestRedactionKeyRequiredOrGenerated(t *testing.T) {
 	if err != nil || string(k1) != string(k2) || len(k1) != 64 {
 		t.Fatalf("keys %q %q, %v", k1, k2, err)
 	}
-	st, err := os.Stat(filepath.Join(dir, "redaction.key"))
-	if err != nil || st.Mode().Perm() != 0o600 {
-		t.Fatalf("key file: %v %v", st, err)
+	// The key is kept outside the data dir (internal/localkey), 0600.
+	_, paths, err := localkey.Load(dir, redact.GenerateKey, redact.CheckKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(paths.KeyFile)
+	if err != nil || st.Mode().Perm() != 0o600 || strings.HasPrefix(paths.KeyFile, dir) {
+		t.Fatalf("key file %s: %v %v", paths.KeyFile, st, err)
 	}
 	other, _ := localRedactionKey(filepath.Join(t.TempDir(), "data"))
 	if string(other) == string(k1) {
