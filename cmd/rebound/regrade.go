@@ -19,7 +19,8 @@ new verdicts, and as ARM@stored with the verdicts it was stored with, so the
 two graders pair on the same cases. Running it again rewrites the same rows.
 
 The redaction key must be the one the sweep was stored with
-(REBOUND_REDACTION_KEY, or the embedded store's redaction.key in --data-dir):
+(REBOUND_REDACTION_KEY, or the embedded store's own key, which --data-dir
+names by its key-id and $REBOUND_KEY_DIR keeps):
 it opens the sealed plan, and idempotency keys are compared through their
 keyed hashes.
 
