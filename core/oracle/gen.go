@@ -142,9 +142,7 @@ func Generate(seed uint64) (*Case, error) {
 		b.files()
 	}
 	b.sc.Goal = "Carry out the plan's intent for " + b.sc.Name + " and report what is true."
-	for _, p := range sortedSet(b.perms) {
-		b.sc.Permissions = append(b.sc.Permissions, p)
-	}
+	b.sc.Permissions = append(b.sc.Permissions, sortedSet(b.perms)...)
 	// Rarely, withhold the permission of a plan tool: a standing denial.
 	// (Never one a declared fallback needs: lint rejects that scenario.)
 	if b.chance(0.04) && len(b.sc.Permissions) > 1 {
@@ -696,11 +694,11 @@ var catalogs sync.Map
 // parse loads scenario YAML exactly as `rebound scenario lint` does, with
 // the worlds' catalogs (cached).
 func parse(file string, data []byte) (*scenario.Scenario, error) {
-	return scenario.ParseScenarioWith(file, data, scenario.LoadOptions{Catalog: func(kind string) (map[string]harness.Tool, error) {
-		if !slices.Contains(world.Kinds(), kind) {
-			return world.Catalog(kind)
+	return scenario.ParseScenarioWith(file, data, scenario.LoadOptions{Catalog: func(ref scenario.WorldRef) (map[string]harness.Tool, error) {
+		if !slices.Contains(world.Kinds(), ref.Name) {
+			return world.Catalog(ref)
 		}
-		return catalogOf(kind), nil
+		return catalogOf(ref.Name), nil
 	}})
 }
 

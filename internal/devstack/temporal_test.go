@@ -180,11 +180,11 @@ func TestDataDirSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	desc, err := c.DescribeWorkflowExecution(ctx, "survivor", run.GetRunID())
+	desc, err := c.DescribeWorkflow(ctx, "survivor", run.GetRunID())
 	if err != nil {
 		t.Fatalf("workflow started before the restart: %v", err)
 	}
-	if got := desc.GetWorkflowExecutionInfo().GetType().GetName(); got != "Nothing" {
+	if got := desc.RawResponse.GetWorkflowExecutionInfo().GetType().GetName(); got != "Nothing" {
 		t.Fatalf("workflow type after restart = %q", got)
 	}
 }

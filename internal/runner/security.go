@@ -52,6 +52,7 @@ func (s Security) Apply(opts client.Options, getenv func(string) string) (client
 		load := func() (*tls.Certificate, error) {
 			pair, err := tls.LoadX509KeyPair(certFile, keyFile)
 			if err != nil {
+				//lint:ignore ST1005 the message starts with the product's name, as the user sees it
 				return nil, fmt.Errorf("Temporal client certificate %s / key %s: %w", certFile, keyFile, err)
 			}
 			return &pair, nil
@@ -64,10 +65,12 @@ func (s Security) Apply(opts client.Options, getenv func(string) string) (client
 	if s.CAFile != "" {
 		pem, err := os.ReadFile(s.CAFile)
 		if err != nil {
+			//lint:ignore ST1005 the message starts with the product's name, as the user sees it
 			return opts, fmt.Errorf("Temporal CA file: %w", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
+			//lint:ignore ST1005 the message starts with the product's name, as the user sees it
 			return opts, fmt.Errorf("Temporal CA file %s holds no PEM certificate", s.CAFile)
 		}
 		cfg.RootCAs = pool

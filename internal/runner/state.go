@@ -80,7 +80,7 @@ func DescribeSweep(ctx context.Context, c client.Client, redactionKey []byte, sw
 	if err != nil {
 		return st, err
 	}
-	d, err := c.DescribeWorkflowExecution(ctx, WorkflowID(sweepID), "")
+	desc, err := c.DescribeWorkflow(ctx, WorkflowID(sweepID), "")
 	if err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
@@ -88,6 +88,7 @@ func DescribeSweep(ctx context.Context, c client.Client, redactionKey []byte, sw
 		}
 		return st, fmt.Errorf("describe sweep %s: %w", sweepID, err)
 	}
+	d := desc.RawResponse
 	st.Found = true
 	info := d.GetWorkflowExecutionInfo()
 	st.Status = workflowStatus(info.GetStatus())

@@ -233,21 +233,3 @@ func (cg cgroup) remove() {
 		}
 	}
 }
-
-// MemoryPeak is the most memory the cgroup's processes used, when the
-// kernel tracks it (0 otherwise).
-func (cg cgroup) memoryPeak() int64 {
-	if len(cg.dirs) == 0 {
-		return 0
-	}
-	file := "memory.max_usage_in_bytes"
-	if cg.v2 {
-		file = "memory.peak"
-	}
-	b, err := os.ReadFile(filepath.Join(cg.dirs[0], file))
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	return n
-}

@@ -323,6 +323,7 @@ func (j *Judge) complete(ctx context.Context, msgs []openai.ChatCompletionMessag
 		},
 	}
 	if j.cfg.MaxTokens > 0 {
+		//lint:ignore SA1019 max_tokens is what OpenAI-compatible servers read
 		req.MaxTokens = j.cfg.MaxTokens
 	}
 	resp, _, err := j.client.Attempt(ctx, req, 0)

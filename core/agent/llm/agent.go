@@ -266,9 +266,12 @@ func (a *Agent) baseRequest(defs []openai.Tool) openai.ChatCompletionRequest {
 		req.Seed = &seed
 	}
 	if c.MaxTokens > 0 {
+		//lint:ignore SA1019 max_tokens is what OpenAI-compatible servers read; reasoning models get max_completion_tokens below
 		req.MaxTokens = c.MaxTokens
+		//lint:ignore SA1019 the validator decides on max_tokens: it is the field it names deprecated for reasoning models
 		probe := openai.ChatCompletionRequest{Model: c.Model, MaxTokens: c.MaxTokens}
 		if openai.NewReasoningValidator().Validate(probe) == openai.ErrReasoningModelMaxTokensDeprecated {
+			//lint:ignore SA1019 cleared here: a reasoning model takes max_completion_tokens instead
 			req.MaxTokens, req.MaxCompletionTokens = 0, c.MaxTokens
 		}
 	}
