@@ -8,6 +8,9 @@
 #   .cache/agents/openai-agents-ts/   the example agent of examples/agents/
 #                             (OpenAI Agents SDK, MCP SDK), npm ci from its
 #                             package-lock.json, compiled with its pinned tsc
+#   .cache/upstreams/         the official MCP reference servers (filesystem,
+#                             memory) that upstream worlds are tested on, npm
+#                             ci from examples/upstreams/package-lock.json
 # and one system package, the sandbox of command arms: bubblewrap (bwrap),
 # from Debian's packages when it is missing and setup runs as root (it is
 # the only thing installed outside .cache/; without root, setup says how).
@@ -181,4 +184,36 @@ else
 	(cd "$agents" && node node_modules/typescript/bin/tsc -p .) || die "compiling the example agents failed (see above)"
 	echo "$build_want" >"$agents/BUILD"
 	say "example agents: ready in $(elapsed "$start")"
+fi
+
+# --- upstream MCP servers (examples/upstreams/) ------------------------------
+# The official reference servers the upstream world (core/world/upstream) is
+# tested and demonstrated on: written by nobody on the team, pinned by the
+# committed lockfile, reinstalled only when it changes.
+up_src="$root/examples/upstreams"
+up="$cache/upstreams"
+up_want=$(digest "$up_src/package.json" "$up_src/package-lock.json")
+if [ "$(cat "$up/DEPS" 2>/dev/null)" = "$up_want" ] && [ -f "$up/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js" ] &&
+	[ -f "$up/node_modules/@modelcontextprotocol/server-memory/dist/index.js" ]; then
+	say "upstream MCP servers: ok"
+else
+	need node "install Node.js 20 or later (Debian: apt-get install nodejs npm)"
+	need npm "install npm (Debian: apt-get install npm)"
+	start=$SECONDS
+	mkdir -p "$up"
+	rm -f "$up/DEPS"
+	cp "$up_src/package.json" "$up_src/package-lock.json" "$up/"
+	say "upstream MCP servers: npm ci (server-filesystem, server-memory; pinned by package-lock.json)"
+	log="$up/npm-ci.log"
+	if ! (cd "$up" && npm ci --cache "$cache/npm-cache" --no-fund --no-audit --loglevel=error >"$log" 2>&1); then
+		cat "$log" >&2
+		rm -rf "$cache/npm-cache"
+		die "npm ci for the upstream MCP servers failed (see above)"
+	fi
+	rm -rf "$log" "$cache/npm-cache"
+	# Sealed upstreams run under a uid of their own: the install must be
+	# readable by others.
+	chmod -R a+rX "$up"
+	echo "$up_want" >"$up/DEPS"
+	say "upstream MCP servers: ready in $(elapsed "$start")"
 fi

@@ -1,6 +1,9 @@
 package harness
 
-import "fmt"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // Effect classifies what a tool does to the world. It decides whether a
 // retry is safe and whether a repeated commit is a duplicate side effect.
@@ -54,6 +57,10 @@ type Tool struct {
 	Effect      Effect  `json:"effect"`
 	Permission  string  `json:"permission,omitempty"`
 	Params      []Param `json:"params,omitempty"`
+	// Schema is the tool's own JSON Schema of its arguments (an upstream
+	// MCP server's inputSchema): when set, agents are offered it instead
+	// of one built from Params, which then only describe it.
+	Schema json.RawMessage `json:"schema,omitempty"`
 	// IdempotencyKeyParam names the argument that makes a conditional tool
 	// idempotent.
 	IdempotencyKeyParam string `json:"idempotency_key_param,omitempty"`

@@ -100,6 +100,9 @@ type Spec struct {
 	// for the names Forward serves.
 	Hosts  []string
 	Limits Limits
+	// Stdin, Stdout and Stderr are the process's standard streams (nil:
+	// /dev/null), e.g. the pipes of a stdio protocol.
+	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
 }
@@ -171,7 +174,7 @@ func Start(spec Spec) (*Sandbox, error) {
 	}
 	s.release = blockW
 	cmd := exec.Command(bwrapPath, args...)
-	cmd.Env, cmd.Stdout, cmd.Stderr = spec.Env, spec.Stdout, spec.Stderr
+	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Env, spec.Stdin, spec.Stdout, spec.Stderr
 	cmd.ExtraFiles = []*os.File{infoW, blockR} // fds 3 and 4, as bwrapArgs names them
 	cmd.WaitDelay = 2 * time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{

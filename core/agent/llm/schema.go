@@ -107,8 +107,21 @@ func toolDefinitions(tools []harness.Tool, names nameMap) ([]openai.Tool, error)
 
 // ParametersSchema is the JSON Schema of a tool's arguments, built from its
 // metadata: the function parameters the LLM agent offers, and the input
-// schema of the tool over MCP and HTTP (toolserver).
+// schema of the tool over MCP and HTTP (toolserver). A tool with a schema
+// of its own (an upstream MCP server's) is offered that schema, without its
+// "$schema" member (a dialect marker providers refuse).
 func ParametersSchema(t harness.Tool) (json.RawMessage, error) {
+	if len(t.Schema) > 0 {
+		var own map[string]any
+		if err := json.Unmarshal(t.Schema, &own); err != nil || own == nil {
+			return nil, fmt.Errorf("tool %s: its schema is not a JSON object", t.Name)
+		}
+		delete(own, "$schema")
+		if _, ok := own["type"]; !ok {
+			own["type"] = "object"
+		}
+		return json.Marshal(own)
+	}
 	props := make(object, 0, len(t.Params))
 	var required []string
 	for _, p := range t.Params {

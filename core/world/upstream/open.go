@@ -1,0 +1,274 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"rebound/core/harness"
+	"rebound/internal/sandbox"
+)
+
+// TrialDirToken is replaced, in a stdio upstream's command and environment,
+// by the trial's own directory.
+const TrialDirToken = "{trial_dir}"
+
+// sealedTrialDir is the trial's directory inside a sealed upstream's
+// sandbox (on its tmpfs, gone with it).
+const sealedTrialDir = "/tmp/trial"
+
+// maxStderr bounds what is kept of an upstream's stderr, for errors.
+const maxStderr = 16 << 10
+
+// Open starts (or, for a URL, resets and reaches) the upstream, lists its
+// tools and returns the trial's world. The context bounds the start.
+func Open(ctx context.Context, cfg Config) (*World, error) {
+	start := cfg.StartTimeout
+	if start <= 0 {
+		start = DefaultStartTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, start)
+	defer cancel()
+	w := &World{cfg: cfg, committed: map[string]bool{}}
+	var transport mcp.Transport
+	var stderr *boundedBuffer
+	switch {
+	case len(cfg.Command) > 0 && cfg.URL != "":
+		return nil, errors.New("upstream: a command or a url, not both")
+	case len(cfg.Command) > 0:
+		t, stop, buf, err := startStdio(cfg)
+		if err != nil {
+			return nil, err
+		}
+		transport, w.stop, stderr = t, stop, buf
+	case cfg.URL != "":
+		if len(cfg.Reset) > 0 {
+			if err := runReset(ctx, cfg); err != nil {
+				return nil, err
+			}
+		}
+		transport = &mcp.StreamableClientTransport{Endpoint: cfg.URL, MaxRetries: -1}
+	default:
+		return nil, errors.New("upstream: no command and no url")
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "rebound", Version: "1"}, nil)
+	session, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("upstream: connect: %w%s", err, stderrNote(stderr))
+	}
+	w.session = session
+	var listed []*mcp.Tool
+	for t, err := range session.Tools(ctx, nil) {
+		if err != nil {
+			_ = w.Close()
+			return nil, fmt.Errorf("upstream: tools/list: %w%s", err, stderrNote(stderr))
+		}
+		listed = append(listed, t)
+		if len(listed) > 10_000 {
+			_ = w.Close()
+			return nil, errors.New("upstream: tools/list: more than 10,000 tools")
+		}
+	}
+	tools, err := catalog(listed, cfg.Tools)
+	if err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("upstream: %w", err)
+	}
+	w.tools = tools
+	w.byName = make(map[string]harness.Tool, len(tools))
+	for _, t := range tools {
+		w.byName[t.Name] = t
+	}
+	for _, p := range cfg.Probes {
+		t, ok := w.byName[p.Tool]
+		if !ok {
+			_ = w.Close()
+			return nil, fmt.Errorf("upstream: probe %s: the upstream has no tool %s", p.Name, p.Tool)
+		}
+		if t.Effect != harness.EffectRead {
+			_ = w.Close()
+			return nil, fmt.Errorf("upstream: probe %s: %s is not a read (probes must not change the upstream)", p.Name, p.Tool)
+		}
+	}
+	return w, nil
+}
+
+// startStdio starts the command, sealed unless cfg.Unsealed, with the
+// protocol on its stdin and stdout.
+func startStdio(cfg Config) (mcp.Transport, func() error, *boundedBuffer, error) {
+	argv := append([]string(nil), cfg.Command...)
+	if !strings.Contains(argv[0], "/") {
+		// A bare name is found on PATH (inside the sandbox: the system's).
+	} else if !filepath.IsAbs(argv[0]) {
+		argv[0] = filepath.Join(cfg.Dir, argv[0])
+	}
+	stderr := &boundedBuffer{max: maxStderr}
+	// Real pipes: when the upstream exits, its end closes and the session
+	// reads EOF at once (and a write gets EPIPE) instead of hanging.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("upstream: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, nil, nil, fmt.Errorf("upstream: %w", err)
+	}
+	// After the start, only the upstream holds its ends.
+	closeChildEnds := func() { _ = inR.Close(); _ = outW.Close() }
+	if cfg.Unsealed {
+		dir, err := os.MkdirTemp("", "rebound-upstream-")
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("upstream: trial dir: %w", err)
+		}
+		for i := range argv {
+			argv[i] = strings.ReplaceAll(argv[i], TrialDirToken, dir)
+		}
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), envList(cfg.Env, dir)...)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		cmd.WaitDelay = 2 * time.Second
+		err = cmd.Start()
+		closeChildEnds()
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			_ = inW.Close()
+			_ = outR.Close()
+			return nil, nil, nil, fmt.Errorf("upstream: start %s: %w", argv[0], err)
+		}
+		done := make(chan struct{})
+		go func() {
+			_ = cmd.Wait()
+			close(done)
+		}()
+		var once sync.Once
+		stop := func() error {
+			once.Do(func() {
+				_ = inW.Close()
+				select {
+				case <-done:
+				case <-time.After(2 * time.Second):
+					_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+					<-done
+				}
+				_ = os.RemoveAll(dir)
+			})
+			return nil
+		}
+		return &mcp.IOTransport{Reader: outR, Writer: inW}, stop, stderr, nil
+	}
+	for i := range argv {
+		argv[i] = strings.ReplaceAll(argv[i], TrialDirToken, sealedTrialDir)
+	}
+	readOnly := make([]string, 0, len(cfg.ReadOnly)+1)
+	for _, p := range cfg.ReadOnly {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(cfg.Dir, p)
+		}
+		readOnly = append(readOnly, p)
+	}
+	env := append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + sealedTrialDir}, envList(cfg.Env, sealedTrialDir)...)
+	sb, err := sandbox.Start(sandbox.Spec{
+		Command: argv, Env: env, Dir: sealedTrialDir, ReadOnly: readOnly,
+		Stdin: inR, Stdout: outW, Stderr: stderr,
+	})
+	closeChildEnds()
+	if err != nil {
+		_ = inW.Close()
+		_ = outR.Close()
+		return nil, nil, nil, fmt.Errorf("upstream: sealed start (set sandbox: none to run it unsealed): %w", err)
+	}
+	if err := sb.Release(); err != nil {
+		sb.Stop(0)
+		_ = inW.Close()
+		_ = outR.Close()
+		return nil, nil, nil, fmt.Errorf("upstream: %w", err)
+	}
+	var once sync.Once
+	stop := func() error {
+		once.Do(func() {
+			_ = inW.Close()
+			sb.Stop(2 * time.Second)
+		})
+		return nil
+	}
+	return &mcp.IOTransport{Reader: outR, Writer: inW}, stop, stderr, nil
+}
+
+func envList(env map[string]string, trialDir string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+strings.ReplaceAll(v, TrialDirToken, trialDir))
+	}
+	return out
+}
+
+// runReset runs a URL upstream's reset command and waits for it.
+func runReset(ctx context.Context, cfg Config) error {
+	argv := append([]string(nil), cfg.Reset...)
+	if strings.Contains(argv[0], "/") && !filepath.IsAbs(argv[0]) {
+		argv[0] = filepath.Join(cfg.Dir, argv[0])
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = cfg.Dir
+	out := &boundedBuffer{max: maxStderr}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("upstream: reset %s: %w%s", strings.Join(cfg.Reset, " "), err, stderrNote(out))
+	}
+	return nil
+}
+
+// boundedBuffer keeps the first max bytes written to it.
+type boundedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - b.buf.Len(); room > 0 {
+		if len(p) > room {
+			b.buf.Write(p[:room])
+		} else {
+			b.buf.Write(p)
+		}
+	}
+	return len(p), nil
+}
+
+func (b *boundedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func stderrNote(b *boundedBuffer) string {
+	if b == nil {
+		return ""
+	}
+	s := strings.TrimSpace(b.String())
+	if s == "" {
+		return ""
+	}
+	if len(s) > 2000 {
+		s = s[:2000] + "…"
+	}
+	return "\nthe upstream's stderr:\n" + s
+}
