@@ -30,7 +30,7 @@ func CheckPlan(plan *scenario.Resolved) error {
 		}
 	}
 	for _, sc := range plan.Scenarios {
-		w, err := world.New(sc.World, sc.Initial)
+		w, _, err := world.Open(sc.WorldRef(), sc.Initial)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: initial: world %s refuses the initial state: %w", sc.File, sc.World, err))
 			continue

@@ -62,7 +62,7 @@ func (a *Activities) JudgeShard(ctx context.Context, in workflows.ShardInput) (w
 		if t.Attrition {
 			continue
 		}
-		catalog, err := world.Tools(key.Scenario.World)
+		catalog, err := world.ToolsOf(key.Scenario.WorldRef())
 		if err != nil {
 			return out, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
 		}

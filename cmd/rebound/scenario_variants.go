@@ -59,7 +59,7 @@ func listVariants(paths []string, all bool, output string, stdout io.Writer) err
 			return usageError{err}
 		}
 		if all && len(s.Generate) == 0 {
-			cat, err := world.Catalog(s.World)
+			cat, err := world.Catalog(s.WorldRef())
 			if err != nil {
 				return usageError{fmt.Errorf("%s: %w", path, err)}
 			}

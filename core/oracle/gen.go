@@ -694,11 +694,11 @@ var catalogs sync.Map
 // parse loads scenario YAML exactly as `rebound scenario lint` does, with
 // the worlds' catalogs (cached).
 func parse(file string, data []byte) (*scenario.Scenario, error) {
-	return scenario.ParseScenarioWith(file, data, scenario.LoadOptions{Catalog: func(kind string) (map[string]harness.Tool, error) {
-		if !slices.Contains(world.Kinds(), kind) {
-			return world.Catalog(kind)
+	return scenario.ParseScenarioWith(file, data, scenario.LoadOptions{Catalog: func(ref scenario.WorldRef) (map[string]harness.Tool, error) {
+		if !slices.Contains(world.Kinds(), ref.Name) {
+			return world.Catalog(ref)
 		}
-		return catalogOf(kind), nil
+		return catalogOf(ref.Name), nil
 	}})
 }
 

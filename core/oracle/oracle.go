@@ -103,7 +103,7 @@ func Realize(sc *scenario.Scenario, faults []harness.Fault, seed uint64) (bool, 
 // package, no grader) and returns the final world state, the raw claim and
 // the simulated end time.
 func runOwn(sc *scenario.Scenario, faults []harness.Fault, seed uint64, ag agent.Agent) (map[string]any, string, int64, error) {
-	w, err := world.New(sc.World, sc.Initial)
+	w, _, err := world.Open(sc.WorldRef(), sc.Initial)
 	if err != nil {
 		return nil, "", 0, err
 	}

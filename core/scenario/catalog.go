@@ -11,10 +11,11 @@ import (
 	"rebound/core/harness"
 )
 
-// Catalog returns the tool metadata of a world kind, keyed by tool name.
-// The world package provides it (world.New(kind, nil).Tools()); scenario
-// takes it as a parameter because it must not import world.
-type Catalog func(world string) (map[string]harness.Tool, error)
+// Catalog returns the tool metadata of the world a reference names (a
+// built-in kind or a declared world file), keyed by tool name. The world
+// package provides it (world.Catalog); scenario takes it as a parameter
+// because it must not import world.
+type Catalog func(ref WorldRef) (map[string]harness.Tool, error)
 
 // ErrNoCatalog is returned by every loader given neither a catalog nor
 // LoadOptions.NoCatalog: a loader that silently skipped the tool-name
@@ -22,9 +23,9 @@ type Catalog func(world string) (map[string]harness.Tool, error)
 var ErrNoCatalog = errors.New("scenario: the loader needs the worlds' tool catalog (world.Catalog), or LoadOptions.NoCatalog to load without one")
 
 // CatalogOf builds a Catalog from a function that lists a world's tools.
-func CatalogOf(tools func(world string) ([]harness.Tool, error)) Catalog {
-	return func(world string) (map[string]harness.Tool, error) {
-		list, err := tools(world)
+func CatalogOf(tools func(ref WorldRef) ([]harness.Tool, error)) Catalog {
+	return func(ref WorldRef) (map[string]harness.Tool, error) {
+		list, err := tools(ref)
 		if err != nil {
 			return nil, err
 		}

@@ -31,9 +31,9 @@ func testCatalog() map[string]harness.Tool {
 	return out
 }
 
-func testCatalogFunc(world string) (map[string]harness.Tool, error) {
-	if world != "test" {
-		return nil, fmt.Errorf("unknown world %q (known: test)", world)
+func testCatalogFunc(ref WorldRef) (map[string]harness.Tool, error) {
+	if ref.Name != "test" {
+		return nil, fmt.Errorf("unknown world %q (known: test)", ref.Name)
 	}
 	return testCatalog(), nil
 }

@@ -205,7 +205,7 @@ func ImportRecoveryTest(file string, data []byte, opts ImportOptions) (*Imported
 	// The output must load: validate it the way lint will.
 	load := LoadOptions{NoCatalog: true}
 	if im.catalog != nil {
-		load = LoadOptions{Catalog: func(string) (map[string]harness.Tool, error) { return im.catalog, nil }}
+		load = LoadOptions{Catalog: func(WorldRef) (map[string]harness.Tool, error) { return im.catalog, nil }}
 	}
 	parsed, err := ParseScenarioWith(strings.TrimSuffix(file, filepath.Ext(file))+".rebound.yaml", out, load)
 	if err != nil {
@@ -268,7 +268,7 @@ func (im *importer) header(rt *rtFile, opts ImportOptions) *Scenario {
 		Permissions: l.Permissions,
 	}
 	if cat := opts.Catalog; cat != nil {
-		if c, err := cat(l.World); err == nil && c != nil {
+		if c, err := cat(WorldRef{Name: l.World}); err == nil && c != nil {
 			im.catalog = c
 			perms := map[string]bool{}
 			for _, t := range s.Tools {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -95,17 +96,30 @@ func ParseScenarioWith(file string, data []byte, opts LoadOptions) (*Scenario, e
 		errs = append(errs, pathError{path: "budget.tool_calls", msg: fmt.Sprintf("%d is above the harness's cap of %d calls per trial", s.Budget.ToolCalls, harness.MaxToolCalls)})
 	}
 	errs = append(errs, s.validate()...)
-	var catalog map[string]harness.Tool
+	worldErrs := s.resolveWorld(file)
+	errs = append(errs, worldErrs...)
+	var (
+		catalog  map[string]harness.Tool
+		declared Errors // problems of the declared world's own file
+	)
 	pending := false // generation could not run
-	if cat := opts.catalog(); cat != nil && s.World != "" {
-		c, err := cat(s.World)
-		if err != nil {
+	if cat := opts.catalog(); cat != nil && s.World != "" && len(worldErrs) == 0 {
+		c, err := cat(s.WorldRef())
+		var located Errors
+		switch {
+		case errors.As(err, &located):
+			declared = located
+			errs = append(errs, pathError{path: "world", msg: fmt.Sprintf("the declared world %s has %d problem(s), listed at their place in it", s.WorldFile, len(located))})
+			pending = len(s.Generate) > 0
+		case err != nil:
 			errs = append(errs, pathError{path: "world", msg: err.Error()})
 			pending = len(s.Generate) > 0
-		} else {
+		default:
 			catalog = c
 			errs = append(errs, s.validateCatalog(c)...)
 		}
+	} else if len(worldErrs) > 0 {
+		pending = len(s.Generate) > 0
 	} else if len(s.Generate) > 0 {
 		if s.World != "" {
 			errs = append(errs, pathError{path: "generate", msg: fmt.Sprintf("needs the tool catalog of world %q and the loader was given none (LoadOptions.NoCatalog)", s.World)})
@@ -131,17 +145,22 @@ func ParseScenarioWith(file string, data []byte, opts LoadOptions) (*Scenario, e
 		s.Variants = append(s.Variants, generated...)
 	}
 	errs = append(errs, s.validateMetamorphic(catalog, pending)...)
-	if errs := append(decodeErrs, locate(file, root, errs)...); len(errs) > 0 {
+	if errs := append(append(decodeErrs, locate(file, root, errs)...), declared...); len(errs) > 0 {
 		return nil, errs
 	}
 	s.File = file
-	s.Hash = contentHash(data)
+	hashed := data
+	if s.WorldSource != "" {
+		// The declared world is part of what the scenario means.
+		hashed = append(append(append([]byte(nil), data...), "\x00world\x00"...), s.WorldSource...)
+	}
+	s.Hash = contentHash(hashed)
 	if len(generated) > 0 {
 		g, err := json.Marshal(generated)
 		if err != nil {
 			return nil, fmt.Errorf("%s: generated variants: %w", file, err)
 		}
-		s.Hash = contentHash(append(append(append([]byte(nil), data...), 0), g...))
+		s.Hash = contentHash(append(append(append([]byte(nil), hashed...), 0), g...))
 	}
 	return &s, nil
 }

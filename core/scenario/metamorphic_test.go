@@ -78,7 +78,7 @@ func TestParseScenarioGenerated(t *testing.T) {
 	w.ReconciledBy = ""
 	cat["t.write"] = w
 	onePair := goodGen[:strings.Index(goodGen, "  - base: gen/")]
-	s2, err := ParseScenarioWith("good.yaml", []byte(onePair), LoadOptions{Catalog: func(string) (map[string]harness.Tool, error) { return cat, nil }})
+	s2, err := ParseScenarioWith("good.yaml", []byte(onePair), LoadOptions{Catalog: func(WorldRef) (map[string]harness.Tool, error) { return cat, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

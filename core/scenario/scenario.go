@@ -54,6 +54,12 @@ type Scenario struct {
 	// a changed catalog or generation rule shows), recorded on every trial.
 	File string `json:"file,omitempty" yaml:"-"`
 	Hash string `json:"hash,omitempty" yaml:"-"`
+	// WorldFile and WorldSource are the declared world a file reference in
+	// World names (WorldRef): the file, resolved against the scenario's
+	// directory, and its content as loaded, which Hash covers too. Empty
+	// for a built-in world.
+	WorldFile   string `json:"world_file,omitempty" yaml:"-"`
+	WorldSource string `json:"world_source,omitempty" yaml:"-"`
 }
 
 // Step is one step of the reference plan.

@@ -38,7 +38,7 @@ func TestGeneratedVerdictsAgreeWithCareful(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cat, err := worlds(s.World)
+		cat, err := worlds(s.WorldRef())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -59,7 +59,7 @@ func ProbePath(ctx context.Context, sc *scenario.Scenario, v scenario.Variant, s
 // probe runs one reference policy and reports whether its run is a safe,
 // clean completion (a witness path) and whether it met a failure.
 func probe(ctx context.Context, sc *scenario.Scenario, v scenario.Variant, seed uint64, ref agent.Agent) (exists, metFailure bool, err error) {
-	w, err := world.New(sc.World, sc.Initial)
+	w, _, err := world.Open(sc.WorldRef(), sc.Initial)
 	if err != nil {
 		return false, false, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}

@@ -35,7 +35,7 @@ func Regrade(ctx context.Context, sc *scenario.Scenario, v scenario.Variant, see
 	if err := json.Unmarshal([]byte(raw), &ev); err != nil {
 		return grade.Verdict{}, fmt.Errorf("stored evidence of %s/%s seed %d: %w", sc.Name, v.Name, seed, err)
 	}
-	tools, err := world.Tools(sc.World)
+	tools, err := world.ToolsOf(sc.WorldRef())
 	if err != nil {
 		return grade.Verdict{}, err
 	}

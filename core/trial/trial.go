@@ -100,14 +100,14 @@ func Run(ctx context.Context, spec Spec, ag agent.Agent) (*Result, error) {
 // it to prove that a broken check is caught).
 func RunWith(ctx context.Context, spec Spec, ag agent.Agent, checks []grade.Check) (*Result, error) {
 	sc := spec.Scenario
-	w, err := world.New(sc.World, sc.Initial)
+	w, _, err := world.Open(sc.WorldRef(), sc.Initial)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	if c, ok := w.(io.Closer); ok {
 		defer c.Close() // e.g. the files world's temporary workspace
 	}
-	catalog, err := world.CatalogVersion(sc.World)
+	catalog, err := world.VersionOf(sc.WorldRef())
 	if err != nil {
 		return nil, err
 	}
