@@ -1,11 +1,18 @@
 // Package redact removes secrets from anything rebound persists or prints:
 // tool arguments, results, claims, answers, fault schedules, the stored plan
 // and the judge's input. It runs before storage, so a secret an agent pastes
-// into a tool call never reaches ClickHouse or a log. Idempotency keys are
-// replaced by keyed hashes, so two calls that used the same key still
-// compare equal without the key itself being stored. Values the process
-// knows to be secret (an API key read from the environment) are removed
-// wherever they appear, whatever their shape.
+// into a tool call never reaches ClickHouse or a log.
+//
+// Secrets are found by gitleaks' default rules (the maintained list of the
+// shapes of providers' keys and tokens, used as a library: see rules.go), by
+// rebound's own rules (ownRules: shapes gitleaks leaves to context, key =
+// value forms, credentials in URLs and headers, prose, and high-entropy
+// values where a secret is expected), by value (the secrets the process
+// knows, in every form and fragment: known.go), and inside encoded text
+// (decode.go). Only each secret is replaced, never the text around it.
+//
+// Idempotency keys are replaced by keyed hashes, so two calls that used the
+// same key still compare equal without the key itself being stored.
 package redact
 
 import (
@@ -14,7 +21,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"regexp"
+	"math/bits"
 	"sort"
 	"strings"
 	"sync"
@@ -23,115 +30,103 @@ import (
 // Mask replaces every secret.
 const Mask = "[REDACTED]"
 
-// DefaultPatterns match the shapes of common credentials. A pattern with a
-// subexpression named "secret" has only that part replaced (the key name or
-// URL around it stays readable); otherwise the whole match is.
-var DefaultPatterns = []string{
-	// Private keys (PEM, OpenSSH, PGP), whole blocks; then a block cut
-	// short, from its header to the end.
-	`-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----`,
-	`-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----[\s\S]*`,
-	`sk-[A-Za-z0-9_\-]{16,}`,                                                  // OpenAI-style secret keys
-	`\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}`,                                  // Stripe secret and restricted keys
-	`(?i)\bbearer\s+[A-Za-z0-9._~+/\-]{12,}=*`,                                // bearer tokens
-	`(?i)\bbasic\s+[A-Za-z0-9+/]{8,}={0,2}`,                                   // HTTP basic credentials
-	`\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|A3T[A-Z0-9])[A-Z0-9]{16}\b`, // AWS key ids
-	`gh[pousr]_[A-Za-z0-9]{30,}`,                                              // GitHub tokens
-	`github_pat_[A-Za-z0-9_]{22,}`,                                            // GitHub fine-grained tokens
-	`glpat-[A-Za-z0-9_\-]{20,}`,                                               // GitLab personal access tokens
-	`AIza[0-9A-Za-z_\-]{35}`,                                                  // Google API keys
-	`\bhf_[A-Za-z0-9]{30,}`,                                                   // Hugging Face tokens
-	`\bnpm_[A-Za-z0-9]{36}`,                                                   // npm tokens
-	`xox[baprs]-[A-Za-z0-9\-]{10,}`,                                           // Slack tokens
-	`eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}`,           // JWTs
-	// Credentials in URLs: postgres://user:password@host, https://u:p@host.
-	`\b[A-Za-z][A-Za-z0-9+.\-]*://(?P<secret>[^\s:/@"'\\]+:[^\s/@"'\\]+)@`,
-	// key = value forms: aws_secret_access_key=..., "password": "...",
-	// authorization: ..., api_key: ...
-	`(?i)\b(?:aws_secret_access_key|aws_session_token|secret_access_key|password|passwd|passphrase|pwd|client_secret|api[_-]?key|access[_-]?token|auth[_-]?token|secret[_-]?key|x-api-key)\b(?:\\?["'])?\s*[:=]\s*(?:\\?["'])?(?P<secret>[^\s"',;}\\]{4,})`,
-	// An Authorization header: everything after the scheme's colon, to the
-	// end of the header (Token, Digest, custom schemes).
-	`(?i)\bauthorization\b(?:\\?["'])?\s*[:=]\s*(?:\\?["'])?(?P<secret>[^"'\r\n\\]+)`,
-	// Prose: "the password is hunter2", "passphrase was ...".
-	`(?i)\b(?:password|passwd|passphrase)\s+(?:is|was)\s*:?\s+(?:\\?["'])?(?P<secret>[^\s"',;}\\]{3,})`,
-}
-
 // sensitiveKeys are argument names whose string values are always secret.
 var sensitiveKeys = []string{"password", "passwd", "secret", "api_key", "apikey", "token", "authorization", "credential", "private_key"}
 
 // minValue is the shortest known secret value redacted by value: shorter
-// ones would match ordinary text.
+// ones would match ordinary text. It is also the shortest fragment of a
+// known value that is removed.
 const minValue = 8
 
-// Redactor scrubs values before persistence.
+// maxDecodeDepth is how many times encoded text (base64, hex, percent and
+// unicode escapes) is decoded and searched again.
+const maxDecodeDepth = 2
+
+// Redactor scrubs values before persistence. It finds secrets three ways:
+// gitleaks' default rules (the maintained shapes of the providers' keys and
+// tokens) and rebound's own (ownRules: bare tokens, connection strings,
+// credentials in URLs, key = value forms, prose, high-entropy values in
+// secret-like places), each behind a keyword prefilter; the values the
+// process knows, in every form (known); and both again inside encoded text
+// (decode). Only each secret is replaced; the text around it stays.
 type Redactor struct {
 	// memo remembers what short strings redact to: a worker redacts the
 	// same tool names, argument keys, identifiers and answers for every
-	// trial of a scenario, and each string costs one pass per pattern.
-	memo     *memo
-	patterns []pattern
-	values   []string // exact secret values, longest first
-	hashKey  []byte
+	// trial of a scenario. pairs does the same for a string under a key.
+	memo, pairs *memo
+	rules       *ruleSet // shared by every redactor of the process
+	extra       []rule   // Options.Patterns
+	known       *known
+	hashKey     []byte
 	// hashedKeys are argument names replaced by a keyed hash rather than
 	// removed (idempotency keys: equality across retries stays checkable).
 	hashedKeys map[string]bool
 }
 
-type pattern struct {
-	re     *regexp.Regexp
-	secret int // index of the "secret" subexpression, 0 for the whole match
-}
-
 // Options configure a Redactor.
 type Options struct {
-	// Patterns are extra regular expressions, on top of DefaultPatterns.
+	// Patterns are extra regular expressions, on top of the default rules.
+	// A pattern with a subexpression named "secret" has only that part
+	// replaced; otherwise the whole match is.
 	Patterns []string
 	// Values are secrets the process knows (API keys read from the
-	// environment): each is removed wherever it appears, JSON-escaped
-	// forms included. Values shorter than 8 bytes are ignored.
+	// environment): each is removed wherever it appears, in every form and
+	// fragment (see known). Values shorter than 8 bytes are ignored.
 	Values []string
 	// HashKey keys the hash that replaces idempotency keys.
 	HashKey []byte
 }
 
-// New builds a redactor from extra patterns (on top of DefaultPatterns) and
-// the key of the keyed hash.
+// New builds a redactor from extra patterns (on top of the default rules)
+// and the key of the keyed hash.
 func New(extra []string, hashKey []byte) (*Redactor, error) {
 	return NewWith(Options{Patterns: extra, HashKey: hashKey})
 }
 
+var (
+	defaultOnce  sync.Once
+	defaultRules *ruleSet
+	defaultErr   error
+)
+
+// rulesOf returns the default rules, compiled once per process.
+func rulesOf() (*ruleSet, error) {
+	defaultOnce.Do(func() {
+		rs := &ruleSet{}
+		gl, err := loadGitleaks()
+		if err != nil {
+			defaultErr = err
+			return
+		}
+		rs.rules = append(rs.rules, gl...)
+		if err := compileOwn(rs, ownRules, nil); err != nil {
+			defaultErr = err
+			return
+		}
+		rs.build()
+		defaultRules = rs
+	})
+	return defaultRules, defaultErr
+}
+
 // NewWith builds a redactor from options.
 func NewWith(o Options) (*Redactor, error) {
-	r := &Redactor{memo: newMemo(), hashKey: o.HashKey, hashedKeys: map[string]bool{"idempotency_key": true, "idempotencykey": true, "operation_id": true}}
-	for _, p := range append(append([]string(nil), DefaultPatterns...), o.Patterns...) {
-		re, err := regexp.Compile(p)
-		if err != nil {
-			return nil, fmt.Errorf("redact: pattern %q: %w", p, err)
-		}
-		r.patterns = append(r.patterns, pattern{re: re, secret: re.SubexpIndex("secret")})
+	rs, err := rulesOf()
+	if err != nil {
+		return nil, err
 	}
-	seen := map[string]bool{}
-	for _, v := range o.Values {
-		if len(v) < minValue {
-			continue
-		}
-		forms := []string{v}
-		if b, err := json.Marshal(v); err == nil {
-			forms = append(forms, string(b[1:len(b)-1]))
-		}
-		for _, f := range forms {
-			if !seen[f] {
-				seen[f] = true
-				r.values = append(r.values, f)
-			}
-		}
+	r := &Redactor{memo: newMemo(), pairs: newMemo(), rules: rs, hashKey: o.HashKey,
+		hashedKeys: map[string]bool{"idempotency_key": true, "idempotencykey": true, "operation_id": true}}
+	extra := &ruleSet{}
+	if err := compileOwn(extra, nil, o.Patterns); err != nil {
+		return nil, err
 	}
-	sort.Slice(r.values, func(i, j int) bool { return len(r.values[i]) > len(r.values[j]) })
+	r.extra = extra.rules
+	r.known = newKnown(o.Values)
 	return r, nil
 }
 
-// String replaces every secret in s with [REDACTED]: known values first,
-// then every pattern.
+// String replaces every secret in s with [REDACTED].
 func (r *Redactor) String(s string) string {
 	if r.memo == nil || len(s) > memoMaxLen {
 		return r.redact(s)
@@ -144,36 +139,52 @@ func (r *Redactor) String(s string) string {
 	return out
 }
 
-// redact is String without the memo: known values first, then every
-// pattern.
+// redact is String without the memo.
 func (r *Redactor) redact(s string) string {
-	for _, v := range r.values {
-		s = strings.ReplaceAll(s, v, Mask)
-	}
-	for _, p := range r.patterns {
-		s = p.replace(s)
-	}
-	return s
+	return mask(s, r.find(s, nil, 0))
 }
 
-func (p pattern) replace(s string) string {
-	if p.secret <= 0 {
-		// ReplaceAllLiteralString copies s even when nothing matches.
-		if !p.re.MatchString(s) {
-			return s
-		}
-		return p.re.ReplaceAllLiteralString(s, Mask)
+// span is a part of a string to replace.
+type span struct{ start, end int }
+
+// find appends the spans of s that hold a secret.
+func (r *Redactor) find(s string, spans []span, depth int) []span {
+	if s == "" {
+		return spans
 	}
-	idx := p.re.FindAllStringSubmatchIndex(s, -1)
-	if idx == nil {
+	add := func(a, b int) {
+		if a < b {
+			spans = append(spans, span{a, b})
+		}
+	}
+	r.known.find(s, add)
+	r.rules.find(s, add)
+	for i := range r.extra {
+		r.extra[i].find(s, add)
+	}
+	if depth < maxDecodeDepth {
+		spans = r.findDecoded(s, spans, depth)
+	}
+	return spans
+}
+
+// mask replaces the spans of s (in any order, overlapping or not) with
+// Mask, one Mask per run of touching spans.
+func mask(s string, spans []span) string {
+	if len(spans) == 0 {
 		return s
 	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
 	var b strings.Builder
+	b.Grow(len(s))
 	last := 0
-	for _, m := range idx {
-		start, end := m[2*p.secret], m[2*p.secret+1]
-		if start < 0 {
-			continue
+	for i := 0; i < len(spans); {
+		start, end := spans[i].start, spans[i].end
+		for i++; i < len(spans) && spans[i].start <= end; i++ {
+			end = max(end, spans[i].end)
+		}
+		if start < last {
+			start = last
 		}
 		b.WriteString(s[last:start])
 		b.WriteString(Mask)
@@ -181,6 +192,150 @@ func (p pattern) replace(s string) string {
 	}
 	b.WriteString(s[last:])
 	return b.String()
+}
+
+// find runs the rules whose keywords s contains (and those without
+// keywords) and reports each secret they find.
+func (rs *ruleSet) find(s string, add func(a, b int)) {
+	var small [8]uint64
+	run := small[:]
+	if n := (len(rs.rules) + 63) / 64; n > len(small) {
+		run = make([]uint64, n)
+	}
+	var hitsBuf [16]hit
+	hits := hitsBuf[:0]
+	rs.keywords.scan(s, func(end int, w int32) bool {
+		for _, i := range rs.byWord[w] {
+			run[i/64] |= 1 << (i % 64)
+		}
+		if rs.windowed[w] {
+			hits = append(hits, hit{word: w, start: end - rs.keywords.lens[w], end: end})
+		}
+		return true
+	})
+	for _, i := range rs.always {
+		run[i/64] |= 1 << (i % 64)
+	}
+	for wi, word := range run {
+		for word != 0 {
+			bit := bits.TrailingZeros64(word)
+			word &^= 1 << bit
+			r := &rs.rules[wi*64+bit]
+			if r.window == nil {
+				r.find(s, add)
+				continue
+			}
+			r.findNear(s, hits, rs.words, add)
+		}
+	}
+}
+
+// hit is one occurrence of a keyword.
+type hit struct {
+	word       int32
+	start, end int
+}
+
+// findNear runs a rule whose matches begin at one of its keywords on the
+// text from each occurrence on, anchored there: the rules that need a key
+// name and a separator after it (most text that names a key never assigns
+// one) and the rules whose expression begins with their keyword. The slow
+// expressions never scan text that cannot hold their match.
+func (r *rule) findNear(s string, hits []hit, words []string, add func(a, b int)) {
+	w := r.window
+	covered := 0 // end of the last match
+	for _, h := range hits {
+		if h.start < covered || !w.starts(words[h.word]) {
+			continue
+		}
+		if w.sep > 0 && strings.IndexAny(s[h.end:min(h.end+w.sep, len(s))], w.seps) < 0 {
+			continue
+		}
+		if w.boundary && h.start > 0 && isWordByte(s[h.start-1]) {
+			continue
+		}
+		end := min(h.start+w.after, len(s))
+		m := r.at.FindStringSubmatchIndex(s[h.start:end])
+		if m != nil && m[1] == end-h.start && end < len(s) {
+			// The match ran to the window's end: the secret may go on.
+			end = len(s)
+			m = r.at.FindStringSubmatchIndex(s[h.start:end])
+		}
+		if m == nil {
+			continue
+		}
+		for i := range m {
+			if m[i] >= 0 {
+				m[i] += h.start
+			}
+		}
+		if r.report(s, m, add) {
+			covered = m[1]
+		}
+	}
+}
+
+func isWordByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
+}
+
+// find reports the secrets one rule finds in s.
+func (r *rule) find(s string, add func(a, b int)) {
+	if r.pre != nil && !r.pre(s) {
+		return
+	}
+	for _, m := range r.re.FindAllStringSubmatchIndex(s, -1) {
+		r.report(s, m, add)
+	}
+}
+
+// report decides one match (submatch indices in s) and reports its secret.
+func (r *rule) report(s string, m []int, add func(a, b int)) bool {
+	a, b := m[0], m[1]
+	switch {
+	case r.secret > 0:
+		a, b = m[2*r.secret], m[2*r.secret+1]
+	case r.secret < 0:
+		for g := 1; 2*g < len(m); g++ {
+			if m[2*g] >= 0 && m[2*g] < m[2*g+1] {
+				a, b = m[2*g], m[2*g+1]
+				break
+			}
+		}
+	}
+	if r.extend != nil {
+		a, b = r.extend(s, m)
+	}
+	if a < 0 || a >= b {
+		return false
+	}
+	secret := s[a:b]
+	if r.check != nil && !r.check(s, m) {
+		return false
+	}
+	if r.entropy > 0 && shannon(secret) <= r.entropy {
+		return false
+	}
+	if r.generic && productID(secret) {
+		if _, strong := secretName(s[m[0]:a]); !strong {
+			return false
+		}
+	}
+	if len(r.allow) > 0 && r.allowed(secret, s[m[0]:m[1]], lineOf(s, m[0], m[1])) {
+		return false
+	}
+	add(a, b)
+	return true
+}
+
+// lineOf is the line of s holding [a, b).
+func lineOf(s string, a, b int) string {
+	start := strings.LastIndexByte(s[:a], '\n') + 1
+	end := strings.IndexByte(s[b:], '\n')
+	if end < 0 {
+		return s[start:]
+	}
+	return s[start : b+end]
 }
 
 // Hash returns the keyed hash that stands in for an idempotency key.
@@ -208,7 +363,11 @@ func (r *Redactor) Value(v any) any {
 			case isSensitive(lk) && !harmless(lk, val):
 				out[rk] = Mask
 			default:
-				out[rk] = r.Value(val)
+				if sv, ok := val.(string); ok {
+					out[rk] = r.under(k, sv)
+				} else {
+					out[rk] = r.Value(val)
+				}
 			}
 		}
 		return out
@@ -220,6 +379,42 @@ func (r *Redactor) Value(v any) any {
 		return out
 	}
 	return v
+}
+
+// under redacts v, the string value of key k: a high-entropy value under a
+// secret-like name is removed whole, and the rules that need a key name
+// before a secret (gitleaks' "stripe ... = sk_...", "key": "...") see the
+// pair as "k: v".
+func (r *Redactor) under(k, v string) string {
+	if v == "" {
+		return v
+	}
+	if secret, strong := secretName(k); secret && tokenLike(v) && (strong || !productID(v)) {
+		return Mask
+	}
+	if !r.rules.named.any(k) {
+		return r.String(v)
+	}
+	memoKey := k + "\x00" + v
+	if len(memoKey) <= memoMaxLen {
+		if out, ok := r.pairs.get(memoKey); ok {
+			return out
+		}
+	}
+	text := k + ": " + v
+	off := len(k) + 2
+	var spans []span
+	for _, sp := range r.find(text, nil, 0) {
+		if sp.end <= off {
+			continue
+		}
+		spans = append(spans, span{max(sp.start, off) - off, sp.end - off})
+	}
+	out := mask(v, spans)
+	if len(memoKey) <= memoMaxLen {
+		r.pairs.put(memoKey, out)
+	}
+	return out
 }
 
 // JSON returns v as redacted JSON: encoded, decoded into plain values,
