@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"rebound/internal/sweepstatus"
 	"rebound/results/record"
@@ -37,7 +36,7 @@ func PreviousRun(ctx context.Context, store storage.Store, sweepID string) (stri
 			continue
 		}
 		if scheduled {
-			if strings.HasPrefix(s.SweepID, ScheduledSweepPrefix(schedule)) {
+			if IsRunOf(s.SweepID, schedule) {
 				return s.SweepID, nil
 			}
 		} else if s.Name == sw.Name {

@@ -217,10 +217,9 @@ func ScheduleRuns(ctx context.Context, store storage.Store, name string, n int, 
 	if err != nil {
 		return nil, err
 	}
-	prefix := ScheduledSweepPrefix(name)
 	var out []record.Sweep
 	for _, sw := range all { // newest first
-		if !strings.HasPrefix(sw.SweepID, prefix) || (completedOnly && sw.Status != sweepstatus.Completed) {
+		if !IsRunOf(sw.SweepID, name) || (completedOnly && sw.Status != sweepstatus.Completed) {
 			continue
 		}
 		out = append(out, sw)
@@ -231,19 +230,32 @@ func ScheduleRuns(ctx context.Context, store storage.Store, name string, n int, 
 	return out, nil
 }
 
-// ScheduleOf returns the schedule name of a scheduled run's sweep id.
+// ScheduleOf returns the schedule name of a scheduled run's sweep id:
+// "sched-NAME-<start time>", the start time as Temporal writes it (RFC 3339
+// in UTC, "2026-11-30T02:00:00Z"). The name is what precedes the time,
+// exactly, so schedules whose names share a prefix ("nightly",
+// "nightly-fast") never read each other's runs.
 func ScheduleOf(sweepID string) (string, bool) {
 	rest, ok := strings.CutPrefix(sweepID, "sched-")
 	if !ok {
 		return "", false
 	}
-	// The run's suffix is its start time, "-2026-11-30T02:00:00Z".
-	i := strings.LastIndex(rest, "-")
-	for n := 0; n < 2 && i > 0; n++ {
-		i = strings.LastIndex(rest[:i], "-")
-	}
-	if i <= 0 {
+	const stamp = len("2006-01-02T15:04:05Z")
+	if len(rest) < stamp+2 || rest[len(rest)-stamp-1] != '-' {
 		return "", false
 	}
-	return rest[:i], true
+	if _, err := time.Parse(time.RFC3339, rest[len(rest)-stamp:]); err != nil {
+		return "", false
+	}
+	name := rest[:len(rest)-stamp-1]
+	if !ValidScheduleName(name) {
+		return "", false
+	}
+	return name, true
+}
+
+// IsRunOf reports whether a sweep is a run of the named schedule.
+func IsRunOf(sweepID, schedule string) bool {
+	name, ok := ScheduleOf(sweepID)
+	return ok && name == schedule
 }

@@ -13,6 +13,7 @@ import (
 	"rebound/internal/devstack/devstacktest"
 	"rebound/internal/sweepstatus"
 	"rebound/results/record"
+	"rebound/storage"
 )
 
 // A schedule on a real dev server: triggered, its run is a normal sweep
@@ -111,5 +112,71 @@ func TestScheduleNames(t *testing.T) {
 	}
 	if _, ok := ScheduleOf("quickstart-20261201-020000-abc123"); ok {
 		t.Errorf("an unscheduled sweep parsed as scheduled")
+	}
+}
+
+// sweepList is a store that knows only its sweeps (newest first).
+type sweepList struct {
+	storage.Store
+	sweeps []record.Sweep
+}
+
+func (s sweepList) Sweeps(context.Context, int) ([]record.Sweep, error) { return s.sweeps, nil }
+
+func (s sweepList) Sweep(_ context.Context, id string) (record.Sweep, error) {
+	for _, sw := range s.sweeps {
+		if sw.SweepID == id {
+			return sw, nil
+		}
+	}
+	return record.Sweep{}, record.ErrNotFound
+}
+
+// Schedules whose names share a prefix ("nightly", "nightly-fast") never
+// read each other's runs: not in trend's list, not as the previous run a
+// nightly gate pairs against.
+func TestSchedulesSharingAPrefix(t *testing.T) {
+	at := func(h int) time.Time { return time.Date(2026, 12, 1, h, 0, 0, 0, time.UTC) }
+	run := func(name string, h int) record.Sweep {
+		return record.Sweep{SweepID: "sched-" + name + "-" + at(h).Format(time.RFC3339), Name: "plan", Status: sweepstatus.Completed, CreatedAt: at(h)}
+	}
+	store := sweepList{sweeps: []record.Sweep{ // newest first
+		run("nightly-fast", 5), run("nightly", 4), run("nightly-fast", 3), run("nightly-fast-eu", 2), run("nightly", 1),
+	}}
+	ctx := context.Background()
+	runs, err := ScheduleRuns(ctx, store, "nightly", 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 || runs[0].SweepID != "sched-nightly-2026-12-01T04:00:00Z" || runs[1].SweepID != "sched-nightly-2026-12-01T01:00:00Z" {
+		t.Fatalf("nightly's runs: %+v", runs)
+	}
+	fast, _ := ScheduleRuns(ctx, store, "nightly-fast", 0, false)
+	if len(fast) != 2 {
+		t.Fatalf("nightly-fast's runs: %+v", fast)
+	}
+	prev, err := PreviousRun(ctx, store, "sched-nightly-2026-12-01T04:00:00Z")
+	if err != nil || prev != "sched-nightly-2026-12-01T01:00:00Z" {
+		t.Fatalf("previous of nightly's 04:00 run: %q, %v (nightly-fast's 03:00 run must not be it)", prev, err)
+	}
+	prev, err = PreviousRun(ctx, store, "sched-nightly-fast-2026-12-01T05:00:00Z")
+	if err != nil || prev != "sched-nightly-fast-2026-12-01T03:00:00Z" {
+		t.Fatalf("previous of nightly-fast's 05:00 run: %q, %v", prev, err)
+	}
+	if _, err := PreviousRun(ctx, store, "sched-nightly-fast-eu-2026-12-01T02:00:00Z"); !errors.Is(err, ErrNoPreviousRun) {
+		t.Fatalf("nightly-fast-eu has one run: %v", err)
+	}
+	for id, want := range map[string]string{
+		"sched-nightly-2026-12-01T04:00:00Z":      "nightly",
+		"sched-nightly-fast-2026-12-01T04:00:00Z": "nightly-fast",
+		"sched-a-b-c-2026-12-01T04:00:00Z":        "a-b-c",
+		"sched-nightly-2026-12-01":                "",
+		"sched-2026-12-01T04:00:00Z":              "",
+		"sched-nightly-2026-13-01T04:00:00Z":      "",
+	} {
+		got, ok := ScheduleOf(id)
+		if got != want || ok != (want != "") {
+			t.Errorf("ScheduleOf(%q) = %q, %v, want %q", id, got, ok, want)
+		}
 	}
 }
