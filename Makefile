@@ -37,10 +37,10 @@ REBOUND_CHDB_LIB     ?= $(CACHE)/chdb/libchdb.so
 REBOUND_HELM_BIN     ?= $(CACHE)/bin/helm
 TOOLS_ENV := REBOUND_TEMPORAL_BIN="$(REBOUND_TEMPORAL_BIN)" REBOUND_CHDB_LIB="$(REBOUND_CHDB_LIB)" REBOUND_HELM_BIN="$(REBOUND_HELM_BIN)"
 
-.PHONY: help setup build run test unit vet chart fuzz fmt clean histories oracle bench bench-read bench-sweep
+.PHONY: help setup build run test unit vet lint fmt staticcheck workflowcheck complexity chart fuzz clean histories oracle bench bench-read bench-sweep
 
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 setup: ## install the pinned tools into .cache/ (Temporal CLI, helm, libchdb, example agents); fast when done
 	@scripts/setup.sh
@@ -51,7 +51,7 @@ build: ## build the rebound binary into .cache/bin/rebound
 run: setup build ## run the quickstart sweep on the local stack (PLAN=... to pick another plan)
 	$(TOOLS_ENV) $(REBOUND) run $(PLAN) $(RUN_ARGS)
 
-test: setup vet chart $(FUZZ_IN_TEST) ## everything CI runs: vet, chart lint, unit and integration tests
+test: setup vet lint chart $(FUZZ_IN_TEST) ## everything CI runs: vet, lint, chart lint, unit and integration tests
 	$(TOOLS_ENV) REBOUND_REQUIRE_INTEGRATION=1 $(GO) test -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(PKGS)
 
 unit: ## the fast layer: go test -short, no setup, no servers
@@ -59,6 +59,23 @@ unit: ## the fast layer: go test -short, no setup, no servers
 
 vet: ## go vet
 	$(GO) vet $(PKGS)
+
+# The static checks (docs/development.md, "Static checks"). The tools are
+# pinned in go.mod (tool directives) and run with `go tool`: nothing to
+# install. Each has its own target; `make lint` runs them all.
+lint: fmt staticcheck workflowcheck complexity ## every static check: gofmt, staticcheck, workflowcheck, the complexity ratchet
+
+fmt: ## list the Go files gofmt would change, tracked or new (fails if any; .cache/ is ignored)
+	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go') 2>&1); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+staticcheck: ## staticcheck over every package (allowed findings: scripts/lint/staticcheck.allow)
+	@scripts/lint/staticcheck.sh
+
+workflowcheck: ## Temporal's workflowcheck: no non-deterministic call reachable from workflows/
+	$(GO) tool workflowcheck ./workflows/...
+
+complexity: ## the ratchet: no function over cyclomatic complexity 30 but those in scripts/lint/complexity.allow
+	@scripts/lint/complexity.sh
 
 chart: setup ## helm lint --strict and helm template of helm/rebound (assertions: deploy/helm_test.go)
 	$(REBOUND_HELM_BIN) lint --strict helm/rebound
@@ -94,9 +111,6 @@ bench-read: setup build ## report and compare over a synthetic 1,000,000-trial s
 
 fuzz: ## short fuzz run (FUZZ=FuzzLoad FUZZ_PKG=./core/scenario/ FUZZTIME=10s)
 	$(GO) test -run='^$$' -fuzz='^$(FUZZ)$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=3s $(FUZZ_PKG)
-
-fmt: ## list files that gofmt would change (fails if any)
-	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go') 2>&1); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 histories: setup ## record workflow histories from real sweeps on a dev server (HISTORIES_SET=name, default today)
 	$(TOOLS_ENV) REBOUND_REQUIRE_INTEGRATION=1 REBOUND_RECORD_HISTORIES="$(HISTORIES_SET)" \
