@@ -69,15 +69,20 @@ func runWorker(ctx context.Context, conn *connection, concurrency int, stopTimeo
 		return err
 	}
 	defer shutdownTelemetry(tel, stderr)
-	// ready holds the store once the worker polls: /readyz checks both.
-	var ready atomic.Pointer[storage.Store]
+	// ready holds the store and Temporal's health once the worker polls:
+	// /readyz checks the store, and that the frontend answered within
+	// runner.DefaultHealthGrace (the pollers themselves report nothing).
+	var ready atomic.Pointer[workerReadiness]
 	if listen != "" {
 		srv, err := telemetry.Serve(listen, telemetry.Health{Metrics: tel.MetricsHandler(), Ready: func(ctx context.Context) error {
-			st := ready.Load()
-			if st == nil {
+			r := ready.Load()
+			if r == nil {
 				return errors.New("worker not polling")
 			}
-			if _, err := (*st).Query(ctx, "SELECT 1"); err != nil {
+			if err := r.temporal.Err(); err != nil {
+				return err
+			}
+			if _, err := r.store.Query(ctx, "SELECT 1"); err != nil {
 				return errors.New("store unreachable") // the error may name the DSN
 			}
 			return nil
@@ -109,7 +114,7 @@ func runWorker(ctx context.Context, conn *connection, concurrency int, stopTimeo
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
-	ready.Store(&store)
+	ready.Store(&workerReadiness{store: store, temporal: runner.WatchTemporal(ctx, c, 0, 0)})
 	// Every worker of the queue paces its model requests at 1/W of each
 	// provider's limits, W being the workers polling the queue.
 	go runner.ShareProviderLimits(ctx, c, conn.taskQueue, 15*time.Second)
@@ -121,6 +126,12 @@ func runWorker(ctx context.Context, conn *connection, concurrency int, stopTimeo
 	// The store (closed by the deferred Close) outlives the last write.
 	stopWorker(w, acts, newStatus(stderr))
 	return nil
+}
+
+// workerReadiness is what /readyz checks once the worker polls.
+type workerReadiness struct {
+	store    storage.Store
+	temporal *runner.TemporalHealth
 }
 
 // storeLabel names the store without its password.
