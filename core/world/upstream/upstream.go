@@ -131,6 +131,10 @@ type World struct {
 	byName  map[string]harness.Tool
 	probed  map[string]any
 
+	// replay, when set, answers instead of the session: the recorded
+	// exchanges of a stored trial (Replay).
+	replay *recorded
+
 	mu        sync.Mutex
 	committed map[string]bool // intents of idempotent writes already committed
 	log       []Exchange
@@ -239,8 +243,12 @@ func (w *World) State() map[string]any {
 	return out
 }
 
-// call sends one tools/call and bounds its answer.
+// call sends one tools/call and bounds its answer (or, replaying, answers
+// from the recording).
 func (w *World) call(tool string, args map[string]any, probe bool) (map[string]any, *harness.ToolError) {
+	if w.replay != nil {
+		return w.replay.answer(tool, args, probe)
+	}
 	timeout := w.cfg.CallTimeout
 	if timeout <= 0 {
 		timeout = DefaultCallTimeout

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -184,5 +185,64 @@ func TestOpenRefusals(t *testing.T) {
 		} else {
 			t.Logf("%s: %v", name, err)
 		}
+	}
+}
+
+// A recorded trial replays without the upstream: the same answers, in the
+// same order, the same commits and the same state; a call the recording
+// does not hold is a divergence.
+func TestReplayAnswersFromTheRecording(t *testing.T) {
+	dir := servers(t)
+	cfg := Config{
+		Command:  []string{"node", filepath.Join(dir, "server-memory", "dist", "index.js")},
+		Env:      map[string]string{"MEMORY_FILE_PATH": TrialDirToken + "/memory.jsonl"},
+		Unsealed: true,
+		Probes:   []Probe{{Name: "graph", Tool: "read_graph", Args: map[string]any{}}},
+	}
+	live, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := []struct {
+		tool string
+		args map[string]any
+	}{
+		{"create_entities", map[string]any{"entities": []any{map[string]any{"name": "ana", "entityType": "customer", "observations": []any{"pro"}}}}},
+		{"open_nodes", map[string]any{"names": []any{"ana"}}},
+		{"add_observations", map[string]any{"observations": []any{map[string]any{"entityName": "nobody", "contents": []any{"x"}}}}},
+		{"open_nodes", map[string]any{"names": []any{"ana"}}},
+	}
+	type answer struct {
+		data map[string]any
+		code string
+	}
+	run := func(w *World) ([]answer, []string, map[string]any) {
+		fx := &effects{}
+		var out []answer
+		for _, c := range calls {
+			d, terr := w.Invoke(c.tool, c.args, fx)
+			a := answer{data: d}
+			if terr != nil {
+				a.code = terr.Code
+			}
+			out = append(out, a)
+		}
+		return out, fx.commits, w.State()
+	}
+	liveAnswers, liveCommits, liveState := run(live)
+	live.Close()
+	re := Replay(cfg, live.Tools(), live.Exchanges())
+	reAnswers, reCommits, reState := run(re)
+	if fmt.Sprint(liveAnswers) != fmt.Sprint(reAnswers) || fmt.Sprint(liveCommits) != fmt.Sprint(reCommits) || fmt.Sprint(liveState) != fmt.Sprint(reState) {
+		t.Fatalf("replay differs:\nlive   %v %v %v\nreplay %v %v %v", liveAnswers, liveCommits, liveState, reAnswers, reCommits, reState)
+	}
+	if liveAnswers[2].code == "" {
+		t.Errorf("the failing call succeeded: %+v", liveAnswers[2])
+	}
+	if d := re.Divergence(); d != "" {
+		t.Fatalf("divergence on the recorded calls: %s", d)
+	}
+	if _, terr := re.Invoke("open_nodes", map[string]any{"names": []any{"bob"}}, &effects{}); terr == nil || re.Divergence() == "" {
+		t.Fatalf("an unrecorded call: %v, divergence %q", terr, re.Divergence())
 	}
 }
