@@ -77,8 +77,59 @@ func TestPlantedSecretsNeverReachStorage(t *testing.T) {
 	t.Setenv("REBOUND_TEST_PLANTED_A", known.A)
 	t.Setenv("REBOUND_TEST_PLANTED_B", known.B)
 	t.Setenv("REBOUND_TEST_PLANTED_C", known.C)
+	corpora, texts := plantCorpora(rng, known)
+	plan, faults := writePlantedPlan(t, texts)
+	planJSON, err := json.Marshal(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
 
-	// One corpus per place, each with bodies of its own.
+	// The agent's places: every arm runs the hostile agent; arm "lost"
+	// fails as attrition with the secrets in its error.
+	dataDir := t.TempDir()
+	const database = "activities_planted"
+	st, err := storage.Open(ctx, storage.Config{DataDir: dataDir, LibPath: lib, Database: database})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	acts := &Activities{Store: st, RedactionKey: []byte("planted-secrets-test-redaction-key-0123456789"),
+		Agents: func(arm scenario.Arm) (agent.Agent, error) {
+			return hostileAgent{texts: texts, faults: faults, attrition: arm.Name == "lost"}, nil
+		}}
+	const sweepID = "planted-20261201-000000-abcdef"
+	if err := acts.RegisterSweep(ctx, workflows.RegisterSweepInput{SweepID: sweepID, PlanJSON: string(planJSON), Trials: plan.TrialCount()}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := acts.RunShard(ctx, workflows.ShardInput{SweepID: sweepID, From: 0, To: plan.TrialCount()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Trials != 3 || res.Attrition != 1 {
+		t.Fatalf("shard result %+v, want 3 trials, 1 lost", res)
+	}
+	if err := acts.FinishSweep(ctx, workflows.FinishSweepInput{SweepID: sweepID, Status: sweepstatus.Completed}); err != nil {
+		t.Fatal(err)
+	}
+
+	dump, files, nfiles := storedText(t, ctx, st, database, dataDir)
+	// Controls: the search finds what is there (in the files, compression
+	// leaves the first occurrences of strings readable).
+	if !bytes.Contains(dump, []byte(sweepID)) || !bytes.Contains(dump, []byte("planted-secrets")) ||
+		!bytes.Contains(files, []byte("planted-secrets")) || !bytes.Contains(files, []byte("inventory.lookup")) {
+		t.Fatalf("controls failed: dump %d bytes, %d files (%d bytes)", len(dump), nfiles, len(files))
+	}
+	raw, lost := checkPlanted(t, corpora, texts, dump, files)
+	t.Logf("planted %d secrets (%d shapes x %d places); found raw: %d; text around them lost: %d (tables %d bytes, %d files %d bytes)",
+		len(corpora[0])*len(plantPlaces), len(corpora[0]), len(plantPlaces), raw, lost, len(dump), nfiles, len(files))
+}
+
+// plantCorpora draws one corpus per place (each with bodies of its own)
+// and puts each piece between its markers.
+func plantCorpora(rng *rand.Rand, known redacttest.Known) ([][]redacttest.Planted, [][]plantedText) {
 	corpora := make([][]redacttest.Planted, len(plantPlaces))
 	texts := make([][]plantedText, len(plantPlaces))
 	for p := range plantPlaces {
@@ -100,15 +151,25 @@ func TestPlantedSecretsNeverReachStorage(t *testing.T) {
 			texts[p] = append(texts[p], pt)
 		}
 	}
-	joined := func(p int, sep string) string {
-		var all []string
-		for _, pt := range texts[p] {
-			all = append(all, pt.pieces...)
-		}
-		return strings.Join(all, sep)
-	}
+	return corpora, texts
+}
 
-	// The scenario: the plan's own places.
+// piecesOf lists every piece a place holds.
+func piecesOf(texts [][]plantedText, place int) []string {
+	var all []string
+	for _, pt := range texts[place] {
+		all = append(all, pt.pieces...)
+	}
+	return all
+}
+
+// writePlantedPlan writes and loads the plan that holds the plan's own
+// places (goal, initial state, plan arguments, fault messages, the
+// descriptions) with three arms: a command arm with two env_from secrets,
+// an LLM arm with an api_key_env secret, and one to be lost. It returns the
+// plan and how many calls of inventory.lookup the faults need.
+func writePlantedPlan(t *testing.T, texts [][]plantedText) (*scenario.Resolved, int) {
+	t.Helper()
 	skus := map[string]any{}
 	var steps, faults, fields []map[string]any
 	calls := 0
@@ -124,31 +185,19 @@ func TestPlantedSecretsNeverReachStorage(t *testing.T) {
 		}
 		steps = append(steps, map[string]any{"id": fmt.Sprintf("s%03d", i), "tool": "inventory.lookup", "args": args})
 	}
-	for _, pt := range texts[placeFault] {
-		for _, piece := range pt.pieces {
-			calls++
-			faults = append(faults, map[string]any{"tool": "inventory.lookup", "class": "transient", "code": "TIMEOUT", "attempts": []int{calls}, "message": piece})
-		}
+	for _, piece := range piecesOf(texts, placeFault) {
+		calls++
+		faults = append(faults, map[string]any{"tool": "inventory.lookup", "class": "transient", "code": "TIMEOUT", "attempts": []int{calls}, "message": piece})
 	}
 	for i, pt := range texts[placeClaim] {
 		for j := range pt.pieces {
 			fields = append(fields, map[string]any{"name": fmt.Sprintf("c%03d_%d", i, j), "type": "string"})
 		}
 	}
-	sc := map[string]any{
-		"name": "planted-secrets", "description": joined(placeDescription, "\n"), "world": "inventory",
-		"goal":  "Look up every SKU. " + joined(placeGoal, " | "),
-		"tools": []string{"inventory.lookup"}, "permissions": []string{"inventory.read"},
-		"budget":  map[string]any{"tool_calls": 4000, "replans": 2000},
-		"initial": map[string]any{"skus": skus}, "plan": steps, "claim": map[string]any{"fields": fields},
-		"variants": []any{map[string]any{"name": "faults", "recoverable": true, "faults": faults}},
-	}
 	dir := t.TempDir()
 	write := func(name string, v any) {
-		var b []byte
-		if s, ok := v.(string); ok {
-			b = []byte(s)
-		} else {
+		b, ok := v.([]byte)
+		if !ok {
 			var err error
 			if b, err = json.Marshal(v); err != nil { // JSON is YAML
 				t.Fatal(err)
@@ -158,10 +207,17 @@ func TestPlantedSecretsNeverReachStorage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("planted.yaml", sc)
-	write("prompt.md", "Recover carefully.\n")
+	write("planted.yaml", map[string]any{
+		"name": "planted-secrets", "description": strings.Join(piecesOf(texts, placeDescription), "\n"), "world": "inventory",
+		"goal":  "Look up every SKU. " + strings.Join(piecesOf(texts, placeGoal), " | "),
+		"tools": []string{"inventory.lookup"}, "permissions": []string{"inventory.read"},
+		"budget":  map[string]any{"tool_calls": 4000, "replans": 2000},
+		"initial": map[string]any{"skus": skus}, "plan": steps, "claim": map[string]any{"fields": fields},
+		"variants": []any{map[string]any{"name": "faults", "recoverable": true, "faults": faults}},
+	})
+	write("prompt.md", []byte("Recover carefully.\n"))
 	write("plan.yaml", map[string]any{
-		"name": "planted", "description": joined(placePlanDescription, "\n"), "scenarios": []string{"planted.yaml"}, "seeds": []int{1},
+		"name": "planted", "description": strings.Join(piecesOf(texts, placePlanDescription), "\n"), "scenarios": []string{"planted.yaml"}, "seeds": []int{1},
 		"arms": []any{
 			map[string]any{"name": "hostile", "agent": "command", "command": []string{"./hostile-agent"}, "sandbox": "none",
 				"env_from": map[string]string{"AGENT_KEY_A": "REBOUND_TEST_PLANTED_A", "AGENT_KEY_B": "REBOUND_TEST_PLANTED_B"}},
@@ -174,46 +230,14 @@ func TestPlantedSecretsNeverReachStorage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	planJSON, err := json.Marshal(plan)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return plan, calls
+}
 
-	// The agent's places: every arm runs the hostile agent; arm "lost"
-	// fails as attrition with the secrets in its error.
-	host := hostileAgent{texts: texts, faults: calls}
-	dataDir := t.TempDir()
-	const database = "activities_planted"
-	st, err := storage.Open(ctx, storage.Config{DataDir: dataDir, LibPath: lib, Database: database})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	acts := &Activities{Store: st, RedactionKey: []byte("planted-secrets-test-redaction-key-0123456789"),
-		Agents: func(arm scenario.Arm) (agent.Agent, error) {
-			h := host
-			h.attrition = arm.Name == "lost"
-			return h, nil
-		}}
-	const sweepID = "planted-20261201-000000-abcdef"
-	if err := acts.RegisterSweep(ctx, workflows.RegisterSweepInput{SweepID: sweepID, PlanJSON: string(planJSON), Trials: plan.TrialCount()}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := acts.RunShard(ctx, workflows.ShardInput{SweepID: sweepID, From: 0, To: plan.TrialCount()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Trials != 3 || res.Attrition != 1 {
-		t.Fatalf("shard result %+v, want 3 trials, 1 lost", res)
-	}
-	if err := acts.FinishSweep(ctx, workflows.FinishSweepInput{SweepID: sweepID, Status: sweepstatus.Completed}); err != nil {
-		t.Fatal(err)
-	}
-
-	// Every String column of every table, then the store's files.
+// storedText returns every String column of every table of the database
+// (as JSON and as plain text), then, after OPTIMIZE ... FINAL and SYSTEM
+// FLUSH LOGS, every file of the engine's data directory.
+func storedText(t *testing.T, ctx context.Context, st storage.Store, database, dataDir string) (dump, files []byte, nfiles int) {
+	t.Helper()
 	query := func(sql string) storage.Table {
 		t.Helper()
 		tab, err := st.Query(ctx, sql)
@@ -222,7 +246,7 @@ func TestPlantedSecretsNeverReachStorage(t *testing.T) {
 		}
 		return tab
 	}
-	var dump bytes.Buffer
+	var out bytes.Buffer
 	tables := query("SELECT name FROM system.tables WHERE database = '" + database + "' AND engine NOT LIKE '%View%' ORDER BY name")
 	for _, row := range tables.Rows {
 		name := fmt.Sprint(row[0])
@@ -236,48 +260,47 @@ func TestPlantedSecretsNeverReachStorage(t *testing.T) {
 		}
 		tab := query("SELECT " + strings.Join(names, ", ") + " FROM " + database + "." + name)
 		b, _ := json.Marshal(tab.Rows)
-		fmt.Fprintf(&dump, "== %s\n%s\n", name, b)
+		fmt.Fprintf(&out, "== %s\n%s\n", name, b)
 		for _, r := range tab.Rows {
 			for _, v := range r {
-				fmt.Fprintf(&dump, "%v\n", v)
+				fmt.Fprintf(&out, "%v\n", v)
 			}
 		}
 		query("OPTIMIZE TABLE " + database + "." + name + " FINAL")
 	}
 	query("SYSTEM FLUSH LOGS")
-	var files bytes.Buffer
-	nfiles := 0
+	var disk bytes.Buffer
 	if err := filepath.Walk(dataDir, func(path string, info os.FileInfo, err error) error {
 		if err != nil || !info.Mode().IsRegular() {
 			return nil
 		}
-		b, err := os.ReadFile(path)
-		if err == nil {
-			files.Write(b)
+		if b, err := os.ReadFile(path); err == nil {
+			disk.Write(b)
 			nfiles++
 		}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	// Controls: the search finds what is there (in the files, compression
-	// leaves the first occurrences of strings readable).
-	if !strings.Contains(dump.String(), sweepID) || !strings.Contains(dump.String(), "planted-secrets") ||
-		!bytes.Contains(files.Bytes(), []byte("planted-secrets")) || !bytes.Contains(files.Bytes(), []byte("inventory.lookup")) {
-		t.Fatalf("controls failed: dump %d bytes, %d files (%d bytes)", dump.Len(), nfiles, files.Len())
-	}
+	return out.Bytes(), disk.Bytes(), nfiles
+}
 
-	raw, lost, planted := 0, 0, 0
+// checkPlanted reports each planted secret found in the tables or the
+// files (raw or JSON-escaped), and each whose text around it was not
+// stored.
+func checkPlanted(t *testing.T, corpora [][]redacttest.Planted, texts [][]plantedText, dump, files []byte) (raw, lost int) {
+	t.Helper()
+	has := func(hay []byte, s string) bool {
+		return bytes.Contains(hay, []byte(s)) || bytes.Contains(hay, []byte(jsonText(s)))
+	}
 	for p := range plantPlaces {
 		for i, c := range corpora[p] {
-			planted++
 			var where []string
 			for _, s := range c.Secrets {
-				esc := jsonText(s)
-				if strings.Contains(dump.String(), s) || strings.Contains(dump.String(), esc) {
+				if has(dump, s) {
 					where = append(where, "tables")
 				}
-				if bytes.Contains(files.Bytes(), []byte(s)) || bytes.Contains(files.Bytes(), []byte(esc)) {
+				if has(files, s) {
 					where = append(where, "files")
 				}
 			}
@@ -286,7 +309,7 @@ func TestPlantedSecretsNeverReachStorage(t *testing.T) {
 				t.Errorf("%s planted in the %s found raw in the %s: %q", c.Shape, plantPlaces[p], strings.Join(where, ", "), c.Secrets[0])
 			}
 			for _, k := range texts[p][i].keep {
-				if !strings.Contains(dump.String(), k) && !strings.Contains(dump.String(), jsonText(k)) {
+				if !has(dump, k) {
 					lost++
 					t.Errorf("%s planted in the %s: the text around it was not stored: %q", c.Shape, plantPlaces[p], k)
 					break
@@ -294,8 +317,7 @@ func TestPlantedSecretsNeverReachStorage(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("planted %d secrets (%d shapes x %d places); found raw: %d; text around them lost: %d (tables %d bytes, %d files %d bytes)",
-		planted, len(corpora[0]), len(plantPlaces), raw, lost, dump.Len(), nfiles, files.Len())
+	return raw, lost
 }
 
 func jsonText(s string) string {
@@ -316,13 +338,7 @@ type hostileAgent struct {
 func (h hostileAgent) Name() string { return "hostile" }
 
 func (h hostileAgent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.Outcome, error) {
-	all := func(p int) []string {
-		var out []string
-		for _, pt := range h.texts[p] {
-			out = append(out, pt.pieces...)
-		}
-		return out
-	}
+	all := func(p int) []string { return piecesOf(h.texts, p) }
 	if h.attrition {
 		return agent.Outcome{}, fmt.Errorf("%w: provider said %s", agent.ErrAttrition, strings.Join(all(placeAttrition), " | "))
 	}

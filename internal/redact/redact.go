@@ -248,7 +248,7 @@ func (r *rule) findNear(s string, hits []hit, words []string, add func(a, b int)
 		if h.start < covered || !w.starts(words[h.word]) {
 			continue
 		}
-		if w.sep > 0 && strings.IndexAny(s[h.end:min(h.end+w.sep, len(s))], w.seps) < 0 {
+		if w.sep > 0 && !strings.ContainsAny(s[h.end:min(h.end+w.sep, len(s))], w.seps) {
 			continue
 		}
 		if w.boundary && h.start > 0 && isWordByte(s[h.start-1]) {
