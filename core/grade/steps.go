@@ -84,192 +84,307 @@ func QualityOf(a harness.Attempt) Quality {
 // first (a keyless write only by a call about its own object), and a status
 // call naming the key of a write already settled still confirms that write
 // unless the plan itself declares the call.
+//
+// The passes are the methods of binder, in the order bindCall tries them.
 func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harness.Attempt) []Binding {
-	plan := sc.Plan
+	b := newBinder(sc, tools, attempts)
 	out := make([]Binding, len(attempts))
-	satisfied := make([]bool, len(plan))
+	for i := range attempts {
+		out[i] = b.bindCall(i)
+	}
+	for i := range out {
+		if out[i].Step >= 0 {
+			out[i].StepID = b.plan[out[i].Step].ID
+		}
+	}
+	return out
+}
+
+// binder is the state of one pass of bind over a ledger, call by call.
+type binder struct {
+	plan     []scenario.Step
+	tools    map[string]harness.Tool
+	attempts []harness.Attempt
+	limit    int // the scenario's retry limit
+
+	satisfied []bool // steps finished by a clean answer
 	// failures counts a step's failed calls since its last clean answer:
 	// past the retry limit the agent has given an optional step up, and the
 	// same call again serves the next step that sends it (a required step
 	// has no next step: the same call again is one retry too many).
-	failures := make([]int, len(plan))
-	staleOnly := make([]bool, len(plan))
-	limit := sc.EffectiveRetryLimit()
-	touched := -1                    // highest step a call was bound to
-	asked := make([]bool, len(plan)) // steps a call was bound to
-	lastStep := -1                   // the step the last bound call served
+	failures  []int
+	staleOnly []bool // steps that answered only stale data
+	asked     []bool // steps a call was bound to
+	touched   int    // highest step a call was bound to
+	lastStep  int    // the step the last bound call served
 	// pending are the writes waiting for reconciliation; settled those a
 	// status answer has settled since. A later status call that names a
 	// settled write's idempotency key still asks about that write (a
 	// confirmation by key after the plan's own status read).
-	var pending, settled []pendingWrite
+	pending, settled []pendingWrite
+}
 
-	for i, a := range attempts {
-		b := Binding{Call: a.Index, Step: -1, Role: RoleOffPlan, Also: -1}
-
-		// Reconciliation of a pending ambiguous write comes first.
-		if pi := reconcileTarget(tools, attempts, pending, a); pi >= 0 {
-			p := pending[pi]
-			b.Step, b.Role = p.step, RoleReconcile
-			if settles(a) || confirms(a, attempts[p.call], tools[attempts[p.call].Tool]) {
-				pending = append(pending[:pi], pending[pi+1:]...)
-				settled = append(settled, p)
-				if confirms(a, attempts[p.call], tools[attempts[p.call].Tool]) {
-					satisfied[p.step] = true
-				}
-				// The answer may also be the plan's own next read of
-				// this tool about the same object (the status after the
-				// rollback, asked about the same deployment).
-				for j := p.step + 1; j < len(plan) && clean(a); j++ {
-					if plan[j].Tool == a.Tool && !satisfied[j] && argScore(plan[j].Args, plan[j].Corrected, a.Args, "") >= 1 {
-						b.Also = j
-						satisfied[j] = !stale(a) // only exact data finishes a step
-						break
-					}
-				}
-			}
-			out[i] = b
-			continue
-		}
-		if si := keyedAsk(tools, attempts, settled, a); si >= 0 && !declared(plan, a) {
-			p := settled[si]
-			b.Step, b.Role = p.step, RoleReconcile
-			if confirms(a, attempts[p.call], tools[attempts[p.call].Tool]) {
-				satisfied[p.step] = true
-			}
-			out[i] = b
-			continue
-		}
-
-		type candidate struct {
-			step  int
-			role  Role
-			alt   int
-			score int
-		}
-		var cands []candidate
-		key := tools[a.Tool].IdempotencyKeyParam
-		add := func(j int, role Role, alt, score int) {
-			if score > 0 { // none of the step's arguments: another record, not this step
-				cands = append(cands, candidate{j, role, alt, score})
-			}
-		}
-		for j, st := range plan {
-			if st.Tool == a.Tool {
-				add(j, RolePrimary, 0, argScore(st.Args, st.Corrected, a.Args, key))
-			}
-			for k, fb := range st.Fallbacks {
-				if fb.Tool == a.Tool {
-					add(j, RoleFallback, k, argScore(fb.Args, nil, a.Args, key))
-				}
-			}
-			for k, rc := range st.Recover {
-				if rc.Tool == a.Tool {
-					add(j, RoleRecover, k, argScore(rc.Args, nil, a.Args, key))
-				}
-			}
-		}
-		top := 0
-		for _, c := range cands {
-			top = max(top, c.score)
-		}
-		// reachable: the plan has got this far; no required step lies
-		// between the last step a call served and this one (the status
-		// read after a rollback is not reached before the rollback).
-		reachable := func(k int) bool {
-			for i := touched + 1; i < k; i++ {
-				if !plan[i].Optional {
-					return false
-				}
-			}
-			return true
-		}
-		best, bestRole, bestAlt := -1, RoleOffPlan, 0
-		pick := func(c candidate) { best, bestRole, bestAlt = c.step, c.role, c.alt }
-		for _, c := range cands { // the first open step the plan has reached
-			// Past its retry limit an optional step is given up, and so is a
-			// step that answered only stale data (the agent acted on it):
-			// the same call again serves the next step that sends it.
-			// A step whose declared fallback is still to come (a later call
-			// of the ledger) was not given up yet: the agent tries a
-			// step's fallbacks before it moves on.
-			givenUp := (plan[c.step].Optional || staleOnly[c.step]) && failures[c.step] > limit && !fallbackLater(plan[c.step], tools, attempts[i+1:])
-			if c.score == top && !satisfied[c.step] && !givenUp && c.step >= touched && reachable(c.step) {
-				pick(c)
-				break
-			}
-		}
-		if best < 0 && lastStep >= 0 {
-			// A retry of the step the previous call served (after a call
-			// sent out of plan order, that step may lie behind touched).
-			for _, c := range cands {
-				if c.score == top && c.step == lastStep && c.step <= touched {
-					pick(c)
-					break
-				}
-			}
-		}
-		if best < 0 { // a retry or re-read of the current step (or the last one before it)
-			for _, c := range cands {
-				if c.score == top && c.step <= max(touched, 0) && c.step >= best {
-					pick(c)
-				}
-			}
-			// No call has served that step yet: the agent went back to the
-			// first open step it had jumped over (a write sent ahead of its
-			// reads), not on to a later step it never started.
-			if best >= 0 && !asked[best] {
-				for _, c := range cands {
-					if c.score == top && c.step <= touched && !satisfied[c.step] {
-						pick(c)
-						break
-					}
-				}
-			}
-		}
-		if best < 0 {
-			for _, c := range cands {
-				if c.score == top {
-					pick(c)
-					break
-				}
-			}
-		}
-		if best >= 0 {
-			asked[best], lastStep = true, best
-			b.Step, b.Role, b.Alt = best, bestRole, bestAlt
-			if best > touched {
-				touched = best
-			}
-			switch {
-			case bestRole == RoleRecover:
-			case (a.Result.Uncertain || a.Corrupt) && writes(tools[a.Tool].Effect):
-				// A lost or unreadable answer to a write leaves its effect
-				// unknown until a status call (a read-back) settles it.
-				pending = append(pending, pendingWrite{step: best, call: i})
-			case clean(a) && (!stale(a) || bestRole == RoleFallback):
-				// Only exact data finishes a step for binding (the call
-				// after a stale answer is more likely its retry), or a
-				// declared fallback, whose weaker data is the step's by
-				// declaration.
-				satisfied[best] = true
-				failures[best] = 0
-			case !clean(a) && bestRole == RolePrimary:
-				failures[best]++
-			case stale(a) && bestRole == RolePrimary:
-				// Older data again: a retry that did not finish the step.
-				failures[best]++
-				staleOnly[best] = true
-			}
-		}
-		out[i] = b
+func newBinder(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harness.Attempt) *binder {
+	n := len(sc.Plan)
+	return &binder{
+		plan: sc.Plan, tools: tools, attempts: attempts, limit: sc.EffectiveRetryLimit(),
+		satisfied: make([]bool, n), failures: make([]int, n), staleOnly: make([]bool, n), asked: make([]bool, n),
+		touched: -1, lastStep: -1,
 	}
-	for i := range out {
-		if out[i].Step >= 0 {
-			out[i].StepID = plan[out[i].Step].ID
+}
+
+// candidate is a plan step a call may serve, and how.
+type candidate struct {
+	step  int
+	role  Role
+	alt   int
+	score int // argScore of the call against what the step declares
+}
+
+// bindCall binds the call at ledger position i: a reconciliation of a
+// pending write first, then a confirmation by key of a settled one, then
+// the best-matching plan step, chosen by the tie-break passes.
+func (b *binder) bindCall(i int) Binding {
+	a := b.attempts[i]
+	if bd, ok := b.reconcilePending(a); ok {
+		return bd
+	}
+	if bd, ok := b.confirmSettled(a); ok {
+		return bd
+	}
+	bd := Binding{Call: a.Index, Step: -1, Role: RoleOffPlan, Also: -1}
+	c, ok := b.choose(i, b.bestCandidates(a))
+	if !ok {
+		return bd
+	}
+	b.record(i, c)
+	bd.Step, bd.Role, bd.Alt = c.step, c.role, c.alt
+	return bd
+}
+
+// reconcilePending binds a status call about a write that waits for
+// reconciliation to that write's step (the latest such write).
+func (b *binder) reconcilePending(a harness.Attempt) (Binding, bool) {
+	pi := reconcileTarget(b.tools, b.attempts, b.pending, a)
+	if pi < 0 {
+		return Binding{}, false
+	}
+	p := b.pending[pi]
+	bd := Binding{Call: a.Index, Step: p.step, Role: RoleReconcile, Also: -1}
+	write := b.attempts[p.call]
+	confirmed := confirms(a, write, b.tools[write.Tool])
+	if !settles(a) && !confirmed {
+		return bd, true
+	}
+	b.pending = append(b.pending[:pi], b.pending[pi+1:]...)
+	b.settled = append(b.settled, p)
+	if confirmed {
+		b.satisfied[p.step] = true
+	}
+	bd.Also = b.alsoServes(a, p.step)
+	return bd, true
+}
+
+// alsoServes returns the later step after step that a clean reconciling
+// answer serves too, or -1: the plan's own next read of this tool about the
+// same object (the status after the rollback, asked about the same
+// deployment). Only exact data finishes that step.
+func (b *binder) alsoServes(a harness.Attempt, step int) int {
+	if !clean(a) {
+		return -1
+	}
+	for j := step + 1; j < len(b.plan); j++ {
+		st := b.plan[j]
+		if st.Tool == a.Tool && !b.satisfied[j] && argScore(st.Args, st.Corrected, a.Args, "") >= 1 {
+			b.satisfied[j] = !stale(a)
+			return j
 		}
 	}
-	return out
+	return -1
+}
+
+// confirmSettled binds a status call naming the idempotency key of a write
+// already settled to that write's step, unless the plan declares the call.
+func (b *binder) confirmSettled(a harness.Attempt) (Binding, bool) {
+	si := keyedAsk(b.tools, b.attempts, b.settled, a)
+	if si < 0 || declared(b.plan, a) {
+		return Binding{}, false
+	}
+	p := b.settled[si]
+	write := b.attempts[p.call]
+	if confirms(a, write, b.tools[write.Tool]) {
+		b.satisfied[p.step] = true
+	}
+	return Binding{Call: a.Index, Step: p.step, Role: RoleReconcile, Also: -1}, true
+}
+
+// bestCandidates lists, in plan order (within a step: its own tool, its
+// fallbacks, its recovery actions), the steps the call a may serve whose
+// score is the best any step has. A step none of whose declared arguments
+// the call shares is no candidate: another record, not this step.
+func (b *binder) bestCandidates(a harness.Attempt) []candidate {
+	var cands []candidate
+	key := b.tools[a.Tool].IdempotencyKeyParam
+	add := func(j int, role Role, alt, score int) {
+		if score > 0 {
+			cands = append(cands, candidate{j, role, alt, score})
+		}
+	}
+	top := 0
+	for j, st := range b.plan {
+		if st.Tool == a.Tool {
+			add(j, RolePrimary, 0, argScore(st.Args, st.Corrected, a.Args, key))
+		}
+		for k, fb := range st.Fallbacks {
+			if fb.Tool == a.Tool {
+				add(j, RoleFallback, k, argScore(fb.Args, nil, a.Args, key))
+			}
+		}
+		for k, rc := range st.Recover {
+			if rc.Tool == a.Tool {
+				add(j, RoleRecover, k, argScore(rc.Args, nil, a.Args, key))
+			}
+		}
+	}
+	for _, c := range cands {
+		top = max(top, c.score)
+	}
+	best := cands[:0]
+	for _, c := range cands {
+		if c.score == top {
+			best = append(best, c)
+		}
+	}
+	return best
+}
+
+// choose breaks the tie between the best candidates of the call at ledger
+// position i, pass by pass: the first that picks a step wins.
+func (b *binder) choose(i int, best []candidate) (candidate, bool) {
+	if c, ok := b.firstOpenReached(i, best); ok {
+		return c, true
+	}
+	if c, ok := b.retryOfLast(best); ok {
+		return c, true
+	}
+	if c, ok := b.rereadOfCurrent(best); ok {
+		return c, true
+	}
+	if len(best) > 0 { // the first best match anywhere
+		return best[0], true
+	}
+	return candidate{}, false
+}
+
+// firstOpenReached is the first pass: the first step still open (not
+// satisfied, not given up, not behind the highest step served) that the
+// plan has reached.
+func (b *binder) firstOpenReached(i int, best []candidate) (candidate, bool) {
+	for _, c := range best {
+		if !b.satisfied[c.step] && !b.givenUp(c.step, i) && c.step >= b.touched && b.reached(c.step) {
+			return c, true
+		}
+	}
+	return candidate{}, false
+}
+
+// givenUp reports whether the agent has given step up by the call at
+// ledger position i. Past its retry limit an optional step is given up,
+// and so is a step that answered only stale data (the agent acted on it):
+// the same call again serves the next step that sends it. A step whose
+// declared fallback is still to come (a later call of the ledger) was not
+// given up yet: the agent tries a step's fallbacks before it moves on.
+func (b *binder) givenUp(step, i int) bool {
+	st := b.plan[step]
+	return (st.Optional || b.staleOnly[step]) && b.failures[step] > b.limit && !fallbackLater(st, b.tools, b.attempts[i+1:])
+}
+
+// reached reports whether the plan has got as far as step: no required
+// step lies between the last step a call served and it (the status read
+// after a rollback is not reached before the rollback).
+func (b *binder) reached(step int) bool {
+	for k := b.touched + 1; k < step; k++ {
+		if !b.plan[k].Optional {
+			return false
+		}
+	}
+	return true
+}
+
+// retryOfLast is the second pass: a retry of the step the previous call
+// served (after a call sent out of plan order, that step may lie behind
+// the highest step served).
+func (b *binder) retryOfLast(best []candidate) (candidate, bool) {
+	if b.lastStep < 0 {
+		return candidate{}, false
+	}
+	for _, c := range best {
+		if c.step == b.lastStep && c.step <= b.touched {
+			return c, true
+		}
+	}
+	return candidate{}, false
+}
+
+// rereadOfCurrent is the third pass: a retry or re-read of the current
+// step, or the last one before it (the latest best candidate at or before
+// the highest step served). If no call has served that step yet, the agent
+// went back to the first open step it had jumped over (a write sent ahead
+// of its reads), not on to a later step it never started.
+func (b *binder) rereadOfCurrent(best []candidate) (candidate, bool) {
+	pick, found := candidate{step: -1}, false
+	for _, c := range best {
+		if c.step <= max(b.touched, 0) && c.step >= pick.step {
+			pick, found = c, true
+		}
+	}
+	if !found || b.asked[pick.step] {
+		return pick, found
+	}
+	if c, ok := b.firstJumpedOver(best); ok {
+		return c, true
+	}
+	return pick, true
+}
+
+// firstJumpedOver returns the first open step at or before the highest
+// step served.
+func (b *binder) firstJumpedOver(best []candidate) (candidate, bool) {
+	for _, c := range best {
+		if c.step <= b.touched && !b.satisfied[c.step] {
+			return c, true
+		}
+	}
+	return candidate{}, false
+}
+
+// record notes that the call at ledger position i serves c: the step is
+// asked and the current one, and the call's answer finishes it, fails it,
+// or leaves a write pending until a status call settles it.
+func (b *binder) record(i int, c candidate) {
+	a := b.attempts[i]
+	b.asked[c.step], b.lastStep = true, c.step
+	b.touched = max(b.touched, c.step)
+	switch {
+	case c.role == RoleRecover:
+	case (a.Result.Uncertain || a.Corrupt) && writes(b.tools[a.Tool].Effect):
+		// A lost or unreadable answer to a write leaves its effect
+		// unknown until a status call (a read-back) settles it.
+		b.pending = append(b.pending, pendingWrite{step: c.step, call: i})
+	case clean(a) && (!stale(a) || c.role == RoleFallback):
+		// Only exact data finishes a step for binding (the call
+		// after a stale answer is more likely its retry), or a
+		// declared fallback, whose weaker data is the step's by
+		// declaration.
+		b.satisfied[c.step] = true
+		b.failures[c.step] = 0
+	case !clean(a) && c.role == RolePrimary:
+		b.failures[c.step]++
+	case stale(a) && c.role == RolePrimary:
+		// Older data again: a retry that did not finish the step.
+		b.failures[c.step]++
+		b.staleOnly[c.step] = true
+	}
 }
 
 // fallbackLater reports whether one of later's calls is a declared fallback
