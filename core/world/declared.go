@@ -3,10 +3,27 @@ package world
 import (
 	"fmt"
 
+	"rebound/core/harness"
 	"rebound/core/scenario"
+	"rebound/core/world/declared"
 )
 
-// declaredDefinition compiles a declared world's file.
+// declaredDefinition compiles a declared world's file (its content as the
+// scenario carries it; File names it in errors, which are located at
+// file:line:column).
 func declaredDefinition(ref scenario.WorldRef) (*definition, error) {
-	return nil, fmt.Errorf("world %s: declared worlds are not supported yet", ref.Name)
+	if ref.File == "" {
+		return nil, fmt.Errorf("world %s: a declared world is built from the file's content, which this scenario does not carry (load the scenario from its file)", ref.Name)
+	}
+	d, err := declared.Parse(ref.File, []byte(ref.Source))
+	if err != nil {
+		return nil, err
+	}
+	version, err := versionOf(d.Tools(), ref.Source)
+	if err != nil {
+		return nil, err
+	}
+	return &definition{tools: d.Tools(), version: version, build: func(initial map[string]any) (harness.World, error) {
+		return d.New(initial)
+	}}, nil
 }

@@ -1,0 +1,765 @@
+package declared
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"rebound/core/harness"
+)
+
+// World is one trial's declared world: the state document and the results
+// of keyed calls (the world's idempotency memory, which its status tools
+// answer from). It implements harness.World.
+type World struct {
+	def   *Def
+	state map[string]any
+	keys  []map[string]*remembered // by tool index
+}
+
+// remembered is the first result of a keyed call, with its arguments.
+type remembered struct {
+	data  map[string]any
+	args  []any
+	given []bool
+}
+
+// New builds a world: the file's initial state with the scenario's initial
+// state merged over it (mappings merge, anything else replaces), checked
+// against the state schema.
+func (d *Def) New(initial map[string]any) (*World, error) {
+	var merged map[string]any
+	switch {
+	case d.rawInitial == nil:
+		merged = initial
+	case len(initial) == 0:
+		merged = d.rawInitial
+	default:
+		merged = mergeInto(clone(d.rawInitial).(map[string]any), initial)
+	}
+	if merged == nil {
+		merged = map[string]any{}
+	}
+	st, err := d.root.normalize(merged, "")
+	if err != nil {
+		return nil, fmt.Errorf("world %s: initial state: %v", d.Name, err)
+	}
+	return &World{def: d, state: st.(map[string]any), keys: make([]map[string]*remembered, len(d.tools))}, nil
+}
+
+func mergeInto(base, over map[string]any) map[string]any {
+	for k, v := range over {
+		if om, ok := v.(map[string]any); ok {
+			if bm, ok := base[k].(map[string]any); ok {
+				base[k] = mergeInto(bm, om)
+				continue
+			}
+		}
+		base[k] = v
+	}
+	return base
+}
+
+// Tools implements harness.World.
+func (w *World) Tools() []harness.Tool { return w.def.catalog }
+
+// State implements harness.World: the state document as JSON reads it.
+func (w *World) State() map[string]any {
+	return stateJSON(w.def.root, w.state).(map[string]any)
+}
+
+// call is one invocation in progress.
+type call struct {
+	w       *World
+	t       *tool
+	args    []any
+	given   []bool
+	found   [][]string
+	foundOK []bool
+	prior   map[string]any
+}
+
+func invalid(format string, args ...any) *harness.ToolError {
+	return harness.Errorf(harness.CodeInvalidInput, format, args...)
+}
+
+// Invoke implements harness.World: the arguments are checked against the
+// tool's schema (INVALID_INPUT), a repeated idempotency key replays the
+// first result, then the first case whose conditions hold runs: its reads,
+// its preconditions (the first that fails is the answer), its changes, its
+// commit and its returns.
+func (w *World) Invoke(name string, args map[string]any, fx harness.Effects) (map[string]any, *harness.ToolError) {
+	t, ok := w.def.byName[name]
+	if !ok {
+		return nil, harness.Errorf(harness.CodeToolUnavailable, "%s has no method %q", w.def.Name, name)
+	}
+	c := &call{w: w, t: t, args: make([]any, len(t.params)), given: make([]bool, len(t.params))}
+	if err := c.readArgs(args); err != nil {
+		return nil, err
+	}
+	var key string
+	if t.key != nil && c.given[t.key.idx] {
+		key = c.args[t.key.idx].(string)
+		if r := w.keys[t.idx][key]; r != nil {
+			if t.conflict && !c.sameArgs(r) {
+				return nil, harness.Errorf(harness.CodeConflict, "%s %q was already used with different arguments; use a new key for a new request", t.key.name, key)
+			}
+			return r.data, nil
+		}
+	}
+	c.found, c.foundOK = make([][]string, t.nbind), make([]bool, t.nbind)
+	for _, b := range t.cases {
+		if !c.all(b.when) {
+			continue
+		}
+		data, err := c.run(b, fx)
+		if err != nil {
+			return nil, err
+		}
+		if key != "" {
+			if w.keys[t.idx] == nil {
+				w.keys[t.idx] = map[string]*remembered{}
+			}
+			w.keys[t.idx][key] = &remembered{data: data, args: c.args, given: c.given}
+		}
+		return data, nil
+	}
+	msg := fmt.Sprintf("no case of %s matches these arguments", name)
+	if t.otherwiseMessage != nil {
+		msg = c.text(t.otherwiseMessage)
+	}
+	return nil, &harness.ToolError{Code: t.otherwiseCode, Message: msg}
+}
+
+// readArgs checks the declared arguments the way a real API validates its
+// input; arguments the tool does not declare are ignored, and an optional
+// string given empty counts as not given.
+func (c *call) readArgs(args map[string]any) *harness.ToolError {
+	for i, p := range c.t.params {
+		v, ok := args[p.name]
+		if !ok || v == nil {
+			if p.required {
+				return invalid("missing required argument %q", p.name)
+			}
+			continue
+		}
+		switch p.t.kind {
+		case kString:
+			s, ok := v.(string)
+			if !ok {
+				return invalid("argument %q must be a string", p.name)
+			}
+			if s == "" {
+				if p.required {
+					return invalid("argument %q must not be empty", p.name)
+				}
+				continue
+			}
+			if len(p.t.enum) > 0 && !slices.Contains(p.t.enum, s) {
+				return invalid("argument %q must be one of %s", p.name, strings.Join(p.t.enum, ", "))
+			}
+			v = s
+		case kInteger:
+			n, ok := asInteger(v)
+			if !ok {
+				return invalid("argument %q must be an integer", p.name)
+			}
+			v = n
+		case kNumber:
+			f, ok := asNumber(v)
+			if !ok {
+				return invalid("argument %q must be a number", p.name)
+			}
+			v = f
+		case kBoolean:
+			if _, ok := v.(bool); !ok {
+				return invalid("argument %q must be true or false", p.name)
+			}
+		case kMap:
+			if _, ok := v.(map[string]any); !ok {
+				return invalid("argument %q must be an object", p.name)
+			}
+		}
+		c.args[i], c.given[i] = v, true
+	}
+	return nil
+}
+
+func (c *call) sameArgs(r *remembered) bool {
+	for i := range c.args {
+		if i == c.t.key.idx {
+			continue
+		}
+		if c.given[i] != r.given[i] || (c.given[i] && !equal(c.args[i], r.args[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// run executes one body.
+func (c *call) run(b *body, fx harness.Effects) (map[string]any, *harness.ToolError) {
+	for _, bd := range b.binds {
+		if bd.find == nil {
+			continue
+		}
+		base, ok := c.evalPath(bd.find)
+		if !ok {
+			continue
+		}
+		keys := c.matching(bd.find, bd.where)
+		if len(keys) == 0 {
+			continue
+		}
+		k := keys[0]
+		if bd.last {
+			k = keys[len(keys)-1]
+		}
+		c.found[bd.idx], c.foundOK[bd.idx] = append(base, k), true
+	}
+	for _, pc := range b.pre {
+		if !c.holds(pc) {
+			msg := c.defaultMessage(pc)
+			if pc.message != nil {
+				msg = c.text(pc.message)
+			}
+			return nil, &harness.ToolError{Code: pc.code, Retryable: pc.retryable, Message: msg}
+		}
+	}
+	if st := b.status; st != nil {
+		if !c.given[st.key.idx] {
+			return nil, invalid("missing required argument %q", st.key.name)
+		}
+		r := c.w.keys[st.of.idx][c.args[st.key.idx].(string)]
+		if r == nil {
+			return map[string]any{harness.ReconcileStatus: harness.ReconcileNotFound}, nil
+		}
+		c.prior = r.data
+		out := map[string]any{}
+		if st.returns != nil {
+			v, _ := st.returns.eval(c)
+			out = v.(map[string]any)
+		}
+		out[harness.ReconcileStatus] = st.landed
+		return out, nil
+	}
+	changed := false
+	for _, o := range b.changes {
+		ch, err := c.apply(o)
+		if err != nil {
+			return nil, err
+		}
+		changed = changed || ch
+	}
+	if b.commit != nil && fx != nil && (c.t.meta.Effect != harness.EffectIdempotent || changed) {
+		fx.Commit(c.text(b.commit.kind), c.text(b.commit.intent), c.text(b.commit.object))
+	}
+	if b.returns == nil {
+		return map[string]any{}, nil
+	}
+	v, _ := b.returns.eval(c)
+	return v.(map[string]any), nil
+}
+
+// ref evaluates a placeholder.
+func (c *call) ref(r *ref) (any, bool) {
+	switch r.src {
+	case srcArg:
+		if !c.given[r.arg.idx] {
+			return nil, false
+		}
+		return below(c.args[r.arg.idx], r.rest)
+	case srcPrior:
+		if c.prior == nil {
+			return nil, false
+		}
+		return below(c.prior, r.rest)
+	case srcKey:
+		p, ok := c.evalPath(r.path)
+		if !ok || len(p) == 0 {
+			return nil, false
+		}
+		return p[len(p)-1], true
+	}
+	return c.get(r.path)
+}
+
+// below walks fields under a free-form value.
+func below(v any, rest []string) (any, bool) {
+	for _, k := range rest {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// text renders a template; a missing placeholder reads as nothing.
+func (c *call) text(t *tmpl) string {
+	if len(t.parts) == 1 && t.parts[0].ref == nil {
+		return t.parts[0].lit
+	}
+	var b strings.Builder
+	for _, p := range t.parts {
+		if p.ref == nil {
+			b.WriteString(p.lit)
+			continue
+		}
+		if v, ok := c.ref(p.ref); ok {
+			b.WriteString(text(v))
+		}
+	}
+	return b.String()
+}
+
+// segment renders one path segment; a missing placeholder makes the path
+// missing.
+func (c *call) segment(t *tmpl) (string, bool) {
+	if len(t.parts) == 1 && t.parts[0].ref == nil {
+		return t.parts[0].lit, true
+	}
+	var b strings.Builder
+	for _, p := range t.parts {
+		if p.ref == nil {
+			b.WriteString(p.lit)
+			continue
+		}
+		v, ok := c.ref(p.ref)
+		if !ok {
+			return "", false
+		}
+		b.WriteString(text(v))
+	}
+	return b.String(), true
+}
+
+// evalPath renders a path; false when a placeholder or the read it starts
+// from is missing.
+func (c *call) evalPath(pe *pathExpr) ([]string, bool) {
+	var out []string
+	if b := pe.bind; b != nil {
+		var base []string
+		if b.find != nil {
+			if !c.foundOK[b.idx] {
+				return nil, false
+			}
+			base = c.found[b.idx]
+		} else {
+			var ok bool
+			if base, ok = c.evalPath(b.path); !ok {
+				return nil, false
+			}
+		}
+		out = make([]string, len(base), len(base)+len(pe.segs))
+		copy(out, base)
+	} else {
+		out = make([]string, 0, len(pe.segs))
+	}
+	for _, s := range pe.segs {
+		seg, ok := c.segment(s)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, seg)
+	}
+	return out, true
+}
+
+// lookup finds the value at a path: found, or (parentFound) the container
+// it would be in exists.
+func (w *World) lookup(p []string) (v any, found, parentFound bool) {
+	cur := any(w.state)
+	for i, seg := range p {
+		switch x := cur.(type) {
+		case map[string]any:
+			next, ok := x[seg]
+			if !ok {
+				return nil, false, i == len(p)-1
+			}
+			cur = next
+		case []any:
+			idx, err := strconv.Atoi(seg)
+			if err != nil || idx < 0 || idx >= len(x) {
+				return nil, false, false
+			}
+			cur = x[idx]
+		default:
+			return nil, false, false
+		}
+	}
+	return cur, true, true
+}
+
+// get reads the value at a path; a declared field of an existing object
+// that holds nothing reads as its default.
+func (c *call) get(pe *pathExpr) (any, bool) {
+	p, ok := c.evalPath(pe)
+	if !ok {
+		return nil, false
+	}
+	v, found, parent := c.w.lookup(p)
+	if found {
+		return v, true
+	}
+	if parent && pe.field != nil {
+		return pe.field.initial()
+	}
+	return nil, false
+}
+
+// exists reports whether the path holds a value, as State shows it (an
+// omit_empty field that is empty holds nothing).
+func (c *call) exists(pe *pathExpr) bool {
+	p, ok := c.evalPath(pe)
+	if !ok {
+		return false
+	}
+	v, found, _ := c.w.lookup(p)
+	return found && v != nil && !(pe.field != nil && pe.field.omitEmpty && empty(v))
+}
+
+func (c *call) all(conds []*cond) bool {
+	for _, x := range conds {
+		if !c.holds(x) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *call) subject(x *cond) (any, bool) {
+	if x.path != nil {
+		return c.get(x.path)
+	}
+	return x.subject.eval(c)
+}
+
+func (c *call) holds(x *cond) bool {
+	switch x.op {
+	case opExists:
+		return c.exists(x.path)
+	case opAbsent:
+		return !c.exists(x.path)
+	case opGiven:
+		return c.given[x.arg.idx]
+	case opNotGiven:
+		return !c.given[x.arg.idx]
+	}
+	a, aok := c.subject(x)
+	b, _ := x.want.eval(c)
+	switch x.op {
+	case opEquals:
+		return aok && equal(a, b)
+	case opNotEquals:
+		return !aok || !equal(a, b)
+	}
+	fa, ok1 := asNumber(a)
+	fb, ok2 := asNumber(b)
+	if !aok || !ok1 || !ok2 {
+		return false
+	}
+	switch x.op {
+	case opAtLeast:
+		return fa >= fb
+	case opAtMost:
+		return fa <= fb
+	case opLess:
+		return fa < fb
+	}
+	return fa > fb
+}
+
+func (c *call) pathText(pe *pathExpr) string {
+	if p, ok := c.evalPath(pe); ok {
+		return strings.Join(p, ".")
+	}
+	return pe.src
+}
+
+func (c *call) defaultMessage(x *cond) string {
+	switch x.op {
+	case opExists:
+		return "not found: " + c.pathText(x.path)
+	case opAbsent:
+		return "already exists: " + c.pathText(x.path)
+	case opGiven:
+		return fmt.Sprintf("missing required argument %q", x.arg.name)
+	case opNotGiven:
+		return fmt.Sprintf("argument %q is not accepted here", x.arg.name)
+	}
+	what := "the value"
+	if x.path != nil {
+		what = c.pathText(x.path)
+	}
+	a, _ := c.subject(x)
+	b, _ := x.want.eval(c)
+	rel := map[condOp]string{opEquals: "", opNotEquals: "not ", opAtLeast: "at least ", opAtMost: "at most ", opLess: "less than ", opGreater: "greater than "}[x.op]
+	return fmt.Sprintf("%s is %s, expected %s%s", what, text(a), rel, text(b))
+}
+
+// matching lists, sorted, the keys of the entries of the map at in whose
+// fields equal the where values.
+func (c *call) matching(in *pathExpr, ws []where) []string {
+	p, ok := c.evalPath(in)
+	if !ok {
+		return nil
+	}
+	v, found, _ := c.w.lookup(p)
+	m, isMap := v.(map[string]any)
+	if !found || !isMap {
+		return nil
+	}
+	want := make([]any, len(ws))
+	for i, w := range ws {
+		want[i], _ = w.value.eval(c)
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		match := true
+		for i, w := range ws {
+			got, ok := below(m[k], w.field)
+			if !ok || !equal(got, want[i]) {
+				match = false
+				break
+			}
+		}
+		if match {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// container returns the container holding the last segment of p,
+// creating the ones on the way (with their declared defaults) when create.
+func (c *call) container(p []string, types []*typ, create bool) (any, error) {
+	cur := any(c.w.state)
+	for i, seg := range p[:len(p)-1] {
+		switch x := cur.(type) {
+		case map[string]any:
+			next, ok := x[seg]
+			if !ok || next == nil {
+				if !create {
+					return nil, nil
+				}
+				t := anyType
+				if i < len(types) {
+					t = types[i]
+				}
+				switch t.kind {
+				case kObject, kMap, kList:
+					next = t.zero()
+				case kAny:
+					next = map[string]any{}
+				default:
+					return nil, fmt.Errorf("%s is %s", strings.Join(p[:i+1], "."), t.describe())
+				}
+				x[seg] = next
+			}
+			cur = next
+		case []any:
+			idx, err := strconv.Atoi(seg)
+			if err != nil || idx < 0 || idx >= len(x) {
+				return nil, fmt.Errorf("%s: no entry %s in a list of %d", strings.Join(p[:i], "."), seg, len(x))
+			}
+			cur = x[idx]
+		default:
+			return nil, fmt.Errorf("%s holds no fields", strings.Join(p[:i], "."))
+		}
+	}
+	switch cur.(type) {
+	case map[string]any, []any:
+		return cur, nil
+	}
+	return nil, fmt.Errorf("%s holds no fields", strings.Join(p[:len(p)-1], "."))
+}
+
+// put stores v under the last segment of p in its container.
+func put(cont any, seg string, v any) error {
+	switch x := cont.(type) {
+	case map[string]any:
+		x[seg] = v
+		return nil
+	case []any:
+		idx, err := strconv.Atoi(seg)
+		if err != nil || idx < 0 || idx >= len(x) {
+			return fmt.Errorf("no entry %s in a list of %d", seg, len(x))
+		}
+		x[idx] = v
+		return nil
+	}
+	return fmt.Errorf("not a container")
+}
+
+// apply makes one change; changed reports whether the state moved. A
+// change whose path or value is missing (an argument not given) changes
+// nothing.
+func (c *call) apply(o *op) (changed bool, _ *harness.ToolError) {
+	p, ok := c.evalPath(o.path)
+	if !ok {
+		return false, nil
+	}
+	at := strings.Join(p, ".")
+	fail := func(err error) (bool, *harness.ToolError) {
+		return false, invalid("%s: %v", c.t.meta.Name, err)
+	}
+	t := o.path.t
+	switch o.kind {
+	case opSet:
+		v, ok := o.value.eval(c)
+		if !ok {
+			return false, nil
+		}
+		nv, err := t.normalize(v, at)
+		if err != nil {
+			return fail(err)
+		}
+		old, found, _ := c.w.lookup(p)
+		cont, err := c.container(p, o.path.types, true)
+		if err != nil {
+			return fail(err)
+		}
+		if err := put(cont, p[len(p)-1], nv); err != nil {
+			return fail(err)
+		}
+		return !found || !equal(old, nv), nil
+	case opMerge:
+		v, ok := o.value.eval(c)
+		if !ok {
+			return false, nil
+		}
+		m, isMap := v.(map[string]any)
+		if !isMap {
+			return fail(fmt.Errorf("%s: a merge takes a mapping, got %s", at, describeValue(v)))
+		}
+		old, found, _ := c.w.lookup(p)
+		target, isTarget := old.(map[string]any)
+		if !found || !isTarget {
+			if found && old != nil {
+				return fail(fmt.Errorf("%s holds %s, not a mapping to merge into", at, describeValue(old)))
+			}
+			cont, err := c.container(p, o.path.types, true)
+			if err != nil {
+				return fail(err)
+			}
+			target = map[string]any{}
+			if t.kind == kObject || t.kind == kMap {
+				target = t.zero().(map[string]any)
+			}
+			if err := put(cont, p[len(p)-1], target); err != nil {
+				return fail(err)
+			}
+			changed = true
+		}
+		for _, k := range sortedKeys(m) {
+			ft := anyType
+			switch t.kind {
+			case kObject:
+				f, ok := t.byName[k]
+				if !ok {
+					return fail(fmt.Errorf("%s has no field %q", at, k))
+				}
+				ft = f.t
+			case kMap:
+				ft = t.elem
+			}
+			nv, err := ft.normalize(m[k], join(at, k))
+			if err != nil {
+				return fail(err)
+			}
+			if prev, ok := target[k]; !ok || !equal(prev, nv) {
+				changed = true
+			}
+			target[k] = nv
+		}
+		return changed, nil
+	case opAppend:
+		v, ok := o.value.eval(c)
+		if !ok {
+			return false, nil
+		}
+		et := anyType
+		if t.kind == kList {
+			et = t.elem
+		}
+		nv, err := et.normalize(v, at)
+		if err != nil {
+			return fail(err)
+		}
+		old, found, _ := c.w.lookup(p)
+		list, isList := old.([]any)
+		if found && old != nil && !isList {
+			return fail(fmt.Errorf("%s holds %s, not a list", at, describeValue(old)))
+		}
+		cont, err := c.container(p, o.path.types, true)
+		if err != nil {
+			return fail(err)
+		}
+		if err := put(cont, p[len(p)-1], append(list, nv)); err != nil {
+			return fail(err)
+		}
+		return true, nil
+	case opIncrement:
+		var by any = int64(1)
+		if o.by != nil {
+			v, ok := o.by.eval(c)
+			if !ok {
+				return false, nil
+			}
+			by = v
+		}
+		old, found, _ := c.w.lookup(p)
+		if !found || old == nil {
+			old = int64(0)
+		}
+		var next any
+		bi, byInt := asInteger(by)
+		oi, oldInt := asInteger(old)
+		_, oldIsInt := old.(int64)
+		switch {
+		case t.kind == kInteger:
+			if !byInt || !oldInt {
+				return fail(fmt.Errorf("%s: an integer is incremented by an integer, got %s", at, describeValue(by)))
+			}
+			next = oi + bi
+		case t.kind == kAny && oldIsInt && byInt:
+			next = oi + bi
+		default:
+			bf, ok1 := asNumber(by)
+			of, ok2 := asNumber(old)
+			if !ok1 || !ok2 {
+				return fail(fmt.Errorf("%s holds %s, incremented by %s", at, describeValue(old), describeValue(by)))
+			}
+			next = of + bf
+		}
+		cont, err := c.container(p, o.path.types, true)
+		if err != nil {
+			return fail(err)
+		}
+		if err := put(cont, p[len(p)-1], next); err != nil {
+			return fail(err)
+		}
+		return !equal(old, next), nil
+	case opDelete:
+		cont, err := c.container(p, o.path.types, false)
+		if err != nil || cont == nil {
+			return false, nil
+		}
+		m, isMap := cont.(map[string]any)
+		if !isMap {
+			return false, nil
+		}
+		if _, ok := m[p[len(p)-1]]; !ok {
+			return false, nil
+		}
+		delete(m, p[len(p)-1])
+		return true, nil
+	}
+	return false, nil
+}
