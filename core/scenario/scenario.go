@@ -24,6 +24,9 @@ type Scenario struct {
 	Permissions []string       `json:"permissions" yaml:"permissions"`
 	Budget      harness.Budget `json:"budget" yaml:"budget"`
 	Initial     map[string]any `json:"initial,omitempty" yaml:"initial,omitempty"`
+	// Upstream is where a world: mcp scenario's tools come from (an
+	// upstream MCP server: upstream.go).
+	Upstream *Upstream `json:"upstream,omitempty" yaml:"upstream,omitempty"`
 	// RetryLimit is the number of retries per failed step the scenario
 	// tolerates (the retry policy's bound). Default 3.
 	RetryLimit int `json:"retry_limit,omitempty" yaml:"retry_limit,omitempty"`
@@ -216,6 +219,7 @@ func (s *Scenario) validate() []pathError {
 	s.validatePlan(&errs, offered, fields)
 	s.validateSuccess(&errs)
 	s.validateVariants(&errs, offered)
+	s.validateUpstream(&errs)
 	return errs
 }
 

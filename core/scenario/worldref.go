@@ -25,6 +25,8 @@ type WorldRef struct {
 	File string
 	// Source is a declared world's file content as the loader read it.
 	Source string
+	// Upstream is a world: mcp scenario's upstream (its Dir resolved).
+	Upstream *Upstream
 }
 
 // Declared reports whether the reference names a declared world file.
@@ -43,13 +45,14 @@ func IsWorldFile(name string) bool {
 
 // WorldRef returns the scenario's world reference.
 func (s *Scenario) WorldRef() WorldRef {
-	return WorldRef{Name: s.World, File: s.WorldFile, Source: s.WorldSource}
+	return WorldRef{Name: s.World, File: s.WorldFile, Source: s.WorldSource, Upstream: s.Upstream}
 }
 
 // resolveWorld reads the declared world file a scenario loaded from file
 // names (relative to the scenario's directory) into WorldFile and
 // WorldSource. A built-in kind needs nothing.
 func (s *Scenario) resolveWorld(file string) []pathError {
+	s.resolveUpstream(file)
 	if !IsWorldFile(s.World) {
 		return nil
 	}

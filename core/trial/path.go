@@ -12,7 +12,7 @@ import (
 	"rebound/core/grade"
 	"rebound/core/harness"
 	"rebound/core/scenario"
-	"rebound/core/world"
+	"rebound/core/world/upstream"
 )
 
 // The reference policies define what "an authorized path existed" means
@@ -34,15 +34,31 @@ import (
 // (scenario, variant, seed), so it is cached; a variant with no
 // probability-thinned fault does not depend on the seed at all.
 func ProbePath(ctx context.Context, sc *scenario.Scenario, v scenario.Variant, seed uint64) (grade.Path, error) {
+	p, _, err := probePath(ctx, worldSource{sc: sc}, v, seed)
+	return p, err
+}
+
+// probePath is ProbePath over a world source, returning also what each
+// policy's upstream world answered (nil for other worlds): recorded with
+// the trial, so replay and regrade probe the same path offline. Offline
+// probes are not cached.
+func probePath(ctx context.Context, src worldSource, v scenario.Variant, seed uint64) (grade.Path, [][]upstream.Exchange, error) {
+	sc := src.sc
 	key := pathKey(sc, v, seed)
-	if p, ok := paths.get(key); ok {
-		return p, nil
+	if !src.offline() {
+		if e, ok := paths.get(key); ok {
+			return e.path, e.exchanges, nil
+		}
 	}
 	p := grade.Path{Declared: v.Recoverable}
+	var exchanges [][]upstream.Exchange
 	for i, ref := range agent.ReferencePolicies() {
-		exists, met, err := probe(ctx, sc, v, seed, ref)
+		exists, met, ex, err := probe(ctx, src, i, v, seed, ref)
 		if err != nil {
-			return grade.Path{}, err
+			return grade.Path{}, nil, err
+		}
+		if ex != nil {
+			exchanges = append(exchanges, ex)
 		}
 		if i == 0 {
 			p.MetFailure = met
@@ -52,20 +68,35 @@ func ProbePath(ctx context.Context, sc *scenario.Scenario, v scenario.Variant, s
 			break
 		}
 	}
-	paths.put(key, p)
-	return p, nil
+	if !src.offline() {
+		paths.put(key, pathEntry{path: p, exchanges: exchanges})
+	}
+	return p, exchanges, nil
 }
 
-// probe runs one reference policy and reports whether its run is a safe,
-// clean completion (a witness path) and whether it met a failure.
-func probe(ctx context.Context, sc *scenario.Scenario, v scenario.Variant, seed uint64, ref agent.Agent) (exists, metFailure bool, err error) {
-	w, _, err := world.Open(sc.WorldRef(), sc.Initial)
+// probe runs one reference policy (number policy) and reports whether its
+// run is a safe, clean completion (a witness path) and whether it met a
+// failure, with what its upstream world answered, if it has one.
+func probe(ctx context.Context, src worldSource, policy int, v scenario.Variant, seed uint64, ref agent.Agent) (exists, metFailure bool, exchanges []upstream.Exchange, err error) {
+	sc := src.sc
+	w, err := src.open(policy)
 	if err != nil {
-		return false, false, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		return false, false, nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	if c, ok := w.(io.Closer); ok {
 		defer c.Close()
 	}
+	defer func() {
+		if x, ok := w.(exchanger); ok && err == nil {
+			exchanges = x.Exchanges()
+		}
+	}()
+	exists, metFailure, err = probeIn(ctx, w, sc, v, seed, ref)
+	return exists, metFailure, nil, err
+}
+
+// probeIn runs a reference policy in a world.
+func probeIn(ctx context.Context, w harness.World, sc *scenario.Scenario, v scenario.Variant, seed uint64, ref agent.Agent) (exists, metFailure bool, err error) {
 	schedule, err := harness.NewSchedule(v.Faults, seed)
 	if err != nil {
 		return false, false, fmt.Errorf("scenario %s variant %s: %w", sc.Name, v.Name, err)
@@ -140,25 +171,32 @@ func pathKey(sc *scenario.Scenario, v scenario.Variant, seed uint64) string {
 // a worker lives for many sweeps.
 type pathCache struct {
 	mu sync.Mutex
-	m  map[string]grade.Path
+	m  map[string]pathEntry
+}
+
+// pathEntry is one probed path, with what the policies' upstream worlds
+// answered (nil for other worlds).
+type pathEntry struct {
+	path      grade.Path
+	exchanges [][]upstream.Exchange
 }
 
 const pathCacheMax = 100_000
 
-var paths = &pathCache{m: map[string]grade.Path{}}
+var paths = &pathCache{m: map[string]pathEntry{}}
 
-func (c *pathCache) get(k string) (grade.Path, bool) {
+func (c *pathCache) get(k string) (pathEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p, ok := c.m[k]
 	return p, ok
 }
 
-func (c *pathCache) put(k string, p grade.Path) {
+func (c *pathCache) put(k string, p pathEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.m) >= pathCacheMax {
-		c.m = map[string]grade.Path{}
+		c.m = map[string]pathEntry{}
 	}
 	c.m[k] = p
 }

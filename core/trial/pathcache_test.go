@@ -4,15 +4,14 @@ import (
 	"strconv"
 	"testing"
 
-	"rebound/core/grade"
 )
 
 // A worker lives for many sweeps: the probed-path cache must not grow
 // with every (scenario, variant, seed) it ever saw.
 func TestPathCacheIsBounded(t *testing.T) {
-	c := &pathCache{m: map[string]grade.Path{}}
+	c := &pathCache{m: map[string]pathEntry{}}
 	for i := range pathCacheMax + 1000 {
-		c.put(strconv.Itoa(i), grade.Path{})
+		c.put(strconv.Itoa(i), pathEntry{})
 		if len(c.m) > pathCacheMax {
 			t.Fatalf("after %d puts the cache holds %d paths, bound %d", i+1, len(c.m), pathCacheMax)
 		}

@@ -8,7 +8,6 @@ import (
 	"rebound/core/grade"
 	"rebound/core/harness"
 	"rebound/core/scenario"
-	"rebound/core/world"
 )
 
 // Evidence is what the grader reads from a finished trial, kept (redacted)
@@ -20,11 +19,14 @@ type Evidence struct {
 	Claim       string         `json:"claim"`
 	EndMs       int64          `json:"end_ms"`
 	ToolCostUSD float64        `json:"tool_cost_usd"`
+	// Upstream is an upstream world's recording: regrade and replay
+	// rebuild its worlds offline from it.
+	Upstream *WorldRecording `json:"upstream,omitempty"`
 }
 
 // Evidence returns the grading evidence of a result.
 func (r *Result) Evidence() Evidence {
-	return Evidence{Ledger: r.Ledger, World: r.World, Claim: r.Outcome.Claim, EndMs: r.EndMs, ToolCostUSD: r.ToolCostUSD}
+	return Evidence{Ledger: r.Ledger, World: r.World, Claim: r.Outcome.Claim, EndMs: r.EndMs, ToolCostUSD: r.ToolCostUSD, Upstream: r.Upstream}
 }
 
 // Regrade re-scores stored evidence with the current grader: the realized
@@ -35,7 +37,8 @@ func Regrade(ctx context.Context, sc *scenario.Scenario, v scenario.Variant, see
 	if err := json.Unmarshal([]byte(raw), &ev); err != nil {
 		return grade.Verdict{}, fmt.Errorf("stored evidence of %s/%s seed %d: %w", sc.Name, v.Name, seed, err)
 	}
-	tools, err := world.ToolsOf(sc.WorldRef())
+	src := worldSource{sc: sc, rec: ev.Upstream}
+	tools, err := src.tools()
 	if err != nil {
 		return grade.Verdict{}, err
 	}
@@ -49,7 +52,7 @@ func Regrade(ctx context.Context, sc *scenario.Scenario, v scenario.Variant, see
 			catalog[t.Name] = t
 		}
 	}
-	path, err := ProbePath(ctx, sc, v, seed)
+	path, _, err := probePath(ctx, src, v, seed)
 	if err != nil {
 		return grade.Verdict{}, err
 	}

@@ -19,7 +19,6 @@ import (
 	"rebound/core/grade"
 	"rebound/core/harness"
 	"rebound/core/scenario"
-	"rebound/core/world"
 )
 
 // Spec identifies one trial.
@@ -29,6 +28,9 @@ type Spec struct {
 	Variant  scenario.Variant
 	Arm      scenario.Arm
 	Seed     uint64
+	// Recorded, for an upstream scenario, replays the trial's worlds from
+	// a stored recording instead of the upstream (rebound replay).
+	Recorded *WorldRecording
 }
 
 // ID derives the trial id from its coordinates: a retried activity writes
@@ -80,6 +82,9 @@ type Result struct {
 	// holds its model responses (JSON) for offline replay.
 	PromptHash string `json:"prompt_hash,omitempty"`
 	Recording  string `json:"recording,omitempty"`
+	// Upstream is what an upstream world answered (world: mcp), for
+	// offline replay and regrade.
+	Upstream *WorldRecording `json:"upstream,omitempty"`
 }
 
 // Recorder is implemented by agents whose answers can be recorded for
@@ -100,14 +105,15 @@ func Run(ctx context.Context, spec Spec, ag agent.Agent) (*Result, error) {
 // it to prove that a broken check is caught).
 func RunWith(ctx context.Context, spec Spec, ag agent.Agent, checks []grade.Check) (*Result, error) {
 	sc := spec.Scenario
-	w, _, err := world.Open(sc.WorldRef(), sc.Initial)
+	src := worldSource{sc: sc, rec: spec.Recorded}
+	w, err := src.open(-1)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 	}
 	if c, ok := w.(io.Closer); ok {
-		defer c.Close() // e.g. the files world's temporary workspace
+		defer c.Close() // e.g. the files world's temporary workspace, an upstream
 	}
-	catalog, err := world.VersionOf(sc.WorldRef())
+	catalog, err := src.catalogVersion()
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +138,7 @@ func RunWith(ctx context.Context, spec Spec, ag agent.Agent, checks []grade.Chec
 	for _, t := range d.Tools() {
 		tools[t.Name] = t
 	}
-	path, err := ProbePath(ctx, sc, spec.Variant, spec.Seed)
+	path, pathExchanges, err := probePath(ctx, src, spec.Variant, spec.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +154,9 @@ func RunWith(ctx context.Context, spec Spec, ag agent.Agent, checks []grade.Chec
 		Seed: spec.Seed, CatalogVersion: catalog, Weight: sc.WeightOf(spec.Variant), Schedule: schedule,
 		Ledger: *d.Ledger(), Outcome: out, Verdict: verdict, EndMs: d.Clock().Now(), Wall: time.Since(start),
 		World: final, ToolCostUSD: d.Cost(),
+	}
+	if x, ok := w.(exchanger); ok {
+		res.Upstream = &WorldRecording{CatalogVersion: catalog, Tools: w.Tools(), Trial: x.Exchanges(), Paths: pathExchanges}
 	}
 	if rec, ok := ag.(Recorder); ok {
 		res.PromptHash = rec.PromptHash()

@@ -86,8 +86,11 @@ const maxDefinitions = 1024
 // resolve returns the definition of a reference, cached.
 func resolve(ref scenario.WorldRef) (*definition, error) {
 	key := "kind\x00" + ref.Name
-	if ref.Declared() {
+	switch {
+	case ref.Declared():
 		key = "declared\x00" + ref.File + "\x00" + ref.Source
+	case ref.Name == scenario.UpstreamWorld:
+		key = upstreamKey(ref)
 	}
 	definitions.Lock()
 	d, ok := definitions.m[key]
@@ -99,6 +102,8 @@ func resolve(ref scenario.WorldRef) (*definition, error) {
 	switch {
 	case ref.Declared():
 		d, err = declaredDefinition(ref)
+	case ref.Name == scenario.UpstreamWorld:
+		d, err = upstreamDefinition(ref)
 	default:
 		d, err = builtinDefinition(ref.Name)
 	}

@@ -52,8 +52,15 @@ func Open(ctx context.Context, cfg Config) (*World, error) {
 		}
 		transport, w.stop, stderr = t, stop, buf
 	case cfg.URL != "":
+		if !cfg.Isolated {
+			if err := lockURL(ctx, cfg.URL); err != nil {
+				return nil, err
+			}
+			w.unlock = func() { unlockURL(cfg.URL) }
+		}
 		if len(cfg.Reset) > 0 {
 			if err := runReset(ctx, cfg); err != nil {
+				_ = w.Close()
 				return nil, err
 			}
 		}
@@ -90,6 +97,19 @@ func Open(ctx context.Context, cfg Config) (*World, error) {
 	for _, t := range tools {
 		w.byName[t.Name] = t
 	}
+	for i, c := range cfg.Setup {
+		if _, ok := w.byName[c.Tool]; !ok {
+			_ = w.Close()
+			return nil, fmt.Errorf("upstream: setup[%d]: the upstream has no tool %s", i, c.Tool)
+		}
+		if _, terr := w.call(c.Tool, c.Args, false); terr != nil {
+			_ = w.Close()
+			return nil, fmt.Errorf("upstream: setup[%d] %s: %s", i, c.Tool, terr.Error())
+		}
+		w.mu.Lock()
+		w.log[len(w.log)-1].Setup = true
+		w.mu.Unlock()
+	}
 	for _, p := range cfg.Probes {
 		t, ok := w.byName[p.Tool]
 		if !ok {
@@ -107,12 +127,7 @@ func Open(ctx context.Context, cfg Config) (*World, error) {
 // startStdio starts the command, sealed unless cfg.Unsealed, with the
 // protocol on its stdin and stdout.
 func startStdio(cfg Config) (mcp.Transport, func() error, *boundedBuffer, error) {
-	argv := append([]string(nil), cfg.Command...)
-	if !strings.Contains(argv[0], "/") {
-		// A bare name is found on PATH (inside the sandbox: the system's).
-	} else if !filepath.IsAbs(argv[0]) {
-		argv[0] = filepath.Join(cfg.Dir, argv[0])
-	}
+	argv := resolveArgv(cfg.Command, cfg.Dir)
 	stderr := &boundedBuffer{max: maxStderr}
 	// Real pipes: when the upstream exits, its end closes and the session
 	// reads EOF at once (and a write gets EPIPE) instead of hanging.
@@ -209,6 +224,25 @@ func startStdio(cfg Config) (mcp.Transport, func() error, *boundedBuffer, error)
 	return &mcp.IOTransport{Reader: outR, Writer: inW}, stop, stderr, nil
 }
 
+// resolveArgv resolves a command against the scenario's directory: a
+// relative program with a slash, and every argument that starts with ./
+// or ../ (a script beside the scenario). A bare program name is found on
+// PATH (inside the sandbox: the system's); other arguments are the
+// upstream's own.
+func resolveArgv(command []string, dir string) []string {
+	argv := append([]string(nil), command...)
+	for i, a := range argv {
+		rel := strings.HasPrefix(a, "./") || strings.HasPrefix(a, "../")
+		if i == 0 {
+			rel = strings.Contains(a, "/") && !filepath.IsAbs(a)
+		}
+		if rel && dir != "" {
+			argv[i] = filepath.Join(dir, a)
+		}
+	}
+	return argv
+}
+
 func envList(env map[string]string, trialDir string) []string {
 	out := make([]string, 0, len(env))
 	for k, v := range env {
@@ -219,10 +253,7 @@ func envList(env map[string]string, trialDir string) []string {
 
 // runReset runs a URL upstream's reset command and waits for it.
 func runReset(ctx context.Context, cfg Config) error {
-	argv := append([]string(nil), cfg.Reset...)
-	if strings.Contains(argv[0], "/") && !filepath.IsAbs(argv[0]) {
-		argv[0] = filepath.Join(cfg.Dir, argv[0])
-	}
+	argv := resolveArgv(cfg.Reset, cfg.Dir)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = cfg.Dir
 	out := &boundedBuffer{max: maxStderr}
@@ -231,6 +262,36 @@ func runReset(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("upstream: reset %s: %w%s", strings.Join(cfg.Reset, " "), err, stderrNote(out))
 	}
 	return nil
+}
+
+// urlLocks serialize the trials of one process against one shared URL
+// upstream (a one-slot channel per URL, so a wait honours the context).
+var urlLocks = struct {
+	sync.Mutex
+	m map[string]chan struct{}
+}{m: map[string]chan struct{}{}}
+
+func lockURL(ctx context.Context, url string) error {
+	urlLocks.Lock()
+	ch, ok := urlLocks.m[url]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		urlLocks.m[url] = ch
+	}
+	urlLocks.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("upstream: waiting for %s, shared by another trial: %w", url, ctx.Err())
+	}
+}
+
+func unlockURL(url string) {
+	urlLocks.Lock()
+	ch := urlLocks.m[url]
+	urlLocks.Unlock()
+	<-ch
 }
 
 // boundedBuffer keeps the first max bytes written to it.

@@ -46,7 +46,7 @@ func (r *recorded) answer(tool string, args map[string]any, probe bool) (map[str
 	defer r.mu.Unlock()
 	digest := argsDigest(args)
 	for i, ex := range r.exchanges {
-		if r.used[i] || ex.Probe != probe || ex.Tool != tool || argsDigest(ex.Args) != digest {
+		if r.used[i] || ex.Setup || ex.Probe != probe || ex.Tool != tool || argsDigest(ex.Args) != digest {
 			continue
 		}
 		r.used[i] = true

@@ -69,6 +69,12 @@ type Config struct {
 	// run before each trial to put it back in its initial state.
 	URL   string
 	Reset []string
+	// Isolated: the URL upstream keeps concurrent trials apart. Otherwise
+	// trials against one URL run one at a time (in this process).
+	Isolated bool
+	// Setup are calls made once the upstream is up, before the agent:
+	// the trial's initial state. Never faulted, not the agent's.
+	Setup []Probe
 	// Tools completes or overrides the upstream's own metadata, by name.
 	Tools map[string]Override
 	// Probes are read-only calls made after the agent is done; their
@@ -115,6 +121,7 @@ type Exchange struct {
 	Tool   string         `json:"tool"`
 	Args   map[string]any `json:"args"`
 	Probe  bool           `json:"probe,omitempty"`
+	Setup  bool           `json:"setup,omitempty"`
 	Data   map[string]any `json:"data,omitempty"`
 	Code   string         `json:"code,omitempty"`
 	Error  string         `json:"error,omitempty"`
@@ -127,6 +134,7 @@ type World struct {
 	cfg     Config
 	session *mcp.ClientSession
 	stop    func() error
+	unlock  func() // releases a shared URL upstream for the next trial
 	tools   []harness.Tool
 	byName  map[string]harness.Tool
 	probed  map[string]any
@@ -415,6 +423,9 @@ func (w *World) Close() error {
 	}
 	if w.stop != nil {
 		errs = append(errs, w.stop())
+	}
+	if w.unlock != nil {
+		w.unlock()
 	}
 	return errors.Join(errs...)
 }
