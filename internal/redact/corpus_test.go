@@ -101,6 +101,7 @@ func TestOrdinaryTextSurvives(t *testing.T) {
 		"scenario_hash=" + strings.Repeat("0f1e", 16), "retry with the same idempotency key; the key is the invoice id",
 		"GET https://api.example.com/v1/items?page=2&per_page=50&sort=created_at", "inventory.lookup", "TIMEOUT",
 		"Authorization header missing", "cache_key: inv-100-2026-11-30", "sort_key=created_at_desc",
+		"session_id=checkout-flow-eu-west-2025", "token_name=CustomerRefundRequested", "see https://docs.example.com/guide?section=getting-started-with-retries",
 	} {
 		if out := r.String(s); out != s {
 			t.Errorf("harmless text changed: %q -> %q", s, out)

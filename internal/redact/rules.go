@@ -246,12 +246,46 @@ func secretName(name string) (secret, strong bool) {
 
 // tokenLike reports a value that looks generated rather than written: at
 // least 16 bytes mixing letters with digits or both cases, of high Shannon
-// entropy.
+// entropy, with a part (between punctuation) that mixes letters and
+// digits or changes case often ("process-items-2025", "checkout-api" and
+// "CustomerRefundRequested" are written; "x9Yk2mQ7pL4vR8wN" is not).
 func tokenLike(v string) bool {
-	if len(v) < 16 || classes(v) < 2 {
+	if len(v) < 16 || classes(v) < 2 || shannon(v) < 3.0 {
 		return false
 	}
-	return shannon(v) >= 3.0
+	for _, part := range strings.FieldsFunc(v, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+	}) {
+		if generatedPart(part) {
+			return true
+		}
+	}
+	return false
+}
+
+// generatedPart reports a run of letters and digits that mixes the two, or
+// letters whose case changes at least every fourth one.
+func generatedPart(p string) bool {
+	letters, digits, changes := 0, 0, 0
+	prevUpper, prevLetter := false, false
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if '0' <= c && c <= '9' {
+			digits++
+			prevLetter = false
+			continue
+		}
+		up := 'A' <= c && c <= 'Z'
+		if prevLetter && up != prevUpper {
+			changes++
+		}
+		letters++
+		prevUpper, prevLetter = up, true
+	}
+	if letters > 0 && digits > 0 {
+		return true
+	}
+	return letters >= 12 && 4*changes >= letters
 }
 
 // productID reports the identifiers rebound itself stores (trial ids, the
