@@ -177,5 +177,5 @@ func (s *Scenario) validateCatalog(catalog map[string]harness.Tool) []pathError 
 			}
 		}
 	}
-	return errs
+	return append(errs, s.validateArgSchemas(catalog)...)
 }

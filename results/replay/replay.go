@@ -27,7 +27,7 @@ import (
 // Result compares a stored trial with its replay.
 type Result struct {
 	TrialID  string        `json:"trial_id"`
-	Offline  bool          `json:"offline"` // replayed from a recording (LLM arm)
+	Offline  bool          `json:"offline"` // replayed from a recording (an LLM arm's model, an upstream's answers)
 	Stored   grade.Verdict `json:"stored"`
 	Replayed grade.Verdict `json:"replayed"`
 	// Diffs lists every outcome and check whose verdict changed; empty
@@ -115,11 +115,21 @@ func Trial(ctx context.Context, src Source, trialID string, replayOpts ...Option
 		// model answers were never recorded by rebound.
 		return res, fmt.Errorf("%w: trial %s of a command arm ran an external process; rebound keeps no recording of its model", ErrNotReplayable, trialID)
 	}
+	spec := trial.Spec{SweepID: t.SweepID, Scenario: sc, Variant: variant, Arm: arm, Seed: t.Seed}
+	if sc.World == scenario.UpstreamWorld {
+		// The upstream is not run again: its recorded answers are.
+		var ev trial.Evidence
+		if err := json.Unmarshal([]byte(t.Evidence), &ev); err != nil || ev.Upstream == nil {
+			return res, fmt.Errorf("%w: trial %s of an upstream scenario has no stored recording of its upstream", ErrNotReplayable, trialID)
+		}
+		spec.Recorded = ev.Upstream
+		res.Offline = true
+	}
 	ag, err := armpkg.Resolve(arm, opts...)
 	if err != nil {
 		return res, err
 	}
-	out, err := trial.Run(ctx, trial.Spec{SweepID: t.SweepID, Scenario: sc, Variant: variant, Arm: arm, Seed: t.Seed}, ag)
+	out, err := trial.Run(ctx, spec, ag)
 	if errors.Is(err, llm.ErrDivergence) {
 		res.Divergence = err.Error()
 		return res, nil
