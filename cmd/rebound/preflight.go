@@ -80,6 +80,8 @@ func expectKind(path, want, what string) error {
 	switch {
 	case got == "" || got == want:
 		return nil
+	case got == scenario.KindWorld:
+		return usagef("%s is a declared world's file, not a %s: scenarios name it (world: ./worlds/NAME.yaml, relative to the scenario); to check it: rebound scenario lint %s", path, want, path)
 	case want == scenario.KindPlan:
 		return usagef("%s is a scenario, not a plan: give a plan, which names scenarios, arms and seeds (see examples/plans/quickstart.yaml); to check the scenario itself: rebound scenario lint %s", path, path)
 	default:

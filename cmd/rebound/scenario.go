@@ -13,7 +13,7 @@ import (
 
 const scenarioAbout = `Works with scenario and plan files.
 
-  rebound scenario lint PATH...              check scenario and plan files
+  rebound scenario lint PATH...              check scenario, plan and world files
   rebound scenario variants [flags] FILE...  list every variant, hand-written and
                                              generated from tool metadata
   rebound scenario import FILE [-o OUT]      convert a recovery-test.yaml scenario
@@ -35,12 +35,15 @@ declared, fault triggers, generated variants, metamorphic pairs). Every
 problem of a file is reported in one pass, with file:line:column and the
 field; notes (a default that applies) are printed but are not problems. A
 file with a top-level 'arms' key is checked as a plan (with every scenario
-it names). Only regular files are read, scenario files up to 4 MiB and plan
-files up to 1 MiB. --output json prints one object with every file's
-problems and notes.
+it names); one with top-level 'state' and 'tools' as a declared world (every
+template resolves against its state schema, every status tool reconciles a
+write), which every scenario naming it is checked against too. Only regular
+files are read, scenario files up to 4 MiB, plan and world files up to
+1 MiB. --output json prints one object with every file's problems and notes.
 
 Example:
   rebound scenario lint examples/scenarios/*.yaml examples/plans/quickstart.yaml
+  rebound scenario lint examples/scenarios/worlds/*.yaml
   rebound scenario lint my-scenario.yaml --output json`
 
 func newScenarioLintCmd() *cobra.Command {

@@ -1,6 +1,8 @@
-// Package lint checks scenario and plan files and reports every problem
-// of a file at once: syntax, unknown fields, types and meaning (through the
-// scenario loader), a reference plan that cannot reach the goal without
+// Package lint checks scenario, plan and declared world files and reports
+// every problem of a file at once: syntax, unknown fields, types and
+// meaning (through the scenario loader and the declared world compiler:
+// every template resolves against the state schema, every status tool
+// reconciles a write), a reference plan that cannot reach the goal without
 // faults, and, as warnings, variants whose declared recoverability the
 // realized fault schedule contradicts for some seeds.
 package lint
@@ -34,7 +36,7 @@ func fieldProblem(e scenario.FieldError) Problem {
 // File is what lint found in one file.
 type File struct {
 	Path     string    `json:"path"`
-	Kind     string    `json:"kind"` // scenario or plan
+	Kind     string    `json:"kind"` // scenario, plan or world
 	OK       bool      `json:"ok"`
 	Problems []Problem `json:"problems"`
 	// Notes are defaults that apply; they are not problems.
@@ -51,7 +53,8 @@ type Result struct {
 }
 
 // Files checks every file of paths: one with a top-level "arms" (or
-// "matrix") key as a plan, with every scenario it names, any other as a
+// "matrix") key as a plan, with every scenario it names; a declared
+// world's file (top-level "state" and "tools") as a world; any other as a
 // scenario. Only a cancelled ctx is an error; what is wrong with a file is
 // in the result.
 func Files(ctx context.Context, paths []string) (Result, error) {
@@ -74,10 +77,14 @@ func check(ctx context.Context, path string) (File, error) {
 		err      error
 		warnings []string
 	)
-	if isPlan(path) {
+	switch kindOf(path) {
+	case scenario.KindPlan:
 		f.Kind = scenario.KindPlan
 		_, err = scenario.LoadPlanWith(path, opts)
-	} else {
+	case scenario.KindWorld:
+		f.Kind = scenario.KindWorld
+		err = world.CheckFile(path)
+	default:
 		var sc *scenario.Scenario
 		if sc, err = scenario.LoadScenarioWith(path, opts); err == nil {
 			err = checkBaseline(ctx, sc)
@@ -169,11 +176,12 @@ func recoverabilityWarnings(ctx context.Context, sc *scenario.Scenario) ([]strin
 	return out, nil
 }
 
-// isPlan tells plans from scenarios by their top-level keys.
-func isPlan(path string) bool {
+// kindOf tells plans, scenarios and declared worlds apart by their
+// top-level keys.
+func kindOf(path string) string {
 	data, err := fileerr.ReadRegular(path, scenario.MaxScenarioBytes, "scenario or plan file")
 	if err != nil {
-		return false // loading it as a scenario reports why
+		return scenario.KindScenario // loading it as a scenario reports why
 	}
-	return scenario.KindOf(data) == scenario.KindPlan
+	return scenario.KindOf(data)
 }

@@ -20,6 +20,8 @@ func TestKindOf(t *testing.T) {
 		{"example scenario", read("../../examples/scenarios/charge-502-twice.yaml"), KindScenario},
 		{"matrix plan", "name: p\nmatrix: {models: [a]}\n", KindPlan},
 		{"goal only", "goal: g\n", KindScenario},
+		{"declared world", read("../../examples/scenarios/worlds/payments.yaml"), KindWorld},
+		{"state without tools", "name: w\nstate: {}\n", ""},
 		{"neither", "name: x\nseeds: 3\n", ""},
 		{"a list", "- world\n- goal\n", ""},
 		{"not yaml", "{[", ""},

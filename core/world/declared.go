@@ -6,6 +6,7 @@ import (
 	"rebound/core/harness"
 	"rebound/core/scenario"
 	"rebound/core/world/declared"
+	"rebound/internal/fileerr"
 )
 
 // declaredDefinition compiles a declared world's file (its content as the
@@ -26,4 +27,15 @@ func declaredDefinition(ref scenario.WorldRef) (*definition, error) {
 	return &definition{tools: d.Tools(), version: version, build: func(initial map[string]any) (harness.World, error) {
 		return d.New(initial)
 	}}, nil
+}
+
+// CheckFile checks a declared world's file on its own (rebound scenario
+// lint WORLD.yaml): every problem, located at file:line:column.
+func CheckFile(path string) error {
+	data, err := fileerr.ReadRegular(path, scenario.MaxWorldBytes, "world file")
+	if err != nil {
+		return err
+	}
+	_, err = declared.Parse(path, data)
+	return err
 }

@@ -22,6 +22,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"rebound/core/harness"
+	"rebound/internal/fileerr"
 	"rebound/internal/strictyaml"
 )
 
@@ -142,6 +143,12 @@ func Parse(file string, data []byte) (*Def, error) {
 	}
 	d := p.world(root.Content[0])
 	if len(p.errs) > 0 {
+		slices.SortStableFunc(p.errs, func(a, b fileerr.FieldError) int {
+			if a.Line != b.Line {
+				return a.Line - b.Line
+			}
+			return a.Col - b.Col
+		})
 		return nil, p.errs
 	}
 	return d, nil
@@ -979,7 +986,7 @@ func (p *parser) status(sc *scope, t *tool, n *yaml.Node, at string) *status {
 		rs := &scope{p: p, def: sc.def, tool: t, binds: sc.binds, prior: st.of}
 		e, ok := rs.expr(retNode, at+".returns")
 		if !ok {
-			return nil
+			return st // reported; the block still answers about the write
 		}
 		st.returns = e.(*objExpr)
 		if slices.Contains(st.returns.keys, harness.ReconcileStatus) {

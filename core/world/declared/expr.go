@@ -124,6 +124,9 @@ func splitTemplate(s string) ([]rawPart, error) {
 				return nil, fmt.Errorf("unclosed { (write {{ for a literal brace)")
 			}
 			inner := s[i+1 : i+1+end]
+			if strings.Contains(inner, "{") {
+				return nil, fmt.Errorf("a placeholder holds no other placeholder: name the entry as a read first (reads: {entry: \"items.{id}\"}) and write {entry.field}")
+			}
 			names := strings.Split(inner, ".")
 			for _, n := range names {
 				if n == "" || strings.IndexFunc(n, func(r rune) bool { return !nameRune(r) }) >= 0 {
@@ -216,9 +219,15 @@ func (s *scope) names() string {
 
 // template compiles a template string at node n.
 func (s *scope) template(n *yaml.Node, at, src string) (*tmpl, bool) {
+	return s.templateIn(n, at, src, src)
+}
+
+// templateIn compiles src, a part of the string whole (a path's segment),
+// naming whole in errors.
+func (s *scope) templateIn(n *yaml.Node, at, src, whole string) (*tmpl, bool) {
 	raw, err := splitTemplate(src)
 	if err != nil {
-		s.p.errorf(n, at, "%q: %v", src, err)
+		s.p.errorf(n, at, "%q: %v", whole, err)
 		return nil, false
 	}
 	t := &tmpl{src: src}
@@ -230,7 +239,7 @@ func (s *scope) template(n *yaml.Node, at, src string) (*tmpl, bool) {
 		}
 		rf, err := s.ref(r.name)
 		if err != nil {
-			s.p.errorf(n, at, "%q: {%s}: %v", src, strings.Join(r.name, "."), err)
+			s.p.errorf(n, at, "%q: {%s}: %v", whole, strings.Join(r.name, "."), err)
 			ok = false
 			continue
 		}
@@ -315,7 +324,7 @@ func (s *scope) path(n *yaml.Node, at, src string) (*pathExpr, bool) {
 	var segs []*tmpl
 	ok := true
 	for _, r := range raw {
-		t, tok := s.template(n, at, r)
+		t, tok := s.templateIn(n, at, r, src)
 		ok = ok && tok
 		segs = append(segs, t)
 	}
