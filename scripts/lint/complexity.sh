@@ -5,8 +5,8 @@
 # list may only shrink, and the check holds it to that:
 #   - a function not on the list above 30 fails (split it up);
 #   - a listed function above its number fails (it grew);
-#   - a listed function below its number fails until its number is lowered,
-#     and one at or under 30, or gone, until its line is removed.
+#   - a listed function at or under 30, or gone, fails until its line is
+#     removed (one below its number but over 30 gets a note to lower it).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 max=30
@@ -40,8 +40,7 @@ awk -v max="$max" -v allow="$allow" '
 			printf "%s %s: cyclomatic complexity %d, above the %d it is allowed in %s: split it, do not raise its number\n", file, $3, $1, listed[key], allow
 			bad = 1
 		} else if ($1 < listed[key]) {
-			printf "%s %s: cyclomatic complexity %d, below its %d in %s: lower its number there to %d\n", file, $3, $1, listed[key], allow, $1
-			bad = 1
+			printf "note: %s %s: cyclomatic complexity %d, below its %d in %s: lower its number there\n", file, $3, $1, listed[key], allow
 		}
 		seen[key] = 1
 	}
