@@ -3,7 +3,6 @@ package trial
 import (
 	"strconv"
 	"testing"
-
 )
 
 // A worker lives for many sweeps: the probed-path cache must not grow
