@@ -618,8 +618,8 @@ func (p *parser) body(d *Def, t *tool, n *yaml.Node, at string, isCase bool) *bo
 	if r := find(n, "returns"); r != nil {
 		if r.Kind != yaml.MappingNode {
 			p.errorf(r, at+".returns", "expected a mapping: the fields of the result")
-		} else if e, ok := sc.expr(r, at+".returns"); ok {
-			b.returns = e.(*objExpr)
+		} else if e, ok := sc.object(r, at+".returns"); ok {
+			b.returns = e
 		}
 	}
 	return b
@@ -984,11 +984,11 @@ func (p *parser) status(sc *scope, t *tool, n *yaml.Node, at string) *status {
 			return nil
 		}
 		rs := &scope{p: p, def: sc.def, tool: t, binds: sc.binds, prior: st.of}
-		e, ok := rs.expr(retNode, at+".returns")
+		e, ok := rs.object(retNode, at+".returns")
 		if !ok {
 			return st // reported; the block still answers about the write
 		}
-		st.returns = e.(*objExpr)
+		st.returns = e
 		if slices.Contains(st.returns.keys, harness.ReconcileStatus) {
 			p.errorf(retNode, at+".returns.status", "status is the answer itself (%s or %s)", st.landed, harness.ReconcileNotFound)
 		}

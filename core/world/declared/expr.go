@@ -537,23 +537,41 @@ func (s *scope) expr(n *yaml.Node, at string) (expr, bool) {
 		return e, ok
 	case yaml.MappingNode:
 		switch {
-		case find(n, "if") != nil:
+		case find(n, "if") != nil && onlyKeys(n, "if", "then", "else"):
 			return s.ifExpr(n, at)
-		case find(n, "count") != nil || find(n, "keys") != nil:
+		case (find(n, "count") != nil || find(n, "keys") != nil) && onlyKeys(n, "count", "keys", "where"):
 			return s.query(n, at)
 		}
-		e := &objExpr{}
-		ok := true
-		for _, pr := range s.p.mapping(n, at, nil) {
-			x, xok := s.expr(pr.v, pr.at)
-			ok = ok && xok
-			e.keys = append(e.keys, pr.key)
-			e.vals = append(e.vals, x)
-		}
-		return e, ok
+		return s.object(n, at)
 	}
 	s.p.errorf(n, at, "unsupported value")
 	return nil, false
+}
+
+// onlyKeys reports whether a mapping's keys are all among keys: a
+// conditional ({if, then, else}) or a query ({count|keys, where}) is
+// written with these alone; any other key makes the mapping an object.
+func onlyKeys(n *yaml.Node, keys ...string) bool {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if !slices.Contains(keys, n.Content[i].Value) {
+			return false
+		}
+	}
+	return true
+}
+
+// object compiles a mapping whose keys are the fields of an object value
+// (a tool's returns: the fields of its result).
+func (s *scope) object(n *yaml.Node, at string) (*objExpr, bool) {
+	e := &objExpr{}
+	ok := true
+	for _, pr := range s.p.mapping(n, at, nil) {
+		x, xok := s.expr(pr.v, pr.at)
+		ok = ok && xok
+		e.keys = append(e.keys, pr.key)
+		e.vals = append(e.vals, x)
+	}
+	return e, ok
 }
 
 func literalType(v any) *typ {
