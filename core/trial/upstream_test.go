@@ -14,6 +14,8 @@ import (
 	"rebound/internal/sandbox"
 )
 
+const upstreamExample = "../../examples/upstreams/scenarios/fs-config-write.yaml"
+
 const upstreamExamples = "../../examples/upstreams/scenarios/*.yaml"
 
 // Upstream scenarios end to end in the core, on the official reference
