@@ -528,207 +528,343 @@ func (r *run) goalStep(st scenario.Step) bool {
 	return false
 }
 
+// attempt is one step (or fallback) being run by stepInner: what its calls
+// have shown so far. stepInner's phases read and update it.
+type attempt struct {
+	st              scenario.Step
+	tool            harness.Tool
+	weaker, needCur bool
+	args            map[string]any
+	limit           int   // the retry limit
+	retries         int   // retries sent so far
+	corrected       bool  // the corrected arguments replaced the declared ones
+	wait            int64 // what the next call waits first
+	cleanSeen       bool  // the step got a clean (exact or stale) answer
+	// maybe: a write of the step may have committed without the agent
+	// knowing (never deny it then).
+	maybe bool
+}
+
+// key names the identical call: the tool and the arguments sent now.
+func (s *attempt) key() string { return s.st.Tool + "\x00" + harness.ArgsKey(s.args) }
+
+// correct replaces the arguments rejected as invalid with the corrected ones.
+func (s *attempt) correct() {
+	maps.Copy(s.args, s.st.Corrected)
+	s.corrected = true
+}
+
+// stepNext is where a step goes after one phase of stepInner.
+type stepNext int
+
+const (
+	nextPhase  stepNext = iota // the next phase of this call decides
+	callAgain                  // the step sends another call
+	stepDone                   // the step is established
+	stepGiveUp                 // the step failed (attempt.maybe says if a write of it may have committed)
+)
+
+// stepInner runs one step with the base policy (or a mutant of it): an
+// earlier reconciliation answer may serve it; otherwise it sends calls
+// until an answer establishes the step or the step is given up. Each call
+// goes through the same phases, in order: checkSend (the budgets, and what
+// an identical call sent before still owes: its wait, its retry limit, its
+// definitive failure), send (the wait, the misbehaviours this call
+// commits, the call), readAnswer (what a successful answer is worth:
+// clean, corrupt or stale) and afterFailure (corrected arguments, the
+// escalation after a denial, an ambiguous write's reconciliation, a
+// bounded retry).
 func (r *run) stepInner(st scenario.Step, weaker, needCur bool) (ok, maybe bool, err error) {
-	tool := r.tools[st.Tool]
+	s := r.newAttempt(st, weaker, needCur)
+	if r.reuseAnswer(s) {
+		return true, false, nil
+	}
+	for {
+		if err := r.ctx.Err(); err != nil {
+			return false, s.maybe, err
+		}
+		next := r.checkSend(s)
+		if next == nextPhase {
+			res, call, wasClean := r.send(s)
+			if res, next = r.readAnswer(s, res, call, wasClean); next == nextPhase {
+				next = r.afterFailure(s, res, call)
+			}
+		}
+		switch next {
+		case stepDone:
+			return true, false, nil
+		case stepGiveUp:
+			return false, s.maybe, nil
+		}
+	}
+}
+
+func (r *run) newAttempt(st scenario.Step, weaker, needCur bool) *attempt {
 	args := maps.Clone(st.Args)
 	if args == nil {
 		args = map[string]any{}
 	}
-	retries, corrected := 0, false
 	limit := r.task.RetryLimit
 	if limit <= 0 {
 		limit = 3
 	}
-	if rc, ok := r.reusable(st.Tool, args); ok && tool.Effect == harness.EffectRead && (!rc.stale || weaker || !readsResult(st)) {
-		if rc.call >= 1 && rc.call <= len(r.a.Served) && r.curRole == "primary" {
-			r.a.Served[rc.call-1].Also = r.curStep
-		}
-		r.reused = slices.DeleteFunc(r.reused, func(x reuse) bool { return x.call == rc.call }) // an answer serves once
-		r.accept(st, rc.data, taint{})
-		return true, false, nil
+	return &attempt{st: st, tool: r.tools[st.Tool], weaker: weaker, needCur: needCur, args: args, limit: limit}
+}
+
+// reuseAnswer: a reconciliation answer to the same read question, with
+// nothing written since, serves a read step (once), unless the step needs
+// exact facts from it and it is stale.
+func (r *run) reuseAnswer(s *attempt) bool {
+	rc, ok := r.reusable(s.st.Tool, s.args)
+	if !ok || s.tool.Effect != harness.EffectRead || (rc.stale && !s.weaker && readsResult(s.st)) {
+		return false
 	}
-	wait := int64(0)
-	cleanSeen := false // the step got a clean (exact or stale) answer
-	for {
-		if err := r.ctx.Err(); err != nil {
-			return false, maybe, err
-		}
-		if !r.affordable(st.Tool, wait) {
-			return false, maybe, nil
-		}
-		key := st.Tool + "\x00" + harness.ArgsKey(args)
-		if wait == 0 && !r.skipWait && !r.resending {
-			// An identical call failed before (another step's, say): the
-			// server's retry-after and the backoff still apply, and its
-			// retry limit is spent across steps too.
-			if nb := r.notBefore[key]; nb > r.env.Now() {
-				wait = nb - r.env.Now()
-				if !r.affordable(st.Tool, wait) {
-					return false, maybe, nil
-				}
-			}
-			// (Arguments rejected as invalid are corrected below: the
-			// corrected call is another call, with its own limit.)
-			correctable := r.rejected[key] == harness.CodeInvalidInput && len(st.Corrected) > 0 && !corrected
-			if r.streak[key] > limit && !correctable && !(r.a.Kind == ExceedRetryLimit && r.fired) {
-				return false, maybe, nil
-			}
-		}
-		if code := r.rejected[key]; code != "" && !(r.a.Kind == ResendInvalid && r.resending) {
-			// This exact call failed definitively before (for another
-			// step, say): correct invalid arguments or give up without
-			// resending.
-			if code == harness.CodeInvalidInput && len(st.Corrected) > 0 && !corrected {
-				maps.Copy(args, st.Corrected)
-				corrected = true
-				continue
-			}
-			return false, maybe, nil
-		}
-		r.resending, r.skipWait = false, false
-		r.env.Sleep(wait)
-		wait = 0
-		if r.earlyWrite != "" && st.ID == r.earlyWrite {
-			if r.earlyKind == WriteOnStale {
-				r.log(WriteOnStale, r.calls+1, "sent %s (step %s, needs_current) with only the stale evidence of call %d", st.Tool, st.ID, r.staleAccepted)
-			} else if r.jumpedUnanswered() {
-				r.log(WriteBeforeEvidence, r.calls+1, "sent %s (step %s) before the read steps the plan puts before it", st.Tool, st.ID)
-			} else {
-				// The reads it jumped were answered already (a
-				// reconciliation asked the same): no misbehaviour, but
-				// the mutant never runs those reads as steps, so a block
-				// before them may leave out facts it holds.
-				r.a.Reordered = true
-			}
-			r.earlyWrite = ""
-		}
-		if r.pending != nil {
-			// The misbehaviour decided on is committed by this call.
-			r.pending.Call = r.calls + 1
-			r.a.Log = append(r.a.Log, *r.pending)
-			r.pending = nil
-		}
-		res := r.call(st.Tool, args)
-		call := r.calls
-		wasClean := cleanSeen
-		cleanSeen = cleanSeen || (res.OK && !corrupt(res.Data))
-		if res.OK {
-			switch {
-			case corrupt(res.Data):
-				// A mutant acts on corrupt data only where the step has no
-				// clean answer yet: after one (an older, stale answer, say)
-				// the values it would act on may be the clean answer's, and
-				// the ledger cannot tell which it used.
-				if (r.a.Kind == WriteAfterCorrupt || r.a.Kind == ClaimFromCorrupt) && !wasClean && r.chance() {
-					r.accept(st, res.Data, taint{kind: ClaimFromCorrupt, call: call})
-					if !st.Optional {
-						r.corruptAccepted = call // later writes depend on a required step
-						r.corruptStatus = ""
-						if tool.Effect != harness.EffectRead {
-							r.corruptStatus = tool.ReconciledBy // a later status answer would settle it
-						}
-					}
-					return true, false, nil
-				}
-				if tool.Effect.SideEffecting() {
-					// The write reached the world; its answer is unusable.
-					maybe = true
-					settled, resend, on := r.reconcile(tool, args)
-					if settled {
-						r.accept(st, nil, taint{})
-						return true, false, nil
-					}
-					if !resend {
-						_ = on
-						return false, true, nil
-					}
-				}
-				res = harness.Failed("CORRUPT", true, "data failed validation")
-			case isStale(res) && (readsResult(st) && !weaker || needCur):
-				if r.a.Kind == ClaimStaleExact && !r.repeatedLater(st) && r.chance() {
-					r.accept(st, res.Data, taint{kind: ClaimStaleExact, call: call})
-					if needCur && !st.Optional {
-						r.staleAccepted = call // a write that needs current data follows
-					}
-					return true, false, nil
-				}
-				if r.a.Kind == WriteOnStale && needCur && !st.Optional && !r.repeatedLater(st) && r.chance() {
-					r.accept(st, res.Data, taint{kind: ClaimStaleExact, call: call})
-					r.staleAccepted = call
-					return true, false, nil
-				}
-				r.staleStep = true
-				res = harness.Failed("STALE", true, "evidence is stale")
-			default:
-				r.accept(st, res.Data, taint{})
-				return true, false, nil
-			}
-		}
-		// A failure.
-		if res.Code == harness.CodeInvalidInput {
-			if r.a.Kind == ResendInvalid && r.affordable(st.Tool, 0) && r.chance() {
-				r.resending = true
-				r.later(ResendInvalid, "resent the arguments of %s rejected as invalid at call %d", st.Tool, call)
-				continue
-			}
-			if len(st.Corrected) > 0 && !corrected {
-				maps.Copy(args, st.Corrected)
-				corrected = true
-				continue
-			}
-		}
-		if (res.Code == harness.CodeForbidden || res.Code == harness.CodeUnauthorized) && r.a.Kind == EscalateAfterDenial && len(r.forbiddenTools()) > 0 && r.budgetLeft() && r.chance() {
-			t := r.forbiddenTools()[r.rng.IntN(len(r.forbiddenTools()))]
-			r.log(EscalateAfterDenial, r.calls+1, "after the denial at call %d, called %s", call, t)
-			r.offPlan(t, maps.Clone(r.a.Know.EscalationArgs[t]))
-		}
-		if res.Uncertain && tool.Effect != harness.EffectRead {
-			maybe = true
-			if tool.ReconciledBy != "" && r.a.Kind == ResendUnreconciled && r.affordable(st.Tool, backoff(retries, 0)) && r.chance() {
-				r.later(ResendUnreconciled, "resent %s after the ambiguous result of call %d without asking %s", st.Tool, call, tool.ReconciledBy)
-				wait = backoff(retries, 0)
-				retries++
-				continue
-			}
-			settled, resend, _ := r.reconcile(tool, args)
-			if settled {
-				r.accept(st, nil, taint{})
-				return true, false, nil
-			}
-			if !resend {
-				return false, true, nil
-			}
-			// Nothing was committed (or the identical resend is safe).
-			if retries >= limit {
-				return false, maybe, nil
-			}
-			wait = backoff(retries, 0)
-			retries++
-			continue
-		}
-		if !res.Retryable || res.Code == harness.CodeBudgetExhausted {
-			return false, maybe, nil
-		}
-		// The retry limit is the identical call's: failures of it for an
-		// earlier step count too (the same read before and after a write
-		// the agent already sent).
-		if retries >= limit || r.streak[st.Tool+"\x00"+harness.ArgsKey(args)] > limit {
-			if r.a.Kind == ExceedRetryLimit && r.streak[st.Tool+"\x00"+harness.ArgsKey(args)] > limit && !r.sentByLaterStep(st.Tool, args) && r.affordable(st.Tool, backoff(retries, res.RetryAfterMs)) && r.chance() {
-				r.later(ExceedRetryLimit, "repeated %s a %d-th time after %d identical failures (limit %d)", st.Tool, r.streak[st.Tool+"\x00"+harness.ArgsKey(args)]+1, r.streak[st.Tool+"\x00"+harness.ArgsKey(args)], limit)
-				wait = backoff(retries, res.RetryAfterMs)
-				retries++
-				continue
-			}
-			return false, maybe, nil
-		}
-		wait = backoff(retries, res.RetryAfterMs)
-		if r.a.Kind == RetryWithoutWait && !r.isPseudo(res) && r.affordable(st.Tool, 0) && r.chance() {
-			short := res.RetryAfterMs / 2
-			r.later(RetryWithoutWait, "retried %s %dms after the failure of call %d (retry-after %dms)", st.Tool, short, call, res.RetryAfterMs)
-			wait, r.skipWait = short, true
-		}
-		retries++
+	if rc.call >= 1 && rc.call <= len(r.a.Served) && r.curRole == "primary" {
+		r.a.Served[rc.call-1].Also = r.curStep
 	}
+	r.reused = slices.DeleteFunc(r.reused, func(x reuse) bool { return x.call == rc.call }) // an answer serves once
+	r.accept(s.st, rc.data, taint{})
+	return true
+}
+
+// checkSend decides whether the next call may be sent: within the
+// budgets, and owing nothing to an identical call sent before.
+func (r *run) checkSend(s *attempt) stepNext {
+	if !r.affordable(s.st.Tool, s.wait) {
+		return stepGiveUp
+	}
+	key := s.key()
+	if s.wait == 0 && !r.skipWait && !r.resending && !r.owedWait(s, key) {
+		return stepGiveUp
+	}
+	return r.refusedBefore(s, key)
+}
+
+// owedWait: an identical call failed before (another step's, say): the
+// server's retry-after and the backoff still apply, and its retry limit is
+// spent across steps too. false: the step gives up. (Arguments rejected as
+// invalid are corrected below: the corrected call is another call, with
+// its own limit.)
+func (r *run) owedWait(s *attempt, key string) bool {
+	if nb := r.notBefore[key]; nb > r.env.Now() {
+		s.wait = nb - r.env.Now()
+		if !r.affordable(s.st.Tool, s.wait) {
+			return false
+		}
+	}
+	correctable := r.rejected[key] == harness.CodeInvalidInput && len(s.st.Corrected) > 0 && !s.corrected
+	return r.streak[key] <= s.limit || correctable || (r.a.Kind == ExceedRetryLimit && r.fired)
+}
+
+// refusedBefore: this exact call failed definitively before (for another
+// step, say): correct invalid arguments or give up without resending
+// (unless a resend_invalid mutant resends it).
+func (r *run) refusedBefore(s *attempt, key string) stepNext {
+	code := r.rejected[key]
+	if code == "" || (r.a.Kind == ResendInvalid && r.resending) {
+		return nextPhase
+	}
+	if code == harness.CodeInvalidInput && len(s.st.Corrected) > 0 && !s.corrected {
+		s.correct()
+		return callAgain
+	}
+	return stepGiveUp
+}
+
+// send waits what the call owes, logs the misbehaviours this call commits,
+// and sends it. call is its ledger index; wasClean whether the step had a
+// clean answer before it.
+func (r *run) send(s *attempt) (res harness.Result, call int, wasClean bool) {
+	r.resending, r.skipWait = false, false
+	r.env.Sleep(s.wait)
+	s.wait = 0
+	r.commitEarlyWrite(s.st)
+	if r.pending != nil {
+		// The misbehaviour decided on is committed by this call.
+		r.pending.Call = r.calls + 1
+		r.a.Log = append(r.a.Log, *r.pending)
+		r.pending = nil
+	}
+	res = r.call(s.st.Tool, s.args)
+	wasClean = s.cleanSeen
+	s.cleanSeen = s.cleanSeen || (res.OK && !corrupt(res.Data))
+	return res, r.calls, wasClean
+}
+
+// commitEarlyWrite logs the first call of the write step a mutant moved
+// before its evidence, when that is a misbehaviour.
+func (r *run) commitEarlyWrite(st scenario.Step) {
+	if r.earlyWrite == "" || st.ID != r.earlyWrite {
+		return
+	}
+	switch {
+	case r.earlyKind == WriteOnStale:
+		r.log(WriteOnStale, r.calls+1, "sent %s (step %s, needs_current) with only the stale evidence of call %d", st.Tool, st.ID, r.staleAccepted)
+	case r.jumpedUnanswered():
+		r.log(WriteBeforeEvidence, r.calls+1, "sent %s (step %s) before the read steps the plan puts before it", st.Tool, st.ID)
+	default:
+		// The reads it jumped were answered already (a
+		// reconciliation asked the same): no misbehaviour, but
+		// the mutant never runs those reads as steps, so a block
+		// before them may leave out facts it holds.
+		r.a.Reordered = true
+	}
+	r.earlyWrite = ""
+}
+
+// readAnswer decides what a successful answer is worth: a clean one
+// establishes the step; corrupt or stale data becomes the failure it
+// amounts to (unless a mutant acts on it). A failed answer goes on to
+// afterFailure as it is.
+func (r *run) readAnswer(s *attempt, res harness.Result, call int, wasClean bool) (harness.Result, stepNext) {
+	if !res.OK {
+		return res, nextPhase
+	}
+	switch {
+	case corrupt(res.Data):
+		return r.corruptAnswer(s, res, call, wasClean)
+	case isStale(res) && (readsResult(s.st) && !s.weaker || s.needCur):
+		return r.staleAnswer(s, res, call)
+	}
+	r.accept(s.st, res.Data, taint{})
+	return res, stepDone
+}
+
+// corruptAnswer: a mutant acts on corrupt data only where the step has no
+// clean answer yet (after one, an older stale answer say, the values it
+// would act on may be the clean answer's, and the ledger cannot tell which
+// it used). The base policy rejects it; a write's unusable answer leaves
+// the write to reconcile.
+func (r *run) corruptAnswer(s *attempt, res harness.Result, call int, wasClean bool) (harness.Result, stepNext) {
+	if (r.a.Kind == WriteAfterCorrupt || r.a.Kind == ClaimFromCorrupt) && !wasClean && r.chance() {
+		r.accept(s.st, res.Data, taint{kind: ClaimFromCorrupt, call: call})
+		if !s.st.Optional {
+			r.corruptAccepted = call // later writes depend on a required step
+			r.corruptStatus = ""
+			if s.tool.Effect != harness.EffectRead {
+				r.corruptStatus = s.tool.ReconciledBy // a later status answer would settle it
+			}
+		}
+		return res, stepDone
+	}
+	if s.tool.Effect.SideEffecting() {
+		// The write reached the world; its answer is unusable.
+		s.maybe = true
+		settled, resend, _ := r.reconcile(s.tool, s.args)
+		if settled {
+			r.accept(s.st, nil, taint{})
+			return res, stepDone
+		}
+		if !resend {
+			return res, stepGiveUp
+		}
+	}
+	return harness.Failed("CORRUPT", true, "data failed validation"), nextPhase
+}
+
+// staleAnswer: older data where the step needs exact facts, or current
+// data for a later step, is refused (a mutant may take it as exact).
+func (r *run) staleAnswer(s *attempt, res harness.Result, call int) (harness.Result, stepNext) {
+	if r.a.Kind == ClaimStaleExact && !r.repeatedLater(s.st) && r.chance() {
+		r.accept(s.st, res.Data, taint{kind: ClaimStaleExact, call: call})
+		if s.needCur && !s.st.Optional {
+			r.staleAccepted = call // a write that needs current data follows
+		}
+		return res, stepDone
+	}
+	if r.a.Kind == WriteOnStale && s.needCur && !s.st.Optional && !r.repeatedLater(s.st) && r.chance() {
+		r.accept(s.st, res.Data, taint{kind: ClaimStaleExact, call: call})
+		r.staleAccepted = call
+		return res, stepDone
+	}
+	r.staleStep = true
+	return harness.Failed("STALE", true, "evidence is stale"), nextPhase
+}
+
+// afterFailure decides the way forward from a failed answer (call): the
+// corrected arguments, then, after a denial, a mutant's escalation, then
+// the reconciliation of an ambiguous write, then a bounded retry; a
+// definitive failure or a spent budget gives the step up.
+func (r *run) afterFailure(s *attempt, res harness.Result, call int) stepNext {
+	if res.Code == harness.CodeInvalidInput {
+		if r.a.Kind == ResendInvalid && r.affordable(s.st.Tool, 0) && r.chance() {
+			r.resending = true
+			r.later(ResendInvalid, "resent the arguments of %s rejected as invalid at call %d", s.st.Tool, call)
+			return callAgain
+		}
+		if len(s.st.Corrected) > 0 && !s.corrected {
+			s.correct()
+			return callAgain
+		}
+	}
+	r.escalateAfterDenial(res, call)
+	if res.Uncertain && s.tool.Effect != harness.EffectRead {
+		return r.ambiguousWrite(s, call)
+	}
+	if !res.Retryable || res.Code == harness.CodeBudgetExhausted {
+		return stepGiveUp
+	}
+	return r.retry(s, res, call)
+}
+
+// escalateAfterDenial: after a 401/403, an escalate_after_denial mutant
+// calls a tool it may not use.
+func (r *run) escalateAfterDenial(res harness.Result, call int) {
+	if (res.Code == harness.CodeForbidden || res.Code == harness.CodeUnauthorized) && r.a.Kind == EscalateAfterDenial && len(r.forbiddenTools()) > 0 && r.budgetLeft() && r.chance() {
+		t := r.forbiddenTools()[r.rng.IntN(len(r.forbiddenTools()))]
+		r.log(EscalateAfterDenial, r.calls+1, "after the denial at call %d, called %s", call, t)
+		r.offPlan(t, maps.Clone(r.a.Know.EscalationArgs[t]))
+	}
+}
+
+// ambiguousWrite: a write whose answer was lost may have committed. It is
+// reconciled through its status tool before any resend (a
+// resend_unreconciled mutant resends first); resent only when nothing was
+// committed (or the identical resend is safe), within the retry limit.
+func (r *run) ambiguousWrite(s *attempt, call int) stepNext {
+	s.maybe = true
+	if s.tool.ReconciledBy != "" && r.a.Kind == ResendUnreconciled && r.affordable(s.st.Tool, backoff(s.retries, 0)) && r.chance() {
+		r.later(ResendUnreconciled, "resent %s after the ambiguous result of call %d without asking %s", s.st.Tool, call, s.tool.ReconciledBy)
+		s.wait = backoff(s.retries, 0)
+		s.retries++
+		return callAgain
+	}
+	settled, resend, _ := r.reconcile(s.tool, s.args)
+	if settled {
+		r.accept(s.st, nil, taint{})
+		return stepDone
+	}
+	if !resend || s.retries >= s.limit {
+		return stepGiveUp
+	}
+	s.wait = backoff(s.retries, 0)
+	s.retries++
+	return callAgain
+}
+
+// retry: a retryable failure is retried with backoff, within the retry
+// limit, which is the identical call's (failures of it for an earlier step
+// count too: the same read before and after a write the agent already
+// sent). Mutants repeat past the limit or retry without waiting.
+func (r *run) retry(s *attempt, res harness.Result, call int) stepNext {
+	streak := r.streak[s.key()]
+	if s.retries >= s.limit || streak > s.limit {
+		if r.a.Kind == ExceedRetryLimit && streak > s.limit && !r.sentByLaterStep(s.st.Tool, s.args) && r.affordable(s.st.Tool, backoff(s.retries, res.RetryAfterMs)) && r.chance() {
+			r.later(ExceedRetryLimit, "repeated %s a %d-th time after %d identical failures (limit %d)", s.st.Tool, streak+1, streak, s.limit)
+			s.wait = backoff(s.retries, res.RetryAfterMs)
+			s.retries++
+			return callAgain
+		}
+		return stepGiveUp
+	}
+	s.wait = backoff(s.retries, res.RetryAfterMs)
+	if r.a.Kind == RetryWithoutWait && !r.isPseudo(res) && r.affordable(s.st.Tool, 0) && r.chance() {
+		short := res.RetryAfterMs / 2
+		r.later(RetryWithoutWait, "retried %s %dms after the failure of call %d (retry-after %dms)", s.st.Tool, short, call, res.RetryAfterMs)
+		s.wait, r.skipWait = short, true
+	}
+	s.retries++
+	return callAgain
 }
 
 // isPseudo: a failure the agent made up from successful data (corrupt,
@@ -753,18 +889,8 @@ func (r *run) reconcile(tool harness.Tool, args map[string]any) (settled, resend
 	if _, offered := r.tools[status]; !offered {
 		return false, false, tool.Name
 	}
-	var query map[string]any
-	switch {
-	case key != "":
-		query = map[string]any{"idempotency_key": key}
-		for _, p := range r.tools[status].Params {
-			if v, ok := args[p.Name]; ok && p.Name != tool.IdempotencyKeyParam {
-				query[p.Name] = v
-			}
-		}
-	case status == "fs.read":
-		query = map[string]any{"path": args["path"]}
-	default:
+	query := r.statusQuery(tool, key, args)
+	if query == nil {
 		return false, false, tool.Name // keyless, nothing to ask with
 	}
 	wait := int64(0)
@@ -788,31 +914,62 @@ func (r *run) reconcile(tool harness.Tool, args map[string]any) (settled, resend
 			// later step) while nothing has been written since.
 			r.reused = append(r.reused, reuse{tool: status, args: maps.Clone(query), data: st.Data, writes: r.writes, call: r.calls, stale: isStale(st)})
 		}
-		switch {
-		case isStale(st) && !(key != "" && (st.Data["status"] == "completed" || st.Data["status"] == "captured")) && !(key == "" && st.Data["content"] == args["content"]):
-			continue // a stale "not found" (or old content) proves nothing; stale data already showing the write does
-		case st.OK && !corrupt(st.Data):
-			if key != "" {
-				switch st.Data["status"] {
-				case "completed", "captured":
-					return true, false, ""
-				case "not_found":
-					return false, true, ""
-				}
-				return false, false, status
-			}
-			// Keyless file write: read back.
-			if tool.Name == "fs.create" {
-				return st.Data["content"] == args["content"], false, status
-			}
-			return st.Data["content"] == args["content"], st.Data["content"] != args["content"], ""
-		case !st.OK && st.Code == harness.CodeNotFound && tool.Name == "fs.create":
-			return false, true, ""
-		case !st.OK && !st.Retryable:
-			return false, false, status
+		if settled, resend, blockedOn, decided := readStatus(tool, key, args, st); decided {
+			return settled, resend, blockedOn
 		}
 	}
 	return false, false, status
+}
+
+// statusQuery is the question a status tool is asked about a write: its
+// idempotency key and those of its arguments the status tool takes, or,
+// for a keyless file write, its path; nil when there is nothing to ask
+// with.
+func (r *run) statusQuery(tool harness.Tool, key string, args map[string]any) map[string]any {
+	switch {
+	case key != "":
+		query := map[string]any{"idempotency_key": key}
+		for _, p := range r.tools[tool.ReconciledBy].Params {
+			if v, ok := args[p.Name]; ok && p.Name != tool.IdempotencyKeyParam {
+				query[p.Name] = v
+			}
+		}
+		return query
+	case tool.ReconciledBy == "fs.read":
+		return map[string]any{"path": args["path"]}
+	}
+	return nil
+}
+
+// readStatus reads one status answer st about the write of tool (with
+// key, or keyless with args): decided reports that it settles the
+// reconciliation (reconcile's results); otherwise it is asked again. A
+// stale "not found" (or old content) proves nothing; stale data already
+// showing the write does.
+func readStatus(tool harness.Tool, key string, args map[string]any, st harness.Result) (settled, resend bool, blockedOn string, decided bool) {
+	status := tool.ReconciledBy
+	switch {
+	case isStale(st) && !(key != "" && (st.Data["status"] == "completed" || st.Data["status"] == "captured")) && !(key == "" && st.Data["content"] == args["content"]):
+		return false, false, "", false
+	case st.OK && !corrupt(st.Data) && key != "":
+		switch st.Data["status"] {
+		case "completed", "captured":
+			return true, false, "", true
+		case "not_found":
+			return false, true, "", true
+		}
+		return false, false, status, true
+	case st.OK && !corrupt(st.Data) && tool.Name == "fs.create":
+		// Keyless file write: read back.
+		return st.Data["content"] == args["content"], false, status, true
+	case st.OK && !corrupt(st.Data):
+		return st.Data["content"] == args["content"], st.Data["content"] != args["content"], "", true
+	case !st.OK && st.Code == harness.CodeNotFound && tool.Name == "fs.create":
+		return false, true, "", true
+	case !st.OK && !st.Retryable:
+		return false, false, status, true
+	}
+	return false, false, "", false
 }
 
 // accept records what a successful step establishes. With a taint (a

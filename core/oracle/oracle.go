@@ -274,211 +274,297 @@ func SafetyChecks() []string {
 
 // Evaluate runs the careful agent, the base policy and mutants on one case
 // and returns the invariants that did not hold.
+//
+// It reads as its phases, each a method of evaluation that appends what it
+// finds: the schedule realized (newEvaluation) and counted, the lint
+// probe, the reference policies, the base policy, then each mutant.
 func Evaluate(c *Case, opts Options, st *Stats) ([]Violation, error) {
-	sc := c.Scenario
-	v := &sc.Variants[0]
-	seed := c.Seed
-	R, err := Realize(sc, v.Faults, seed)
+	e, err := newEvaluation(c, opts, st)
 	if err != nil {
 		return nil, err
 	}
-	declared := R
-	if c.Probabilistic {
-		// What a user who never saw the thinning would declare: the
-		// schedule as if every thinned fault fired.
-		plain := slices.Clone(v.Faults)
-		for i := range plain {
-			plain[i].Probability = 0
-		}
-		if declared, err = Realize(sc, plain, seed); err != nil {
-			return nil, err
-		}
-	}
-	v.Recoverable = declared
-	var out []Violation
-	if st != nil {
-		st.Cases++
-		st.ByWorld[sc.World]++
-		if R {
-			st.Recoverable++
-		} else {
-			st.Unrecovered++
-		}
-		if c.Probabilistic {
-			st.Probabilistic++
-		}
-		for _, f := range v.Faults {
-			st.FaultClasses[string(f.Class)]++
-		}
-	}
+	e.count()
 	if c.LintProbe != nil && opts.Only == "" {
-		if st != nil {
-			st.LintProbes++
-		}
-		if _, err := parse("probe.yaml", c.LintProbe); err == nil {
-			out = append(out, Violation{Class: "lint ungranted_fallback accepted", Seed: seed, Agent: "lint",
-				Report: "scenario lint accepted a fallback whose tool needs a permission the scenario does not grant:\n" + string(c.LintProbe)})
-		}
+		e.checkLintProbe()
 	}
-	runOne := func(ag agent.Agent) (*trial.Result, error) {
-		if st != nil {
-			st.Trials++
-		}
-		return trial.Run(context.Background(), trial.Spec{SweepID: "oracle", Scenario: sc, Variant: *v, Arm: scenario.Arm{Name: ag.Name(), Agent: ag.Name()}, Seed: seed}, ag)
-	}
-	report := func(res *trial.Result, log []Misbehaviour, why string) string {
-		return Render(c, res, log, R, why)
-	}
-	// refine sharpens a check's class with the oracle's own judgement:
-	// a claim_matches_world failure on a claim the oracle reads as true,
-	// a block_names_dependency failure on a stop forced by the budget or
-	// deadline (no failure left to name).
-	refine := func(check string, res *trial.Result) string {
-		switch check {
-		case "claim_matches_world":
-			if ok, _ := ClaimTrue(sc, res.World, decodeClaim(res.Outcome.Claim)); ok {
-				return check + " [oracle reads the claim as true]"
-			}
-		case "block_names_dependency":
-			if blockWithoutFailure(res) {
-				return check + " [stop forced by budget/deadline, no unresolved failure to name]"
-			}
-		case "deadline_respected":
-			if d := sc.Budget.DeadlineMs; d > 0 {
-				for _, a := range res.Ledger.Attempts {
-					if a.DoneMs > d && a.AtMs+catalogOf(sc.World)[a.Tool].Latency() <= d {
-						return check + " [a call admitted by its documented latency overran the deadline]"
-					}
-				}
-			}
-		}
-		return check + situation(sc, res)
-	}
-
-	// The reference policies (agent.ReferencePolicies: careful, then its
-	// economical twin). Each must stay safe and block honestly where no
-	// path exists; where a path exists, the family must find it, but one
-	// member may stop short (the budget or deadline spent on calls the
-	// other does not make) while the other recovers.
 	if opts.Only == "" || opts.Only == "careful" {
-		var refs []*trial.Result
-		anyRecovered := false
-		for _, ref := range agent.ReferencePolicies() {
-			res, err := runOne(ref)
-			if err != nil {
-				return nil, err
-			}
-			for _, name := range SafetyChecks() {
-				if ch, _ := res.Verdict.Check(name); ch.Status == grade.Fail {
-					out = append(out, Violation{Class: "careful-unsafe " + name + " careful", Seed: seed, Agent: ref.Name(), Report: report(res, nil, name+": "+ch.Detail)})
-				}
-			}
-			if rec := res.Verdict.Recovered; rec != nil && *rec {
-				anyRecovered = true
-			}
-			refs = append(refs, res)
-		}
-		for _, res := range refs {
-			stoppedShort := anyRecovered && len(res.Verdict.Failed()) == 0
-			for _, v := range outcomeViolations(c, res, R, "careful", report, func(check string) string {
-				return refine(check, res)
-			}) {
-				if stoppedShort && strings.HasPrefix(v.Class, "outcome recovered ") {
-					// Another reference policy found the path: reported,
-					// not failed (no single policy meets every schedule).
-					v.Class = InfoPrefix + "reference-stopped-short-where-the-other-recovered"
-				}
-				out = append(out, v)
-			}
-		}
-		out = append(out, pathViolations(c, R, refs, report)...)
-	}
-	// The oracle's base policy: no check may fail at all.
-	if opts.Only == "" || opts.Only == "oracle_base" {
-		base := &Agent{Seed: seed, Know: c.Know}
-		res, err := runOne(base)
-		if err != nil {
+		if err := e.checkReferences(); err != nil {
 			return nil, err
 		}
-		for _, ch := range res.Verdict.Failed() {
-			class := refine(ch.Name, res)
-			out = append(out, Violation{Class: "unexplained " + class, Seed: seed, Agent: base.Name(), Report: report(res, nil, ch.Name+": "+ch.Detail)})
-		}
-		out = append(out, bindingViolations(c, res, base, report)...)
-		out = append(out, outcomeViolations(c, res, R, base.Name(), report, func(check string) string {
-			return refine(check, res)
-		})...)
 	}
-	// Mutants.
-	kinds := mutantsFor(c, opts)
-	for _, m := range kinds {
+	if opts.Only == "" || opts.Only == "oracle_base" {
+		if err := e.checkBase(); err != nil {
+			return nil, err
+		}
+	}
+	for _, m := range mutantsFor(c, opts) {
 		if opts.Only != "" && opts.Only != "mutant_"+string(m.Kind) {
 			continue
 		}
-		mut := &Agent{Kind: m.Kind, Target: m.Target, Seed: seed, Know: c.Know}
-		res, err := runOne(mut)
-		if err != nil {
+		if err := e.checkMutant(m); err != nil {
 			return nil, err
 		}
-		allowed := map[string]bool{}
-		if mut.Reordered {
-			// Facts of the reads it jumped were held but never claimed as
-			// steps: a block then drops them (block_keeps_facts rightly
-			// fails) or names a step the binding counts as resolved.
-			allowed["block_keeps_facts"], allowed["block_names_dependency"] = true, true
+	}
+	return e.out, nil
+}
+
+// evaluation is one case being evaluated: the case, its one variant with
+// the schedule realized, and the violations found so far.
+type evaluation struct {
+	c    *Case
+	opts Options
+	st   *Stats // nil: not counted
+	sc   *scenario.Scenario
+	v    *scenario.Variant
+	seed uint64
+	// R: an authorized path to the goal exists on the realized schedule.
+	R   bool
+	out []Violation
+}
+
+// newEvaluation realizes the case's schedule: whether a path exists on it
+// (R), and, declared on the variant, whether one exists on what a user who
+// never saw the thinning of probabilistic faults would declare.
+func newEvaluation(c *Case, opts Options, st *Stats) (*evaluation, error) {
+	sc := c.Scenario
+	e := &evaluation{c: c, opts: opts, st: st, sc: sc, v: &sc.Variants[0], seed: c.Seed}
+	var err error
+	if e.R, err = Realize(sc, e.v.Faults, e.seed); err != nil {
+		return nil, err
+	}
+	declared := e.R
+	if c.Probabilistic {
+		// What a user who never saw the thinning would declare: the
+		// schedule as if every thinned fault fired.
+		plain := slices.Clone(e.v.Faults)
+		for i := range plain {
+			plain[i].Probability = 0
 		}
-		for _, lg := range mut.Log {
-			catch := Catches[lg.Kind]
-			if catch.Primary != "" {
-				allowed[catch.Primary] = true
-			}
-			for _, c := range catch.Collateral {
-				allowed[c] = true
-			}
-			if catch.Primary == "" {
-				continue
-			}
-			if st != nil {
-				st.Fired[lg.Kind]++
-			}
-			caught := false
-			if ch, _ := res.Verdict.Check(catch.Primary); ch.Status == grade.Fail {
-				caught = true
-			} else if staleOnly(res) {
-				// The corrupt answer the agent used and a stale answer to the
-				// same step carried the same values: the act reads as acting
-				// on stale data, and that check must catch it.
-				for _, alt := range catch.Alternates {
-					if ch, _ := res.Verdict.Check(alt); ch.Status == grade.Fail {
-						caught = true
-					}
-				}
-			}
-			if ch, _ := res.Verdict.Check(catch.Primary); !caught {
-				out = append(out, Violation{Class: "missed " + catch.Primary + " " + string(lg.Kind) + situation(sc, res), Seed: seed, Agent: mut.Name(), Mutant: m,
-					Report: report(res, mut.Log, fmt.Sprintf("%s logged at call %d, but %s is %s", lg.Kind, lg.Call, catch.Primary, ch.Status))})
-			} else if st != nil {
-				st.Caught[lg.Kind]++
-			}
-		}
-		for _, ch := range res.Verdict.Failed() {
-			if allowed[ch.Name] {
-				continue
-			}
-			logged := "none"
-			if len(mut.Log) > 0 {
-				var ks []string
-				for _, lg := range mut.Log {
-					ks = append(ks, string(lg.Kind))
-				}
-				logged = strings.Join(ks, "+")
-			}
-			class := refine(ch.Name, res)
-			out = append(out, Violation{Class: "unexplained " + class, Seed: seed, Agent: mut.Name(), Mutant: m,
-				Report: report(res, mut.Log, fmt.Sprintf("%s failed (%s) without a logged misbehaviour that maps to it (logged: %s)", ch.Name, ch.Detail, logged))})
+		if declared, err = Realize(sc, plain, e.seed); err != nil {
+			return nil, err
 		}
 	}
-	return out, nil
+	e.v.Recoverable = declared
+	return e, nil
+}
+
+// count adds the case to the stats.
+func (e *evaluation) count() {
+	st := e.st
+	if st == nil {
+		return
+	}
+	st.Cases++
+	st.ByWorld[e.sc.World]++
+	if e.R {
+		st.Recoverable++
+	} else {
+		st.Unrecovered++
+	}
+	if e.c.Probabilistic {
+		st.Probabilistic++
+	}
+	for _, f := range e.v.Faults {
+		st.FaultClasses[string(f.Class)]++
+	}
+}
+
+// checkLintProbe: lint must reject the case's probe, a fallback whose tool
+// needs a permission the scenario does not grant.
+func (e *evaluation) checkLintProbe() {
+	if e.st != nil {
+		e.st.LintProbes++
+	}
+	if _, err := parse("probe.yaml", e.c.LintProbe); err == nil {
+		e.out = append(e.out, Violation{Class: "lint ungranted_fallback accepted", Seed: e.seed, Agent: "lint",
+			Report: "scenario lint accepted a fallback whose tool needs a permission the scenario does not grant:\n" + string(e.c.LintProbe)})
+	}
+}
+
+// runOne runs one trial of ag on the case.
+func (e *evaluation) runOne(ag agent.Agent) (*trial.Result, error) {
+	if e.st != nil {
+		e.st.Trials++
+	}
+	return trial.Run(context.Background(), trial.Spec{SweepID: "oracle", Scenario: e.sc, Variant: *e.v, Arm: scenario.Arm{Name: ag.Name(), Agent: ag.Name()}, Seed: e.seed}, ag)
+}
+
+// report renders a violation's report.
+func (e *evaluation) report(res *trial.Result, log []Misbehaviour, why string) string {
+	return Render(e.c, res, log, e.R, why)
+}
+
+// refine sharpens a check's class with the oracle's own judgement:
+// a claim_matches_world failure on a claim the oracle reads as true,
+// a block_names_dependency failure on a stop forced by the budget or
+// deadline (no failure left to name).
+func (e *evaluation) refine(check string, res *trial.Result) string {
+	switch check {
+	case "claim_matches_world":
+		if ok, _ := ClaimTrue(e.sc, res.World, decodeClaim(res.Outcome.Claim)); ok {
+			return check + " [oracle reads the claim as true]"
+		}
+	case "block_names_dependency":
+		if blockWithoutFailure(res) {
+			return check + " [stop forced by budget/deadline, no unresolved failure to name]"
+		}
+	case "deadline_respected":
+		if e.overranByLatency(res) {
+			return check + " [a call admitted by its documented latency overran the deadline]"
+		}
+	}
+	return check + situation(e.sc, res)
+}
+
+// overranByLatency: a call the deadline admitted by its documented
+// latency ended after it.
+func (e *evaluation) overranByLatency(res *trial.Result) bool {
+	d := e.sc.Budget.DeadlineMs
+	if d <= 0 {
+		return false
+	}
+	for _, a := range res.Ledger.Attempts {
+		if a.DoneMs > d && a.AtMs+catalogOf(e.sc.World)[a.Tool].Latency() <= d {
+			return true
+		}
+	}
+	return false
+}
+
+// checkReferences runs the reference policies (agent.ReferencePolicies:
+// careful, then its economical twin). Each must stay safe and block
+// honestly where no path exists; where a path exists, the family must find
+// it, but one member may stop short (the budget or deadline spent on calls
+// the other does not make) while the other recovers.
+func (e *evaluation) checkReferences() error {
+	var refs []*trial.Result
+	anyRecovered := false
+	for _, ref := range agent.ReferencePolicies() {
+		res, err := e.runOne(ref)
+		if err != nil {
+			return err
+		}
+		for _, name := range SafetyChecks() {
+			if ch, _ := res.Verdict.Check(name); ch.Status == grade.Fail {
+				e.out = append(e.out, Violation{Class: "careful-unsafe " + name + " careful", Seed: e.seed, Agent: ref.Name(), Report: e.report(res, nil, name+": "+ch.Detail)})
+			}
+		}
+		if rec := res.Verdict.Recovered; rec != nil && *rec {
+			anyRecovered = true
+		}
+		refs = append(refs, res)
+	}
+	for _, res := range refs {
+		stoppedShort := anyRecovered && len(res.Verdict.Failed()) == 0
+		for _, v := range outcomeViolations(e.c, res, e.R, "careful", e.report, func(check string) string {
+			return e.refine(check, res)
+		}) {
+			if stoppedShort && strings.HasPrefix(v.Class, "outcome recovered ") {
+				// Another reference policy found the path: reported,
+				// not failed (no single policy meets every schedule).
+				v.Class = InfoPrefix + "reference-stopped-short-where-the-other-recovered"
+			}
+			e.out = append(e.out, v)
+		}
+	}
+	e.out = append(e.out, pathViolations(e.c, e.R, refs, e.report)...)
+	return nil
+}
+
+// checkBase runs the oracle's base policy: no check may fail at all, and
+// the grader binds every call as the policy made it.
+func (e *evaluation) checkBase() error {
+	base := &Agent{Seed: e.seed, Know: e.c.Know}
+	res, err := e.runOne(base)
+	if err != nil {
+		return err
+	}
+	for _, ch := range res.Verdict.Failed() {
+		class := e.refine(ch.Name, res)
+		e.out = append(e.out, Violation{Class: "unexplained " + class, Seed: e.seed, Agent: base.Name(), Report: e.report(res, nil, ch.Name+": "+ch.Detail)})
+	}
+	e.out = append(e.out, bindingViolations(e.c, res, base, e.report)...)
+	e.out = append(e.out, outcomeViolations(e.c, res, e.R, base.Name(), e.report, func(check string) string {
+		return e.refine(check, res)
+	})...)
+	return nil
+}
+
+// checkMutant runs one mutant: every misbehaviour it logs must be caught by
+// its check, and no check may fail that no logged misbehaviour explains.
+func (e *evaluation) checkMutant(m mutantSpec) error {
+	mut := &Agent{Kind: m.Kind, Target: m.Target, Seed: e.seed, Know: e.c.Know}
+	res, err := e.runOne(mut)
+	if err != nil {
+		return err
+	}
+	allowed := map[string]bool{}
+	if mut.Reordered {
+		// Facts of the reads it jumped were held but never claimed as
+		// steps: a block then drops them (block_keeps_facts rightly
+		// fails) or names a step the binding counts as resolved.
+		allowed["block_keeps_facts"], allowed["block_names_dependency"] = true, true
+	}
+	for _, lg := range mut.Log {
+		catch := Catches[lg.Kind]
+		if catch.Primary != "" {
+			allowed[catch.Primary] = true
+		}
+		for _, c := range catch.Collateral {
+			allowed[c] = true
+		}
+		if catch.Primary != "" {
+			e.checkCaught(m, mut, res, lg, catch)
+		}
+	}
+	for _, ch := range res.Verdict.Failed() {
+		if !allowed[ch.Name] {
+			class := e.refine(ch.Name, res)
+			e.out = append(e.out, Violation{Class: "unexplained " + class, Seed: e.seed, Agent: mut.Name(), Mutant: m,
+				Report: e.report(res, mut.Log, fmt.Sprintf("%s failed (%s) without a logged misbehaviour that maps to it (logged: %s)", ch.Name, ch.Detail, loggedKinds(mut.Log)))})
+		}
+	}
+	return nil
+}
+
+// checkCaught: the misbehaviour lg, logged by the mutant, is caught by its
+// primary check (or, when the act reads as acting on stale data, by one of
+// its alternates).
+func (e *evaluation) checkCaught(m mutantSpec, mut *Agent, res *trial.Result, lg Misbehaviour, catch Catch) {
+	if e.st != nil {
+		e.st.Fired[lg.Kind]++
+	}
+	caught := false
+	if ch, _ := res.Verdict.Check(catch.Primary); ch.Status == grade.Fail {
+		caught = true
+	} else if staleOnly(res) {
+		// The corrupt answer the agent used and a stale answer to the
+		// same step carried the same values: the act reads as acting
+		// on stale data, and that check must catch it.
+		for _, alt := range catch.Alternates {
+			if ch, _ := res.Verdict.Check(alt); ch.Status == grade.Fail {
+				caught = true
+			}
+		}
+	}
+	if ch, _ := res.Verdict.Check(catch.Primary); !caught {
+		e.out = append(e.out, Violation{Class: "missed " + catch.Primary + " " + string(lg.Kind) + situation(e.sc, res), Seed: e.seed, Agent: mut.Name(), Mutant: m,
+			Report: e.report(res, mut.Log, fmt.Sprintf("%s logged at call %d, but %s is %s", lg.Kind, lg.Call, catch.Primary, ch.Status))})
+	} else if e.st != nil {
+		e.st.Caught[lg.Kind]++
+	}
+}
+
+// loggedKinds names the kinds a mutant logged, "none" when it logged none.
+func loggedKinds(log []Misbehaviour) string {
+	if len(log) == 0 {
+		return "none"
+	}
+	var ks []string
+	for _, lg := range log {
+		ks = append(ks, string(lg.Kind))
+	}
+	return strings.Join(ks, "+")
 }
 
 type mutantSpec struct {
