@@ -1,7 +1,6 @@
 package report
 
 import (
-	"fmt"
 	"math"
 	"runtime"
 	"slices"
@@ -31,185 +30,171 @@ type CompareTotalsInput struct {
 // O(metrics × cases (scenario, variant)) rows instead of one per trial. The
 // cluster bootstrap resamples clusters, so it runs on the cluster totals too
 // (stats.BootstrapRatioTotals), in memory bounded by the number of clusters.
+//
+// The document is assembled as [Compare] assembles it (newComparison,
+// unpaired, trialWarnings, pairingWarnings); only the numbers come from
+// the totals: the counts (countTotals), the rows of each metric
+// (metricRuns) and the diffs computed from them (totalsPairer).
 func CompareFromTotals(in CompareTotalsInput) Comparison {
-	conf := in.Confidence
-	if conf == 0 {
-		conf = Confidence
-	}
 	t := &in.Totals
-	out := Comparison{Baseline: in.Baseline, Candidate: in.Candidate, Confidence: conf, Unit: UnitCase}
-	if in.Generalize {
-		out.Unit = UnitScenario
-	}
+	out := newComparison(in.Baseline, in.Candidate, in.Confidence, in.Generalize)
 	for _, u := range t.Unmatched {
-		key := Key{u.Scenario, u.Variant, u.Seed}
-		add := func(side, reason string) {
-			out.Unmatched = append(out.Unmatched, Unmatched{Key: key, Side: side, Reason: reason})
-		}
-		ua, ub := ungradedReason(u.AttritionA), ungradedReason(u.AttritionB)
-		switch {
-		case u.InA && !u.InB && u.GradedA:
-			add("baseline", "no candidate trial")
-			out.UnmatchedBaseline++
-		case u.InA && !u.InB:
-			add("neither", "no candidate trial; baseline trial "+ua)
-			out.UnmatchedNeither++
-		case !u.InA && u.InB && u.GradedB:
-			add("candidate", "no baseline trial")
-			out.UnmatchedCandidate++
-		case !u.InA && u.InB:
-			add("neither", "no baseline trial; candidate trial "+ub)
-			out.UnmatchedNeither++
-		case u.GradedA && !u.GradedB:
-			add("baseline", "candidate trial "+ub)
-			out.UnmatchedBaseline++
-		case !u.GradedA && u.GradedB:
-			add("candidate", "baseline trial "+ua)
-			out.UnmatchedCandidate++
-		case !u.GradedA && !u.GradedB:
-			add("neither", "baseline trial "+ua+"; candidate trial "+ub)
-			out.UnmatchedNeither++
-		}
+		out.unpaired(Key{u.Scenario, u.Variant, u.Seed}, u.InA, u.InB, u.GradedA, u.GradedB,
+			ungradedReason(u.AttritionA), ungradedReason(u.AttritionB))
 	}
 	sm := t.Summary
-	out.BaselineTrials, out.CandidateTrials = int(sm.TrialsA), int(sm.TrialsB)
-	out.BaselineAttrition, out.CandidateAttrition = int(sm.AttritionA), int(sm.AttritionB)
-	out.BaselineUnsealed, out.CandidateUnsealed = int(sm.UnsealedA), int(sm.UnsealedB)
-	out.Warnings = append(out.Warnings, out.UnsealedNotes()...)
-	if w := attritionWarning(out.BaselineAttrition, out.BaselineTrials, out.CandidateAttrition, out.CandidateTrials); w != "" {
-		out.Warnings = append(out.Warnings, w)
-	}
-	out.Cases, out.Scenarios, out.DistinctCases = int(sm.Pairs), int(sm.Scenarios), int(sm.Cases)
-	out.BaselineVariation = stats.ArmVariation{Cases: int(sm.RepeatedCases), ConstantCases: int(sm.ConstantA)}
-	out.CandidateVariation = stats.ArmVariation{Cases: int(sm.RepeatedCases), ConstantCases: int(sm.ConstantB)}
+	out.countTotals(sm)
+	out.trialWarnings()
 
-	// Rows by group kind, then metric. In the SQL order (kind, name,
-	// metric, scenario, variant) each (kind, name, metric) is a run of
-	// rows, used in place: at a million trials there are ~70,000.
-	nm := len(metricNames())
-	overall := make([][]record.PairTotals, nm)
-	classes := map[string][][]record.PairTotals{}
-	for lo := 0; lo < len(t.Pairs); {
-		r := &t.Pairs[lo]
-		hi := lo + 1
-		for hi < len(t.Pairs) && t.Pairs[hi].Kind == r.Kind && t.Pairs[hi].Name == r.Name && t.Pairs[hi].Metric == r.Metric {
-			hi++
-		}
-		run := t.Pairs[lo:hi:hi] // appending to it copies
-		lo = hi
-		j := metricPos(r.Metric)
-		if j < 0 {
-			continue
-		}
-		switch r.Kind {
-		case 0:
-			if overall[j] == nil {
-				overall[j] = run
-			} else {
-				overall[j] = append(overall[j], run...)
-			}
-		case 1:
-			if !in.FaultClasses {
-				continue
-			}
-			if classes[r.Name] == nil {
-				classes[r.Name] = make([][]record.PairTotals, nm)
-			}
-			c := classes[r.Name]
-			if c[j] == nil {
-				c[j] = run
-			} else {
-				c[j] = append(c[j], run...)
-			}
-		}
-	}
-	tp := totalsPairer{conf: conf, unit: out.Unit}
+	overall, classes := metricRuns(t.Pairs, in.FaultClasses)
+	tp := totalsPairer{conf: out.Confidence, unit: out.Unit}
 	// Every diff is independent and seeded by its metric, so they run in
 	// parallel (the sign-flip tests dominate) into slots fixed in advance:
 	// the document does not depend on the schedule.
+	jobs := tp.metricJobs(&out, overall, in)
+	jobs = append(jobs, tp.scenarioJobs(&out, overall)...)
+	if in.FaultClasses {
+		jobs = append(jobs, tp.faultClassJobs(&out, classes)...)
+	}
+	runParallel(jobs)
+
+	out.pairingWarnings(sm.KeysA == 0, sm.KeysB == 0, int(sm.Multi), t.HashesA, t.HashesB)
+	return out
+}
+
+// countTotals copies the trial and case counts of the summary.
+func (out *Comparison) countTotals(sm record.CompareSummary) {
+	out.BaselineTrials, out.CandidateTrials = int(sm.TrialsA), int(sm.TrialsB)
+	out.BaselineAttrition, out.CandidateAttrition = int(sm.AttritionA), int(sm.AttritionB)
+	out.BaselineUnsealed, out.CandidateUnsealed = int(sm.UnsealedA), int(sm.UnsealedB)
+	out.Cases, out.Scenarios, out.DistinctCases = int(sm.Pairs), int(sm.Scenarios), int(sm.Cases)
+	out.BaselineVariation = stats.ArmVariation{Cases: int(sm.RepeatedCases), ConstantCases: int(sm.ConstantA)}
+	out.CandidateVariation = stats.ArmVariation{Cases: int(sm.RepeatedCases), ConstantCases: int(sm.ConstantB)}
+}
+
+// metricRuns groups the pair rows by kind, then metric: overall[j] are the
+// overall rows of metric j, classes[fc][j] those of fault class fc (only
+// when byClass). In the SQL order (kind, name, metric, scenario, variant)
+// each (kind, name, metric) is a run of rows, used in place: at a million
+// trials there are ~70,000.
+func metricRuns(pairs []record.PairTotals, byClass bool) (overall [][]record.PairTotals, classes map[string][][]record.PairTotals) {
+	nm := len(metricNames())
+	overall = make([][]record.PairTotals, nm)
+	classes = map[string][][]record.PairTotals{}
+	for lo := 0; lo < len(pairs); {
+		r := &pairs[lo]
+		hi := lo + 1
+		for hi < len(pairs) && pairs[hi].Kind == r.Kind && pairs[hi].Name == r.Name && pairs[hi].Metric == r.Metric {
+			hi++
+		}
+		run := pairs[lo:hi:hi] // appending to it copies
+		lo = hi
+		j := metricPos(r.Metric)
+		switch {
+		case j < 0:
+		case r.Kind == 0:
+			overall[j] = appendRun(overall[j], run)
+		case r.Kind == 1 && byClass:
+			if classes[r.Name] == nil {
+				classes[r.Name] = make([][]record.PairTotals, nm)
+			}
+			classes[r.Name][j] = appendRun(classes[r.Name][j], run)
+		}
+	}
+	return overall, classes
+}
+
+// appendRun adds a run of rows to a metric's rows, using the first run in
+// place.
+func appendRun(rows, run []record.PairTotals) []record.PairTotals {
+	if rows == nil {
+		return run
+	}
+	return append(rows, run...)
+}
+
+// metricJobs are the jobs that fill out.Metrics, one per metric, with the
+// cluster bootstrap when asked for.
+func (p *totalsPairer) metricJobs(out *Comparison, overall [][]record.PairTotals, in CompareTotalsInput) []job {
 	var jobs []job
-	out.Metrics = make([]MetricDiff, nm)
-	for j := range nm {
+	out.Metrics = make([]MetricDiff, len(overall))
+	for j := range overall {
 		jobs = append(jobs, job{cost: len(overall[j]), run: func() {
-			d := tp.diff(overall[j], j, false)
+			d := p.diff(overall[j], j, false)
 			if in.BootstrapReps > 0 && d.Pairs > 0 {
-				num, den, wnum, wden := tp.bootTotals(overall[j])
-				b := stats.BootstrapRatioTotals(num, den, in.BootstrapReps, conf, in.BootstrapSeed)
+				num, den, wnum, wden := p.bootTotals(overall[j])
+				b := stats.BootstrapRatioTotals(num, den, in.BootstrapReps, p.conf, in.BootstrapSeed)
 				d.BootLo, d.BootHi = b.CI.Lo, b.CI.Hi
-				wb := stats.BootstrapRatioTotals(wnum, wden, in.BootstrapReps, conf, in.BootstrapSeed)
+				wb := stats.BootstrapRatioTotals(wnum, wden, in.BootstrapReps, p.conf, in.BootstrapSeed)
 				d.Weighted.BootLo, d.Weighted.BootHi = wb.CI.Lo, wb.CI.Hi
 			}
 			out.Metrics[j] = d
 		}})
 	}
-	// groupJobs fills g's metrics from rowsOf(j), the rows of metric j.
-	groupJobs := func(g *GroupDiff, rowsOf func(j int) []record.PairTotals) {
-		g.Metrics = make([]MetricDiff, nm)
-		for j := range nm {
-			rows := rowsOf(j)
-			jobs = append(jobs, job{cost: len(rows), run: func() { g.Metrics[j] = tp.diff(rows, j, true) }})
-		}
-	}
+	return jobs
+}
 
-	// By scenario: the overall rows of each scenario (rows are sorted by
-	// scenario within a metric).
-	if nm > 0 {
-		base := overall[0]
-		for lo := 0; lo < len(base); {
-			hi := lo
-			for hi < len(base) && base[hi].Scenario == base[lo].Scenario {
-				hi++
-			}
-			sc := base[lo].Scenario
-			g := GroupDiff{Name: sc}
-			for _, r := range base[lo:hi] {
-				g.Cases += int(r.Keys)
-			}
-			lo = hi
-			if g.Cases == 0 {
-				continue // no pair: the scenario's cases are all unmatched
-			}
-			out.ByScenario = append(out.ByScenario, g)
-		}
-		for i := range out.ByScenario {
-			g := &out.ByScenario[i]
-			groupJobs(g, func(j int) []record.PairTotals { return scenarioRows(overall[j], g.Name) })
-		}
+// groupJobs are the jobs that fill g's metrics from rowsOf(j), the rows of
+// metric j.
+func (p *totalsPairer) groupJobs(g *GroupDiff, rowsOf func(j int) []record.PairTotals) []job {
+	nm := len(metricNames())
+	var jobs []job
+	g.Metrics = make([]MetricDiff, nm)
+	for j := range nm {
+		rows := rowsOf(j)
+		jobs = append(jobs, job{cost: len(rows), run: func() { g.Metrics[j] = p.diff(rows, j, true) }})
 	}
-	if in.FaultClasses {
-		for _, fc := range sortedClasses(classes) {
-			g := GroupDiff{Name: fc}
-			for _, r := range classes[fc][0] {
-				g.Cases += int(r.Keys)
-			}
-			out.ByFaultClass = append(out.ByFaultClass, g)
-		}
-		for i := range out.ByFaultClass {
-			g := &out.ByFaultClass[i]
-			rows := classes[g.Name]
-			groupJobs(g, func(j int) []record.PairTotals { return rows[j] })
-		}
-	}
-	runParallel(jobs)
+	return jobs
+}
 
-	if n := len(out.Unmatched); n > 0 {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("%d case(s) could not be paired and are excluded: %d graded only in the baseline, %d only in the candidate, %d in neither (listed below)",
-			n, out.UnmatchedBaseline, out.UnmatchedCandidate, out.UnmatchedNeither))
+// scenarioJobs lists out.ByScenario, the scenarios with a pair (the
+// overall rows are sorted by scenario within a metric), and returns the
+// jobs that fill their metrics.
+func (p *totalsPairer) scenarioJobs(out *Comparison, overall [][]record.PairTotals) []job {
+	if len(overall) == 0 {
+		return nil
 	}
-	if sm.KeysA == 0 {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("the baseline arm %q has no trials in sweep %s", in.Baseline.Arm, in.Baseline.SweepID))
+	base := overall[0]
+	for lo := 0; lo < len(base); {
+		hi := lo
+		for hi < len(base) && base[hi].Scenario == base[lo].Scenario {
+			hi++
+		}
+		g := GroupDiff{Name: base[lo].Scenario}
+		for _, r := range base[lo:hi] {
+			g.Cases += int(r.Keys)
+		}
+		lo = hi
+		if g.Cases == 0 {
+			continue // no pair: the scenario's cases are all unmatched
+		}
+		out.ByScenario = append(out.ByScenario, g)
 	}
-	if sm.KeysB == 0 {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("the candidate arm %q has no trials in sweep %s", in.Candidate.Arm, in.Candidate.SweepID))
+	var jobs []job
+	for i := range out.ByScenario {
+		g := &out.ByScenario[i]
+		jobs = append(jobs, p.groupJobs(g, func(j int) []record.PairTotals { return scenarioRows(overall[j], g.Name) })...)
 	}
-	if sm.Multi > 0 {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("%d case(s) hold more than one trial per arm: their outcomes are averaged, and McNemar/Newcombe/Tango are not computed for metrics they touch", sm.Multi))
+	return jobs
+}
+
+// faultClassJobs lists out.ByFaultClass and returns the jobs that fill
+// their metrics.
+func (p *totalsPairer) faultClassJobs(out *Comparison, classes map[string][][]record.PairTotals) []job {
+	for _, fc := range sortedClasses(classes) {
+		g := GroupDiff{Name: fc}
+		for _, r := range classes[fc][0] {
+			g.Cases += int(r.Keys)
+		}
+		out.ByFaultClass = append(out.ByFaultClass, g)
 	}
-	for _, sc := range changedScenarios(t.HashesA, t.HashesB) {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("scenario %q was run from different files in the two sweeps (hash %s vs %s): its pairs may not be the same cases",
-			sc, short(t.HashesA[sc]), short(t.HashesB[sc])))
+	var jobs []job
+	for i := range out.ByFaultClass {
+		g := &out.ByFaultClass[i]
+		rows := classes[g.Name]
+		jobs = append(jobs, p.groupJobs(g, func(j int) []record.PairTotals { return rows[j] })...)
 	}
-	return out
+	return jobs
 }
 
 // job is one unit of work for runParallel, with its cost in rows.

@@ -295,12 +295,7 @@ func (r *row) graded() bool {
 }
 
 // ungraded says why a cell has no tested metric.
-func ungraded(c *record.Cell) string {
-	if c.Attrition > 0 {
-		return "lost to attrition (provider failure)"
-	}
-	return "had no tested metric"
-}
+func ungraded(c *record.Cell) string { return ungradedReason(c.Attrition) }
 
 // pair is one case present in both arms: indices into the two cell slices.
 // cl is the key of the decision's cluster (the case or the scenario), ck
@@ -313,15 +308,14 @@ type pair struct {
 // Compare pairs the candidate's cases with the baseline's on (scenario,
 // variant, seed) and compares every metric. It is a pure function of its
 // input.
+//
+// Compare is the per-case route, kept as the reference of
+// [CompareFromTotals] (results/report/aggregate_integration_test.go holds
+// the two documents equal to 1e-12); both assemble the document the same
+// way (newComparison, unpaired, trialWarnings, pairingWarnings).
 func Compare(in CompareInput) Comparison {
-	conf := in.Confidence
-	if conf == 0 {
-		conf = Confidence
-	}
-	out := Comparison{Baseline: in.Baseline, Candidate: in.Candidate, Confidence: conf, Unit: UnitCase}
-	if in.Generalize {
-		out.Unit = UnitScenario
-	}
+	out := newComparison(in.Baseline, in.Candidate, in.Confidence, in.Generalize)
+	conf := out.Confidence
 	ac, bc := in.BaselineCells, in.CandidateCells
 	ai, bi := armCells(ac, in.Baseline.Arm), armCells(bc, in.Candidate.Arm)
 	ra, rb := flatten(ac), []row(nil)
@@ -333,6 +327,7 @@ func Compare(in CompareInput) Comparison {
 
 	pairs, multi := pairCases(&out, ac, bc, ai, bi, ra, rb)
 	countTrials(&out, ac, bc, ai, bi)
+	out.trialWarnings()
 	out.Cases = len(pairs)
 	scen, cases := map[string]bool{}, map[caseKey]bool{}
 	var varA, varB []stats.CaseOutcome
@@ -355,8 +350,57 @@ func Compare(in CompareInput) Comparison {
 	}
 	out.Metrics = metricDiffs(pc, pairs, in)
 	out.ByScenario, out.ByFaultClass = breakdowns(pc, pairs, ac, in.Cases)
-	compareWarnings(&out, in, len(ai), len(bi), multi)
+	sort.SliceStable(out.Unmatched, func(i, j int) bool {
+		return compareKeys(out.Unmatched[i].Key, out.Unmatched[j].Key) < 0
+	})
+	out.pairingWarnings(len(ai) == 0, len(bi) == 0, multi, in.BaselineHashes, in.CandidateHashes)
 	return out
+}
+
+// newComparison is the head of a comparison document, either route's.
+func newComparison(baseline, candidate Side, confidence float64, generalize bool) Comparison {
+	if confidence == 0 {
+		confidence = Confidence
+	}
+	out := Comparison{Baseline: baseline, Candidate: candidate, Confidence: confidence, Unit: UnitCase}
+	if generalize {
+		out.Unit = UnitScenario
+	}
+	return out
+}
+
+// unpaired lists a case that is not a pair, with the side that has it
+// graded (baseline, candidate or neither) and why: inA and inB say whether
+// each arm has the case, gradedA and gradedB whether its trial there has a
+// tested metric, whyA and whyB why not (ungradedReason). A case graded in
+// both arms is a pair, and is not listed.
+func (out *Comparison) unpaired(key Key, inA, inB, gradedA, gradedB bool, whyA, whyB string) {
+	add := func(side, reason string) {
+		out.Unmatched = append(out.Unmatched, Unmatched{Key: key, Side: side, Reason: reason})
+	}
+	switch {
+	case inA && !inB && gradedA:
+		add("baseline", "no candidate trial")
+		out.UnmatchedBaseline++
+	case inA && !inB:
+		add("neither", "no candidate trial; baseline trial "+whyA)
+		out.UnmatchedNeither++
+	case !inA && inB && gradedB:
+		add("candidate", "no baseline trial")
+		out.UnmatchedCandidate++
+	case !inA && inB:
+		add("neither", "no baseline trial; candidate trial "+whyB)
+		out.UnmatchedNeither++
+	case gradedA && !gradedB:
+		add("baseline", "candidate trial "+whyB)
+		out.UnmatchedBaseline++
+	case !gradedA && gradedB:
+		add("candidate", "baseline trial "+whyA)
+		out.UnmatchedCandidate++
+	case !gradedA && !gradedB:
+		add("neither", "baseline trial "+whyA+"; candidate trial "+whyB)
+		out.UnmatchedNeither++
+	}
 }
 
 // pairCases merge-joins the two arms' cells on their sorted keys: a case
@@ -364,9 +408,6 @@ func Compare(in CompareInput) Comparison {
 // with the side that has it. multi counts pairs holding more than one
 // trial per arm.
 func pairCases(out *Comparison, ac, bc []record.Cell, ai, bi []int32, ra, rb []row) (pairs []pair, multi int) {
-	unmatched := func(c *record.Cell, side, reason string) {
-		out.Unmatched = append(out.Unmatched, Unmatched{Key: keyOf(c), Side: side, Reason: reason})
-	}
 	i, j := 0, 0
 	for i < len(ai) || j < len(bi) {
 		var ca, cb *record.Cell
@@ -378,36 +419,14 @@ func pairCases(out *Comparison, ac, bc []record.Cell, ai, bi []int32, ra, rb []r
 		}
 		switch {
 		case cb == nil || (ca != nil && compareKeys(keyOf(ca), keyOf(cb)) < 0):
-			if ra[ai[i]].graded() {
-				unmatched(ca, "baseline", "no candidate trial")
-				out.UnmatchedBaseline++
-			} else {
-				unmatched(ca, "neither", "no candidate trial; baseline trial "+ungraded(ca))
-				out.UnmatchedNeither++
-			}
+			out.unpaired(keyOf(ca), true, false, ra[ai[i]].graded(), false, ungraded(ca), "")
 			i++
 		case ca == nil || compareKeys(keyOf(ca), keyOf(cb)) > 0:
-			if rb[bi[j]].graded() {
-				unmatched(cb, "candidate", "no baseline trial")
-				out.UnmatchedCandidate++
-			} else {
-				unmatched(cb, "neither", "no baseline trial; candidate trial "+ungraded(cb))
-				out.UnmatchedNeither++
-			}
+			out.unpaired(keyOf(cb), false, true, false, rb[bi[j]].graded(), "", ungraded(cb))
 			j++
 		default:
 			ga, gb := ra[ai[i]].graded(), rb[bi[j]].graded()
-			switch {
-			case ga && !gb:
-				unmatched(ca, "baseline", "candidate trial "+ungraded(cb))
-				out.UnmatchedBaseline++
-			case !ga && gb:
-				unmatched(cb, "candidate", "baseline trial "+ungraded(ca))
-				out.UnmatchedCandidate++
-			case !ga && !gb:
-				unmatched(ca, "neither", "baseline trial "+ungraded(ca)+"; candidate trial "+ungraded(cb))
-				out.UnmatchedNeither++
-			}
+			out.unpaired(keyOf(ca), true, true, ga, gb, ungraded(ca), ungraded(cb))
 			if ga && gb {
 				if ca.Trials > 1 || cb.Trials > 1 {
 					multi++
@@ -421,9 +440,7 @@ func pairCases(out *Comparison, ac, bc []record.Cell, ai, bi []int32, ra, rb []r
 	return pairs, multi
 }
 
-// countTrials totals each arm's trials, attrition and unsealed trials,
-// and warns when a side ran unsealed or attrition could bias the
-// comparison.
+// countTrials totals each arm's trials, attrition and unsealed trials.
 func countTrials(out *Comparison, ac, bc []record.Cell, ai, bi []int32) {
 	for _, k := range ai {
 		out.BaselineTrials += int(ac[k].Trials)
@@ -435,6 +452,11 @@ func countTrials(out *Comparison, ac, bc []record.Cell, ai, bi []int32) {
 		out.CandidateAttrition += int(bc[k].Attrition)
 		out.CandidateUnsealed += int(bc[k].Unsealed)
 	}
+}
+
+// trialWarnings warns, once the trials are counted, when a side ran
+// unsealed or attrition could bias the comparison.
+func (out *Comparison) trialWarnings() {
 	out.Warnings = append(out.Warnings, out.UnsealedNotes()...)
 	if w := attritionWarning(out.BaselineAttrition, out.BaselineTrials, out.CandidateAttrition, out.CandidateTrials); w != "" {
 		out.Warnings = append(out.Warnings, w)
@@ -487,29 +509,27 @@ func breakdowns(pc *pairer, pairs []pair, ac []record.Cell, caseFaults map[Key]C
 	return byScenario, byFaultClass
 }
 
-// compareWarnings adds what a reader must know before trusting the
-// numbers: unpaired cases, an empty arm, cases with several trials, a
-// scenario file that changed between the sweeps.
-func compareWarnings(out *Comparison, in CompareInput, baseCells, candCells, multi int) {
-	sort.SliceStable(out.Unmatched, func(i, j int) bool {
-		return compareKeys(out.Unmatched[i].Key, out.Unmatched[j].Key) < 0
-	})
+// pairingWarnings adds what a reader must know before trusting the
+// numbers: unpaired cases, an empty arm (emptyA, emptyB), cases with
+// several trials (multi), a scenario file that changed between the sweeps
+// (the scenario hashes of each side).
+func (out *Comparison) pairingWarnings(emptyA, emptyB bool, multi int, hashesA, hashesB map[string]string) {
 	if n := len(out.Unmatched); n > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d case(s) could not be paired and are excluded: %d graded only in the baseline, %d only in the candidate, %d in neither (listed below)",
 			n, out.UnmatchedBaseline, out.UnmatchedCandidate, out.UnmatchedNeither))
 	}
-	if baseCells == 0 {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("the baseline arm %q has no trials in sweep %s", in.Baseline.Arm, in.Baseline.SweepID))
+	if emptyA {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("the baseline arm %q has no trials in sweep %s", out.Baseline.Arm, out.Baseline.SweepID))
 	}
-	if candCells == 0 {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("the candidate arm %q has no trials in sweep %s", in.Candidate.Arm, in.Candidate.SweepID))
+	if emptyB {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("the candidate arm %q has no trials in sweep %s", out.Candidate.Arm, out.Candidate.SweepID))
 	}
 	if multi > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%d case(s) hold more than one trial per arm: their outcomes are averaged, and McNemar/Newcombe/Tango are not computed for metrics they touch", multi))
 	}
-	for _, sc := range changedScenarios(in.BaselineHashes, in.CandidateHashes) {
+	for _, sc := range changedScenarios(hashesA, hashesB) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("scenario %q was run from different files in the two sweeps (hash %s vs %s): its pairs may not be the same cases",
-			sc, short(in.BaselineHashes[sc]), short(in.CandidateHashes[sc])))
+			sc, short(hashesA[sc]), short(hashesB[sc])))
 	}
 }
 
