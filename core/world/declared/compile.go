@@ -722,77 +722,109 @@ func (p *parser) change(sc *scope, n *yaml.Node, at string) *op {
 	if !ok {
 		return nil
 	}
-	name := map[opKind]string{opSet: "set", opMerge: "merge", opAppend: "append", opIncrement: "increment", opDelete: "delete"}[o.kind]
-	t := o.path.t
+	cc := changeCheck{p: p, sc: sc, o: o, n: n, at: at, value: valueNode, by: byNode}
+	var good bool
 	switch o.kind {
 	case opSet, opMerge, opAppend:
-		if byNode != nil {
-			p.errorf(byNode, at+".by", "by is the amount of an increment")
-		}
-		if valueNode == nil {
-			p.errorf(n, at+".value", "required: what to %s", name)
-			return nil
-		}
-		v, vok := sc.expr(valueNode, at+".value")
-		if !vok {
-			return nil
-		}
-		o.value = v
-		target := t
-		switch o.kind {
-		case opMerge:
-			if t.kind != kObject && t.kind != kMap && t.kind != kAny {
-				p.errorf(n, at+".merge", "%q is %s: only an object or a map merges", o.path.src, t.describe())
-				return nil
-			}
-		case opAppend:
-			if t.kind != kList && t.kind != kAny {
-				p.errorf(n, at+".append", "%q is %s: only a list is appended to", o.path.src, t.describe())
-				return nil
-			}
-			target = t.elem
-			if target == nil {
-				target = anyType
-			}
-		}
-		if o.kind == opMerge {
-			if err := mergeable(t, v); err != nil {
-				p.errorf(valueNode, at+".value", "%v", err)
-				return nil
-			}
-		} else if err := assignable(target, v); err != nil {
-			p.errorf(valueNode, at+".value", "%s %q: %v", name, o.path.src, err)
-			return nil
-		}
+		good = cc.written()
 	case opIncrement:
-		if valueNode != nil {
-			p.errorf(valueNode, at+".value", "an increment takes by (default 1), not value")
-		}
-		if t.kind != kInteger && t.kind != kNumber && t.kind != kAny {
-			p.errorf(n, at+".increment", "%q is %s: only a number is incremented", o.path.src, t.describe())
-			return nil
-		}
-		if byNode != nil {
-			v, vok := sc.expr(byNode, at+".by")
-			if !vok {
-				return nil
-			}
-			if err := assignable(t, v); err != nil {
-				p.errorf(byNode, at+".by", "%v", err)
-				return nil
-			}
-			o.by = v
-		}
+		good = cc.increment()
 	case opDelete:
-		if valueNode != nil || byNode != nil {
-			p.errorf(n, at, "delete takes only its path")
-		}
-		if o.path.parent == nil || (o.path.parent.kind != kMap && o.path.parent.kind != kAny) {
-			p.errorf(n, at+".delete", "%q is not an entry of a map: only a map's entry is deleted (set a field to change it)", o.path.src)
-			return nil
-		}
+		good = cc.delete()
+	}
+	if !good {
+		return nil
 	}
 	return o
+}
+
+// changeCheck checks one change against the schema when the file loads.
+type changeCheck struct {
+	p         *parser
+	sc        *scope
+	o         *op
+	n         *yaml.Node
+	at        string
+	value, by *yaml.Node
+}
+
+// written checks set, merge and append: a value that fits the target.
+func (cc changeCheck) written() bool {
+	o, t := cc.o, cc.o.path.t
+	name := map[opKind]string{opSet: "set", opMerge: "merge", opAppend: "append"}[o.kind]
+	if cc.by != nil {
+		cc.p.errorf(cc.by, cc.at+".by", "by is the amount of an increment")
+	}
+	if cc.value == nil {
+		cc.p.errorf(cc.n, cc.at+".value", "required: what to %s", name)
+		return false
+	}
+	v, ok := cc.sc.expr(cc.value, cc.at+".value")
+	if !ok {
+		return false
+	}
+	o.value = v
+	switch o.kind {
+	case opMerge:
+		if t.kind != kObject && t.kind != kMap && t.kind != kAny {
+			cc.p.errorf(cc.n, cc.at+".merge", "%q is %s: only an object or a map merges", o.path.src, t.describe())
+			return false
+		}
+		if err := mergeable(t, v); err != nil {
+			cc.p.errorf(cc.value, cc.at+".value", "%v", err)
+			return false
+		}
+		return true
+	case opAppend:
+		if t.kind != kList && t.kind != kAny {
+			cc.p.errorf(cc.n, cc.at+".append", "%q is %s: only a list is appended to", o.path.src, t.describe())
+			return false
+		}
+		if t = t.elem; t == nil {
+			t = anyType
+		}
+	}
+	if err := assignable(t, v); err != nil {
+		cc.p.errorf(cc.value, cc.at+".value", "%s %q: %v", name, o.path.src, err)
+		return false
+	}
+	return true
+}
+
+func (cc changeCheck) increment() bool {
+	o, t := cc.o, cc.o.path.t
+	if cc.value != nil {
+		cc.p.errorf(cc.value, cc.at+".value", "an increment takes by (default 1), not value")
+	}
+	if t.kind != kInteger && t.kind != kNumber && t.kind != kAny {
+		cc.p.errorf(cc.n, cc.at+".increment", "%q is %s: only a number is incremented", o.path.src, t.describe())
+		return false
+	}
+	if cc.by == nil {
+		return true
+	}
+	v, ok := cc.sc.expr(cc.by, cc.at+".by")
+	if !ok {
+		return false
+	}
+	if err := assignable(t, v); err != nil {
+		cc.p.errorf(cc.by, cc.at+".by", "%v", err)
+		return false
+	}
+	o.by = v
+	return true
+}
+
+func (cc changeCheck) delete() bool {
+	o := cc.o
+	if cc.value != nil || cc.by != nil {
+		cc.p.errorf(cc.n, cc.at, "delete takes only its path")
+	}
+	if o.path.parent == nil || (o.path.parent.kind != kMap && o.path.parent.kind != kAny) {
+		cc.p.errorf(cc.n, cc.at+".delete", "%q is not an entry of a map: only a map's entry is deleted (set a field to change it)", o.path.src)
+		return false
+	}
+	return true
 }
 
 // assignable checks, as far as it is known when loading, that a value
@@ -816,32 +848,7 @@ func assignable(t *typ, e expr) error {
 		}
 		return nil
 	case *objExpr:
-		switch t.kind {
-		case kObject:
-			for i, k := range x.keys {
-				f, ok := t.byName[k]
-				if !ok {
-					return fmt.Errorf("%s has no field %q (fields: %s)", t.describe(), k, t.fieldNames())
-				}
-				if err := assignable(f.t, x.vals[i]); err != nil {
-					return fmt.Errorf("%s: %w", k, err)
-				}
-			}
-			for _, f := range t.fields {
-				if f.required && !slices.Contains(x.keys, f.name) {
-					return fmt.Errorf("%s: required", f.name)
-				}
-			}
-			return nil
-		case kMap:
-			for i, k := range x.keys {
-				if err := assignable(t.elem, x.vals[i]); err != nil {
-					return fmt.Errorf("%s: %w", k, err)
-				}
-			}
-			return nil
-		}
-		return fmt.Errorf("expected %s, got a mapping", t.describe())
+		return assignableObject(t, x)
 	case *listExpr:
 		if t.kind != kList {
 			return fmt.Errorf("expected %s, got a list", t.describe())
@@ -861,6 +868,37 @@ func assignable(t *typ, e expr) error {
 		return nil // checked when the call writes it
 	}
 	return fmt.Errorf("expected %s, got %s", t.describe(), s.describe())
+}
+
+// assignableObject checks a mapping written to an object (its fields, the
+// required ones given) or a map (its entries).
+func assignableObject(t *typ, x *objExpr) error {
+	switch t.kind {
+	case kObject:
+		for i, k := range x.keys {
+			f, ok := t.byName[k]
+			if !ok {
+				return fmt.Errorf("%s has no field %q (fields: %s)", t.describe(), k, t.fieldNames())
+			}
+			if err := assignable(f.t, x.vals[i]); err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+		}
+		for _, f := range t.fields {
+			if f.required && !slices.Contains(x.keys, f.name) {
+				return fmt.Errorf("%s: required", f.name)
+			}
+		}
+		return nil
+	case kMap:
+		for i, k := range x.keys {
+			if err := assignable(t.elem, x.vals[i]); err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("expected %s, got a mapping", t.describe())
 }
 
 // mergeable checks a merge's value: some fields of the object (or
@@ -1103,99 +1141,119 @@ var typeKeys = []string{"type", "description", "default", "required", "omit_empt
 // typeOf reads a type: a scalar name, {type: NAME, ...}, or a mapping of
 // fields (an object).
 func (p *parser) typeOf(n *yaml.Node, at string) (*typ, *fieldAttrs) {
-	attrs := &fieldAttrs{}
 	switch n.Kind {
 	case yaml.ScalarNode:
-		name, ok := p.nonEmpty(n, at)
-		if !ok {
-			return nil, nil
-		}
-		k, known := kindNames[name]
-		switch {
-		case !known:
-			p.errorf(n, at, "%q: a type is string, integer, number, boolean, object, map, list or any", name)
-			return nil, nil
-		case k == kObject:
-			p.errorf(n, at, "an object lists its fields: {type: object, fields: {...}} or the fields themselves")
-			return nil, nil
-		case k == kMap || k == kList:
-			return &typ{kind: k, elem: anyType}, attrs
-		}
-		return &typ{kind: k}, attrs
+		return p.typeName(n, at)
 	case yaml.MappingNode:
 		tn := find(n, "type")
 		if tn == nil || tn.Kind != yaml.ScalarNode || kindNames[tn.Value] == kAny && tn.Value != "any" {
-			return p.fields(n, at), attrs
+			return p.fields(n, at), &fieldAttrs{}
 		}
-		t := &typ{kind: kindNames[tn.Value]}
-		for _, pr := range p.mapping(n, at, typeKeys) {
-			switch pr.key {
-			case "description":
-				p.str(pr.v, pr.at)
-			case "default":
-				attrs.defNode = pr.v
-			case "required":
-				attrs.required, _ = p.boolean(pr.v, pr.at)
-			case "omit_empty":
-				attrs.omitEmpty, _ = p.boolean(pr.v, pr.at)
-			case "enum":
-				if t.kind != kString {
-					p.errorf(pr.k, pr.at, "enum lists the values of a string")
-				}
-				for i, e := range p.sequence(pr.v, pr.at, false) {
-					if s, ok := p.str(e, fmt.Sprintf("%s[%d]", pr.at, i)); ok {
-						t.enum = append(t.enum, s)
-					}
-				}
-			case "fields":
-				if t.kind != kObject {
-					p.errorf(pr.k, pr.at, "fields belong to an object")
-					continue
-				}
-				if f := p.fields(pr.v, pr.at); f != nil {
-					t.fields, t.byName = f.fields, f.byName
-				}
-			case "values", "items":
-				want := map[string]kind{"values": kMap, "items": kList}[pr.key]
-				if t.kind != want {
-					p.errorf(pr.k, pr.at, "%s belong to a %s", pr.key, want)
-					continue
-				}
-				if e, eattrs := p.typeOf(pr.v, pr.at); e != nil {
-					if eattrs.defNode != nil || eattrs.required || eattrs.omitEmpty {
-						p.errorf(pr.v, pr.at, "default, required and omit_empty belong to an object's fields, not to the %s of a %s", pr.key, want)
-					}
-					t.elem = e
-				}
-			}
-		}
-		switch t.kind {
-		case kObject:
-			if t.byName == nil {
-				if find(n, "fields") == nil {
-					p.errorf(n, at+".fields", "required: an object lists its fields")
-				}
-				t.byName = map[string]*field{}
-			}
-		case kMap, kList:
-			if t.elem == nil {
-				t.elem = anyType
-			}
-		}
-		if attrs.defNode != nil {
-			if v, ok := p.value(attrs.defNode, at+".default"); ok {
-				nv, err := t.normalize(v, "")
-				if err != nil {
-					p.errorf(attrs.defNode, at+".default", "%v", err)
-				} else {
-					attrs.def, attrs.hasDef = nv, true
-				}
-			}
-		}
-		return t, attrs
+		return p.typeSpec(n, at, kindNames[tn.Value])
 	}
 	p.errorf(n, at, "expected a type, got %s", kindOf(n))
 	return nil, nil
+}
+
+// typeName reads a type written as its name.
+func (p *parser) typeName(n *yaml.Node, at string) (*typ, *fieldAttrs) {
+	name, ok := p.nonEmpty(n, at)
+	if !ok {
+		return nil, nil
+	}
+	k, known := kindNames[name]
+	switch {
+	case !known:
+		p.errorf(n, at, "%q: a type is string, integer, number, boolean, object, map, list or any", name)
+		return nil, nil
+	case k == kObject:
+		p.errorf(n, at, "an object lists its fields: {type: object, fields: {...}} or the fields themselves")
+		return nil, nil
+	case k == kMap || k == kList:
+		return &typ{kind: k, elem: anyType}, &fieldAttrs{}
+	}
+	return &typ{kind: k}, &fieldAttrs{}
+}
+
+// typeSpec reads {type: KIND, ...}: the type's own keys and a field's
+// attributes (default, required, omit_empty).
+func (p *parser) typeSpec(n *yaml.Node, at string, k kind) (*typ, *fieldAttrs) {
+	t := &typ{kind: k}
+	attrs := &fieldAttrs{}
+	for _, pr := range p.mapping(n, at, typeKeys) {
+		switch pr.key {
+		case "description":
+			p.str(pr.v, pr.at)
+		case "default":
+			attrs.defNode = pr.v
+		case "required":
+			attrs.required, _ = p.boolean(pr.v, pr.at)
+		case "omit_empty":
+			attrs.omitEmpty, _ = p.boolean(pr.v, pr.at)
+		case "enum":
+			p.enum(t, pr)
+		case "fields":
+			if t.kind != kObject {
+				p.errorf(pr.k, pr.at, "fields belong to an object")
+			} else if f := p.fields(pr.v, pr.at); f != nil {
+				t.fields, t.byName = f.fields, f.byName
+			}
+		case "values", "items":
+			p.elem(t, pr)
+		}
+	}
+	switch t.kind {
+	case kObject:
+		if t.byName == nil {
+			if find(n, "fields") == nil {
+				p.errorf(n, at+".fields", "required: an object lists its fields")
+			}
+			t.byName = map[string]*field{}
+		}
+	case kMap, kList:
+		if t.elem == nil {
+			t.elem = anyType
+		}
+	}
+	if attrs.defNode != nil {
+		if v, ok := p.value(attrs.defNode, at+".default"); ok {
+			nv, err := t.normalize(v, "")
+			if err != nil {
+				p.errorf(attrs.defNode, at+".default", "%v", err)
+			} else {
+				attrs.def, attrs.hasDef = nv, true
+			}
+		}
+	}
+	return t, attrs
+}
+
+func (p *parser) enum(t *typ, pr pair) {
+	if t.kind != kString {
+		p.errorf(pr.k, pr.at, "enum lists the values of a string")
+	}
+	for i, e := range p.sequence(pr.v, pr.at, false) {
+		if s, ok := p.str(e, fmt.Sprintf("%s[%d]", pr.at, i)); ok {
+			t.enum = append(t.enum, s)
+		}
+	}
+}
+
+// elem reads the values of a map or the items of a list.
+func (p *parser) elem(t *typ, pr pair) {
+	want := map[string]kind{"values": kMap, "items": kList}[pr.key]
+	if t.kind != want {
+		p.errorf(pr.k, pr.at, "%s belong to a %s", pr.key, want)
+		return
+	}
+	e, eattrs := p.typeOf(pr.v, pr.at)
+	if e == nil {
+		return
+	}
+	if eattrs.defNode != nil || eattrs.required || eattrs.omitEmpty {
+		p.errorf(pr.v, pr.at, "default, required and omit_empty belong to an object's fields, not to the %s of a %s", pr.key, want)
+	}
+	t.elem = e
 }
 
 // fields reads an object's fields: name -> type.

@@ -748,83 +748,18 @@ func (s *scope) cond(n *yaml.Node, at string, precondition bool) (*cond, bool) {
 	kinds := 0
 	var msg *yaml.Node
 	for _, pr := range s.p.mapping(n, at, known) {
-		switch pr.key {
-		case "exists", "absent":
-			kinds++
-			c.op = map[string]condOp{"exists": opExists, "absent": opAbsent}[pr.key]
-			src, sok := s.p.nonEmpty(pr.v, pr.at)
-			if sok {
-				c.path, sok = s.path(pr.v, pr.at, src)
-			}
-			ok = ok && sok
-		case "given", "not_given":
-			kinds++
-			c.op = map[string]condOp{"given": opGiven, "not_given": opNotGiven}[pr.key]
-			name, sok := s.p.nonEmpty(pr.v, pr.at)
-			if sok {
-				if c.arg = s.tool.byParam[name]; c.arg == nil {
-					s.p.errorf(pr.v, pr.at, "%q is not an argument of %s", name, s.tool.meta.Name)
-					sok = false
-				}
-			}
-			ok = ok && sok
-		case "path":
-			src, sok := s.p.nonEmpty(pr.v, pr.at)
-			if sok {
-				c.path, sok = s.path(pr.v, pr.at, src)
-			}
-			ok = ok && sok
-		case "value":
-			var sok bool
-			c.subject, sok = s.expr(pr.v, pr.at)
-			ok = ok && sok
-		case "error":
-			code, sok := s.p.nonEmpty(pr.v, pr.at)
-			if sok && !validCode(code) {
-				s.p.errorf(pr.v, pr.at, "%q: an error code is upper case letters, digits and underscores (NOT_FOUND, CONFLICT, INVALID_INPUT, ...)", code)
-				sok = false
-			}
-			c.code = code
-			ok = ok && sok
-		case "message":
+		if pr.key == "message" {
 			msg = pr.v
-		case "retryable":
-			var bok bool
-			c.retryable, bok = s.p.boolean(pr.v, pr.at)
-			ok = ok && bok
-		default:
+			continue
+		}
+		kind, fok := s.condField(c, pr)
+		if kind {
 			kinds++
-			c.op = comparisons[pr.key]
-			var wok bool
-			c.want, wok = s.expr(pr.v, pr.at)
-			ok = ok && wok
 		}
+		ok = ok && fok
 	}
-	if !ok {
+	if !ok || !s.checkCond(c, n, at, kinds) {
 		return nil, false
-	}
-	compare := c.op >= opEquals
-	switch {
-	case kinds != 1:
-		s.p.errorf(n, at, "a condition is one of exists, absent, given, not_given, or a path (or value) with one of equals, not_equals, at_least, at_most, less_than, greater_than")
-		return nil, false
-	case compare && (c.path == nil) == (c.subject == nil):
-		s.p.errorf(n, at, "a comparison needs its subject: path: (a state path) or value: (a value)")
-		return nil, false
-	case !compare && c.subject != nil:
-		s.p.errorf(n, at, "value: is the subject of a comparison (equals, ...)")
-		return nil, false
-	case (c.op == opGiven || c.op == opNotGiven) && c.path != nil:
-		s.p.errorf(n, at, "given names an argument; path: is for comparisons")
-		return nil, false
-	}
-	if compare && c.op >= opAtLeast {
-		for _, t := range []*typ{c.subjectType(), c.want.static()} {
-			if t.kind != kInteger && t.kind != kNumber && t.kind != kAny {
-				s.p.errorf(n, at, "an order comparison needs numbers; this compares %s", t.describe())
-				return nil, false
-			}
-		}
 	}
 	if c.code == "" {
 		c.code = defaultCode(c.op)
@@ -839,6 +774,80 @@ func (s *scope) cond(n *yaml.Node, at string, precondition bool) (*cond, bool) {
 		}
 	}
 	return c, true
+}
+
+// condField reads one field of a condition into c; kind reports whether
+// the field says what the condition is (exists, given, equals, ...).
+func (s *scope) condField(c *cond, pr pair) (kind, ok bool) {
+	switch pr.key {
+	case "exists", "absent", "path":
+		if pr.key != "path" {
+			kind, c.op = true, map[string]condOp{"exists": opExists, "absent": opAbsent}[pr.key]
+		}
+		src, ok := s.p.nonEmpty(pr.v, pr.at)
+		if ok {
+			c.path, ok = s.path(pr.v, pr.at, src)
+		}
+		return kind, ok
+	case "given", "not_given":
+		c.op = map[string]condOp{"given": opGiven, "not_given": opNotGiven}[pr.key]
+		name, ok := s.p.nonEmpty(pr.v, pr.at)
+		if ok {
+			if c.arg = s.tool.byParam[name]; c.arg == nil {
+				s.p.errorf(pr.v, pr.at, "%q is not an argument of %s", name, s.tool.meta.Name)
+				ok = false
+			}
+		}
+		return true, ok
+	case "value":
+		var ok bool
+		c.subject, ok = s.expr(pr.v, pr.at)
+		return false, ok
+	case "error":
+		code, ok := s.p.nonEmpty(pr.v, pr.at)
+		if ok && !validCode(code) {
+			s.p.errorf(pr.v, pr.at, "%q: an error code is upper case letters, digits and underscores (NOT_FOUND, CONFLICT, INVALID_INPUT, ...)", code)
+			ok = false
+		}
+		c.code = code
+		return false, ok
+	case "retryable":
+		var ok bool
+		c.retryable, ok = s.p.boolean(pr.v, pr.at)
+		return false, ok
+	}
+	c.op = comparisons[pr.key]
+	var ok2 bool
+	c.want, ok2 = s.expr(pr.v, pr.at)
+	return true, ok2
+}
+
+// checkCond checks that a condition says one thing, with what it needs.
+func (s *scope) checkCond(c *cond, n *yaml.Node, at string, kinds int) bool {
+	compare := c.op >= opEquals
+	switch {
+	case kinds != 1:
+		s.p.errorf(n, at, "a condition is one of exists, absent, given, not_given, or a path (or value) with one of equals, not_equals, at_least, at_most, less_than, greater_than")
+		return false
+	case compare && (c.path == nil) == (c.subject == nil):
+		s.p.errorf(n, at, "a comparison needs its subject: path: (a state path) or value: (a value)")
+		return false
+	case !compare && c.subject != nil:
+		s.p.errorf(n, at, "value: is the subject of a comparison (equals, ...)")
+		return false
+	case (c.op == opGiven || c.op == opNotGiven) && c.path != nil:
+		s.p.errorf(n, at, "given names an argument; path: is for comparisons")
+		return false
+	}
+	if compare && c.op >= opAtLeast {
+		for _, t := range []*typ{c.subjectType(), c.want.static()} {
+			if t.kind != kInteger && t.kind != kNumber && t.kind != kAny {
+				s.p.errorf(n, at, "an order comparison needs numbers; this compares %s", t.describe())
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (c *cond) subjectType() *typ {

@@ -179,34 +179,7 @@ func (t *typ) normalize(v any, at string) (any, error) {
 		}
 		return nil, &valueError{at, "expected true or false, got " + describeValue(v)}
 	case kObject:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, &valueError{at, "expected an object (fields: " + t.fieldNames() + "), got " + describeValue(v)}
-		}
-		for _, k := range sortedKeys(m) {
-			if _, ok := t.byName[k]; !ok {
-				return nil, &valueError{join(at, k), "unknown field (fields: " + t.fieldNames() + ")"}
-			}
-		}
-		out := make(map[string]any, len(t.fields))
-		for _, f := range t.fields {
-			x, given := m[f.name]
-			if !given || x == nil {
-				if f.required {
-					return nil, &valueError{join(at, f.name), "required"}
-				}
-				if iv, ok := f.initial(); ok {
-					out[f.name] = iv
-				}
-				continue
-			}
-			n, err := f.t.normalize(x, join(at, f.name))
-			if err != nil {
-				return nil, err
-			}
-			out[f.name] = n
-		}
-		return out, nil
+		return t.normalizeObject(v, at)
 	case kMap:
 		m, ok := v.(map[string]any)
 		if !ok {
@@ -237,6 +210,39 @@ func (t *typ) normalize(v any, at string) (any, error) {
 		return out, nil
 	}
 	return nil, &valueError{at, "unknown type"}
+}
+
+// normalizeObject checks an object: no undeclared field, every required
+// one given, every other materialized with its default.
+func (t *typ) normalizeObject(v any, at string) (any, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, &valueError{at, "expected an object (fields: " + t.fieldNames() + "), got " + describeValue(v)}
+	}
+	for _, k := range sortedKeys(m) {
+		if _, ok := t.byName[k]; !ok {
+			return nil, &valueError{join(at, k), "unknown field (fields: " + t.fieldNames() + ")"}
+		}
+	}
+	out := make(map[string]any, len(t.fields))
+	for _, f := range t.fields {
+		x, given := m[f.name]
+		if !given || x == nil {
+			if f.required {
+				return nil, &valueError{join(at, f.name), "required"}
+			}
+			if iv, ok := f.initial(); ok {
+				out[f.name] = iv
+			}
+			continue
+		}
+		n, err := f.t.normalize(x, join(at, f.name))
+		if err != nil {
+			return nil, err
+		}
+		out[f.name] = n
+	}
+	return out, nil
 }
 
 // normalizeAny copies a free-form value into the state's representation.

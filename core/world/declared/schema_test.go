@@ -41,7 +41,7 @@ func TestSchemaListsTheLanguage(t *testing.T) {
 		defaults = append(defaults, k)
 	}
 	for _, c := range []struct {
-		what       string
+		what             string
 		schema, compiler []string
 	}{
 		{"the top level", keys(s.Properties), topKeys},

@@ -599,167 +599,206 @@ func put(cont any, seg string, v any) error {
 
 // apply makes one change; changed reports whether the state moved. A
 // change whose path or value is missing (an argument not given) changes
-// nothing.
+// nothing; one that does not fit the schema is INVALID_INPUT.
 func (c *call) apply(o *op) (changed bool, _ *harness.ToolError) {
 	p, ok := c.evalPath(o.path)
 	if !ok {
 		return false, nil
 	}
-	at := strings.Join(p, ".")
-	fail := func(err error) (bool, *harness.ToolError) {
-		return false, invalid("%s: %v", c.t.meta.Name, err)
-	}
-	t := o.path.t
+	ch := &change{c: c, o: o, p: p, at: strings.Join(p, "."), t: o.path.t}
+	var err error
 	switch o.kind {
 	case opSet:
-		v, ok := o.value.eval(c)
-		if !ok {
-			return false, nil
-		}
-		nv, err := t.normalize(v, at)
-		if err != nil {
-			return fail(err)
-		}
-		old, found, _ := c.w.lookup(p)
-		cont, err := c.container(p, o.path.types, true)
-		if err != nil {
-			return fail(err)
-		}
-		if err := put(cont, p[len(p)-1], nv); err != nil {
-			return fail(err)
-		}
-		return !found || !equal(old, nv), nil
+		changed, err = ch.set()
 	case opMerge:
-		v, ok := o.value.eval(c)
-		if !ok {
-			return false, nil
+		changed, err = ch.merge()
+	case opAppend:
+		changed, err = ch.append()
+	case opIncrement:
+		changed, err = ch.increment()
+	case opDelete:
+		changed = ch.delete()
+	}
+	if err != nil {
+		return false, invalid("%s: %v", c.t.meta.Name, err)
+	}
+	return changed, nil
+}
+
+// change is one change being made, at its evaluated path.
+type change struct {
+	c  *call
+	o  *op
+	p  []string
+	at string
+	t  *typ
+}
+
+// value evaluates the change's value; false when it is missing.
+func (ch *change) value() (any, bool) { return ch.o.value.eval(ch.c) }
+
+// put stores v at the change's path, creating the containers on the way.
+func (ch *change) put(v any) error {
+	cont, err := ch.c.container(ch.p, ch.o.path.types, true)
+	if err != nil {
+		return err
+	}
+	return put(cont, ch.p[len(ch.p)-1], v)
+}
+
+func (ch *change) set() (bool, error) {
+	v, ok := ch.value()
+	if !ok {
+		return false, nil
+	}
+	nv, err := ch.t.normalize(v, ch.at)
+	if err != nil {
+		return false, err
+	}
+	old, found, _ := ch.c.w.lookup(ch.p)
+	if err := ch.put(nv); err != nil {
+		return false, err
+	}
+	return !found || !equal(old, nv), nil
+}
+
+func (ch *change) merge() (bool, error) {
+	v, ok := ch.value()
+	if !ok {
+		return false, nil
+	}
+	m, isMap := v.(map[string]any)
+	if !isMap {
+		return false, fmt.Errorf("%s: a merge takes a mapping, got %s", ch.at, describeValue(v))
+	}
+	changed := false
+	old, found, _ := ch.c.w.lookup(ch.p)
+	target, isTarget := old.(map[string]any)
+	if !found || !isTarget {
+		if found && old != nil {
+			return false, fmt.Errorf("%s holds %s, not a mapping to merge into", ch.at, describeValue(old))
 		}
-		m, isMap := v.(map[string]any)
-		if !isMap {
-			return fail(fmt.Errorf("%s: a merge takes a mapping, got %s", at, describeValue(v)))
+		target = map[string]any{}
+		if ch.t.kind == kObject || ch.t.kind == kMap {
+			target = ch.t.zero().(map[string]any)
 		}
-		old, found, _ := c.w.lookup(p)
-		target, isTarget := old.(map[string]any)
-		if !found || !isTarget {
-			if found && old != nil {
-				return fail(fmt.Errorf("%s holds %s, not a mapping to merge into", at, describeValue(old)))
-			}
-			cont, err := c.container(p, o.path.types, true)
-			if err != nil {
-				return fail(err)
-			}
-			target = map[string]any{}
-			if t.kind == kObject || t.kind == kMap {
-				target = t.zero().(map[string]any)
-			}
-			if err := put(cont, p[len(p)-1], target); err != nil {
-				return fail(err)
-			}
+		if err := ch.put(target); err != nil {
+			return false, err
+		}
+		changed = true
+	}
+	for _, k := range sortedKeys(m) {
+		ft, err := ch.memberType(k)
+		if err != nil {
+			return false, err
+		}
+		nv, err := ft.normalize(m[k], join(ch.at, k))
+		if err != nil {
+			return false, err
+		}
+		if prev, ok := target[k]; !ok || !equal(prev, nv) {
 			changed = true
 		}
-		for _, k := range sortedKeys(m) {
-			ft := anyType
-			switch t.kind {
-			case kObject:
-				f, ok := t.byName[k]
-				if !ok {
-					return fail(fmt.Errorf("%s has no field %q", at, k))
-				}
-				ft = f.t
-			case kMap:
-				ft = t.elem
-			}
-			nv, err := ft.normalize(m[k], join(at, k))
-			if err != nil {
-				return fail(err)
-			}
-			if prev, ok := target[k]; !ok || !equal(prev, nv) {
-				changed = true
-			}
-			target[k] = nv
+		target[k] = nv
+	}
+	return changed, nil
+}
+
+// memberType is the type of a field (or entry) k of the merged value.
+func (ch *change) memberType(k string) (*typ, error) {
+	switch ch.t.kind {
+	case kObject:
+		f, ok := ch.t.byName[k]
+		if !ok {
+			return nil, fmt.Errorf("%s has no field %q", ch.at, k)
 		}
-		return changed, nil
-	case opAppend:
-		v, ok := o.value.eval(c)
+		return f.t, nil
+	case kMap:
+		return ch.t.elem, nil
+	}
+	return anyType, nil
+}
+
+func (ch *change) append() (bool, error) {
+	v, ok := ch.value()
+	if !ok {
+		return false, nil
+	}
+	et := anyType
+	if ch.t.kind == kList {
+		et = ch.t.elem
+	}
+	nv, err := et.normalize(v, ch.at)
+	if err != nil {
+		return false, err
+	}
+	old, found, _ := ch.c.w.lookup(ch.p)
+	list, isList := old.([]any)
+	if found && old != nil && !isList {
+		return false, fmt.Errorf("%s holds %s, not a list", ch.at, describeValue(old))
+	}
+	return true, ch.put(append(list, nv))
+}
+
+func (ch *change) increment() (bool, error) {
+	var by any = int64(1)
+	if ch.o.by != nil {
+		v, ok := ch.o.by.eval(ch.c)
 		if !ok {
 			return false, nil
 		}
-		et := anyType
-		if t.kind == kList {
-			et = t.elem
-		}
-		nv, err := et.normalize(v, at)
-		if err != nil {
-			return fail(err)
-		}
-		old, found, _ := c.w.lookup(p)
-		list, isList := old.([]any)
-		if found && old != nil && !isList {
-			return fail(fmt.Errorf("%s holds %s, not a list", at, describeValue(old)))
-		}
-		cont, err := c.container(p, o.path.types, true)
-		if err != nil {
-			return fail(err)
-		}
-		if err := put(cont, p[len(p)-1], append(list, nv)); err != nil {
-			return fail(err)
-		}
-		return true, nil
-	case opIncrement:
-		var by any = int64(1)
-		if o.by != nil {
-			v, ok := o.by.eval(c)
-			if !ok {
-				return false, nil
-			}
-			by = v
-		}
-		old, found, _ := c.w.lookup(p)
-		if !found || old == nil {
-			old = int64(0)
-		}
-		var next any
-		bi, byInt := asInteger(by)
-		oi, oldInt := asInteger(old)
-		_, oldIsInt := old.(int64)
-		switch {
-		case t.kind == kInteger:
-			if !byInt || !oldInt {
-				return fail(fmt.Errorf("%s: an integer is incremented by an integer, got %s", at, describeValue(by)))
-			}
-			next = oi + bi
-		case t.kind == kAny && oldIsInt && byInt:
-			next = oi + bi
-		default:
-			bf, ok1 := asNumber(by)
-			of, ok2 := asNumber(old)
-			if !ok1 || !ok2 {
-				return fail(fmt.Errorf("%s holds %s, incremented by %s", at, describeValue(old), describeValue(by)))
-			}
-			next = of + bf
-		}
-		cont, err := c.container(p, o.path.types, true)
-		if err != nil {
-			return fail(err)
-		}
-		if err := put(cont, p[len(p)-1], next); err != nil {
-			return fail(err)
-		}
-		return !equal(old, next), nil
-	case opDelete:
-		cont, err := c.container(p, o.path.types, false)
-		if err != nil || cont == nil {
-			return false, nil
-		}
-		m, isMap := cont.(map[string]any)
-		if !isMap {
-			return false, nil
-		}
-		if _, ok := m[p[len(p)-1]]; !ok {
-			return false, nil
-		}
-		delete(m, p[len(p)-1])
-		return true, nil
+		by = v
 	}
-	return false, nil
+	old, found, _ := ch.c.w.lookup(ch.p)
+	if !found || old == nil {
+		old = int64(0)
+	}
+	next, err := sum(ch.t, old, by, ch.at)
+	if err != nil {
+		return false, err
+	}
+	if err := ch.put(next); err != nil {
+		return false, err
+	}
+	return !equal(old, next), nil
+}
+
+// sum adds by to old: integers stay integers (a field of type integer
+// takes only integers), anything else adds as numbers.
+func sum(t *typ, old, by any, at string) (any, error) {
+	bi, byInt := asInteger(by)
+	oi, oldInt := asInteger(old)
+	_, oldIsInt := old.(int64)
+	switch {
+	case t.kind == kInteger:
+		if !byInt || !oldInt {
+			return nil, fmt.Errorf("%s: an integer is incremented by an integer, got %s", at, describeValue(by))
+		}
+		return oi + bi, nil
+	case t.kind == kAny && oldIsInt && byInt:
+		return oi + bi, nil
+	}
+	bf, ok1 := asNumber(by)
+	of, ok2 := asNumber(old)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("%s holds %s, incremented by %s", at, describeValue(old), describeValue(by))
+	}
+	return of + bf, nil
+}
+
+func (ch *change) delete() bool {
+	cont, err := ch.c.container(ch.p, ch.o.path.types, false)
+	if err != nil || cont == nil {
+		return false
+	}
+	m, isMap := cont.(map[string]any)
+	if !isMap {
+		return false
+	}
+	last := ch.p[len(ch.p)-1]
+	if _, ok := m[last]; !ok {
+		return false
+	}
+	delete(m, last)
+	return true
 }
