@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/log"
 
 	"rebound/activities"
 	"rebound/internal/localkey"
@@ -60,49 +58,22 @@ func (c *connection) openReadOnlyStore(ctx context.Context) (storage.Store, erro
 	return storage.Open(ctx, cfg)
 }
 
-// dialTemporal connects with the payload codec keyed by the redaction key:
-// nothing this process hands to Temporal is stored there in the clear.
-func (c *connection) dialTemporal(ctx context.Context, address string, redactionKey []byte) (client.Client, error) {
-	opts, err := runner.SecureClientOptions(client.Options{HostPort: address, Namespace: c.namespace, Logger: quietLogger{ctx}}, redactionKey)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	if opts, err = runner.InstrumentClientOptions(opts); err != nil {
-		return nil, err
-	}
+// dialTemporal connects with the payload codec keyed by the redaction key
+// (runner.Dial): nothing this process hands to Temporal is stored there in
+// the clear. A bad key or TLS setting is the user's to fix (exit 2).
+func (c *connection) dialTemporal(ctx context.Context, address string, redactionKey []byte) (runner.Client, error) {
+	o := runner.DialOptions{Address: address, Namespace: c.namespace, RedactionKey: redactionKey}
 	// TLS and the API key are for a cluster; the embedded dev server
 	// listens on loopback in plain text.
 	if c.temporalAddress != "" {
-		if opts, err = c.security.Apply(opts, os.Getenv); err != nil {
-			return nil, usageError{err}
-		}
+		o.Security = &c.security
 	}
-	cl, err := client.Dial(opts)
-	if err != nil {
-		return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", address, c.namespace, err)
+	cl, err := runner.Dial(ctx, o)
+	if runner.IsConfigError(err) {
+		return nil, usageError{err}
 	}
-	return cl, nil
+	return cl, err
 }
-
-// quietLogger keeps the Temporal SDK's routine logs out of the terminal;
-// warnings and errors still show, except once the command is interrupted,
-// when every in-flight activity reports its cancellation.
-type quietLogger struct{ ctx context.Context }
-
-func (quietLogger) Debug(string, ...any) {}
-func (quietLogger) Info(string, ...any)  {}
-func (l quietLogger) Warn(msg string, kv ...any) {
-	if l.ctx.Err() == nil {
-		fmt.Fprintln(os.Stderr, append([]any{"temporal warning:", msg}, kv...)...)
-	}
-}
-func (l quietLogger) Error(msg string, kv ...any) {
-	if l.ctx.Err() == nil {
-		fmt.Fprintln(os.Stderr, append([]any{"temporal error:", msg}, kv...)...)
-	}
-}
-
-var _ log.Logger = quietLogger{}
 
 // newActivities builds the activities of a worker from the environment.
 func newActivities(store storage.Store, redactionKey []byte) (*activities.Activities, error) {

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
 
 	"rebound/core/scenario"
 	"rebound/internal/runner"
@@ -144,16 +142,13 @@ func runSweep(cmd *cobra.Command, conn *connection, plan *scenario.Resolved, res
 	if err != nil {
 		return err
 	}
-	w, err := runner.NewWorker(c, queue, acts, runner.WorkerOptions{})
+	w, err := runner.StartWorker(c, queue, acts, runner.WorkerOptions{})
 	if err != nil {
 		return err
 	}
-	if err := w.Start(); err != nil {
-		return fmt.Errorf("start worker: %w", err)
-	}
 	// Stop the worker, then wait for its last write, before the store
 	// closes (deferred earlier, so it runs later).
-	defer stopWorker(w, acts, status)
+	defer stopWorker(w, status)
 
 	planName := ""
 	if plan != nil {
@@ -161,9 +156,9 @@ func runSweep(cmd *cobra.Command, conn *connection, plan *scenario.Resolved, res
 	}
 	ctx, span := runner.StartSweepSpan(ctx, sweepID, planName)
 	defer span.End()
-	var run client.WorkflowRun
+	var run runner.WorkflowRun
 	if resume != "" {
-		run = c.GetWorkflow(ctx, runner.WorkflowID(sweepID), "")
+		run = runner.SweepRun(ctx, c, sweepID)
 		status.linef("resuming sweep %s (workflow %s, task queue %s)", sweepID, runner.WorkflowID(sweepID), queue)
 	} else {
 		if run, err = runner.StartSweep(ctx, c, queue, sweepID, plan); err != nil {

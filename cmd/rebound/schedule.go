@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"go.temporal.io/sdk/client"
 
 	"rebound/internal/runner"
 )
@@ -65,7 +64,7 @@ func newScheduleCmd() *cobra.Command {
 			}
 			return nil
 		},
-		func(ctx context.Context, c client.Client, conn *connection, args []string, out scheduleOutput) error {
+		func(ctx context.Context, c runner.Client, conn *connection, args []string, out scheduleOutput) error {
 			p, err := preparePlan(ctx, args[1])
 			if err != nil {
 				return err
@@ -77,7 +76,7 @@ func newScheduleCmd() *cobra.Command {
 			return out.done(args[0], fmt.Sprintf("created (%d trials a run on task queue %q)", p.TrialCount(), conn.taskQueue))
 		})
 	list := scheduleSubcommand("list", "list [flags]", "list the schedules", 0, nil, nil,
-		func(ctx context.Context, c client.Client, _ *connection, _ []string, out scheduleOutput) error {
+		func(ctx context.Context, c runner.Client, _ *connection, _ []string, out scheduleOutput) error {
 			list, err := runner.Schedules(ctx, c)
 			if err != nil {
 				return err
@@ -97,7 +96,7 @@ func newScheduleCmd() *cobra.Command {
 			return tw.Flush()
 		})
 	describe := scheduleSubcommand("describe", "describe [flags] NAME", "a schedule's spec, state, next and recent runs", 1, nil, nil,
-		func(ctx context.Context, c client.Client, _ *connection, args []string, out scheduleOutput) error {
+		func(ctx context.Context, c runner.Client, _ *connection, args []string, out scheduleOutput) error {
 			s, err := runner.DescribeSchedule(ctx, c, args[0])
 			if err != nil {
 				return err
@@ -118,7 +117,7 @@ func newScheduleCmd() *cobra.Command {
 		var note string
 		return scheduleSubcommand(name, name+" [--note TEXT] NAME", name+" a schedule", 1,
 			func(fs *pflag.FlagSet) { fs.StringVar(&note, "note", "", "a note kept with the schedule") }, nil,
-			func(ctx context.Context, c client.Client, _ *connection, args []string, out scheduleOutput) error {
+			func(ctx context.Context, c runner.Client, _ *connection, args []string, out scheduleOutput) error {
 				if err := runner.PauseSchedule(ctx, c, args[0], pause, note); err != nil {
 					return err
 				}
@@ -126,14 +125,14 @@ func newScheduleCmd() *cobra.Command {
 			})
 	}
 	trigger := scheduleSubcommand("trigger", "trigger [flags] NAME", "start a run now", 1, nil, nil,
-		func(ctx context.Context, c client.Client, _ *connection, args []string, out scheduleOutput) error {
+		func(ctx context.Context, c runner.Client, _ *connection, args []string, out scheduleOutput) error {
 			if err := runner.TriggerSchedule(ctx, c, args[0]); err != nil {
 				return err
 			}
 			return out.done(args[0], "triggered (skipped if a run is still going)")
 		})
 	del := scheduleSubcommand("delete", "delete [flags] NAME", "delete a schedule; its stored sweeps stay", 1, nil, nil,
-		func(ctx context.Context, c client.Client, _ *connection, args []string, out scheduleOutput) error {
+		func(ctx context.Context, c runner.Client, _ *connection, args []string, out scheduleOutput) error {
 			if err := runner.DeleteSchedule(ctx, c, args[0]); err != nil {
 				return err
 			}
@@ -164,7 +163,7 @@ func (o scheduleOutput) done(name, msg string) error {
 // flags adds its own flags, check validates its input before any
 // connection, run does the work with a client of the cluster.
 func scheduleSubcommand(name, use, short string, nargs int, flags func(*pflag.FlagSet), check func(args []string) error,
-	run func(ctx context.Context, c client.Client, conn *connection, args []string, out scheduleOutput) error) *cobra.Command {
+	run func(ctx context.Context, c runner.Client, conn *connection, args []string, out scheduleOutput) error) *cobra.Command {
 	var (
 		conn   connection
 		output string

@@ -1,22 +1,14 @@
 package main
 
 // The embedded stack and following a sweep: what run, sweep and sweeps
-// share.
+// share. The work is internal/runner's; this file says it to the user.
 
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
-
-	"rebound/activities"
-	"rebound/internal/devstack"
 	"rebound/internal/runner"
-	"rebound/internal/sweepstatus"
 	"rebound/storage"
 	"rebound/workflows"
 )
@@ -27,68 +19,26 @@ func startTemporal(ctx context.Context, conn *connection, status *status) (strin
 	if conn.temporalAddress != "" {
 		return conn.temporalAddress, func() {}, nil
 	}
-	bin := conn.temporalBin
-	if bin == "" {
-		var err error
-		if bin, err = devstack.LocateTemporal(); err != nil {
-			return "", nil, usageError{err}
-		}
+	address, stop, err := runner.StartDevServer(ctx, runner.DevServerOptions{Bin: conn.temporalBin, DataDir: conn.dataDir, Namespace: conn.namespace}, status.linef)
+	if runner.IsConfigError(err) {
+		return "", nil, usageError{err}
 	}
-	start := time.Now()
-	status.linef("starting Temporal dev server...")
-	logFile, err := openLog(conn.dataDir, "temporal.log")
-	if err != nil {
-		return "", nil, err
-	}
-	srv, err := devstack.StartTemporal(ctx, devstack.Options{Bin: bin, DataDir: filepath.Join(conn.dataDir, "temporal"), Namespace: conn.namespace, LogWriter: logFile})
-	if err != nil {
-		logFile.Close()
-		return "", nil, err
-	}
-	status.linef("Temporal dev server on %s (%.1fs; log in %s)", srv.Address(), time.Since(start).Seconds(), logFile.Name())
-	return srv.Address(), func() { srv.Stop(); logFile.Close() }, nil
+	return address, stop, err
 }
 
 // stopWorker stops a worker (its shards get runner.DefaultStopTimeout to
 // finish, then hand the rest back) and waits for the activities' last
 // write.
-func stopWorker(w worker.Worker, acts *activities.Activities, status *status) {
-	w.Stop()
-	dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := acts.Drain(dctx); err != nil {
+func stopWorker(w *runner.InProcessWorker, status *status) {
+	if !w.Stop() {
 		status.linef("warning: a shard was still writing 30s after the worker stopped")
 	}
 }
 
 // warnUnfinished tells the user about unfinished sweeps of the embedded
 // data dir: their shards do not run here unless resumed.
-func warnUnfinished(ctx context.Context, c client.Client, store storage.Store, dataDir string, status *status) error {
-	open, err := runner.OpenSweeps(ctx, c)
-	if err != nil {
-		return err
-	}
-	seen := map[string]bool{}
-	for _, o := range open {
-		seen[o.SweepID] = true
-		n, _ := store.CountTrials(ctx, o.SweepID)
-		planned := uint64(0)
-		if sw, err := store.Sweep(ctx, o.SweepID); err == nil {
-			planned = sw.TrialsPlanned
-		}
-		status.linef("note: %s holds an unfinished sweep %s (started %s, %d of %d trials stored); it does not run now: resume it with 'rebound run --resume %s' or cancel it with 'rebound sweep cancel %s'",
-			dataDir, o.SweepID, o.StartedAt.Local().Format("2006-01-02 15:04"), n, planned, o.SweepID, o.SweepID)
-	}
-	sweeps, err := store.Sweeps(ctx, 0)
-	if err != nil {
-		return err
-	}
-	for _, sw := range sweeps {
-		if sw.Status == sweepstatus.Running && !seen[sw.SweepID] {
-			status.linef("note: sweep %s is stored as running but its workflow is gone (orphaned); mark it with 'rebound sweep cancel %s'", sw.SweepID, sw.SweepID)
-		}
-	}
-	return nil
+func warnUnfinished(ctx context.Context, c runner.Client, store storage.Store, dataDir string, status *status) error {
+	return runner.NoteUnfinished(ctx, c, store, dataDir, status.linef)
 }
 
 // sweepOutcome turns a finished sweep's progress into the command's error:
@@ -107,34 +57,6 @@ func sweepOutcome(sweepID string, final workflows.Progress) error {
 // followSweep shows progress until the sweep ends. On Ctrl-C it cancels
 // the workflow and waits (briefly) until the sweep recorded its status
 // cancelled, while this process's worker still runs.
-func followSweep(ctx context.Context, c client.Client, run client.WorkflowRun, sweepID string, every time.Duration, status *status) (workflows.Progress, error) {
-	start := time.Now()
-	final, err := runner.Follow(ctx, c, run, sweepID, every, func(p workflows.Progress) { status.progress(p, time.Since(start)) })
-	status.done()
-	if ctx.Err() != nil {
-		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if cerr := runner.CancelSweep(cctx, c, sweepID); cerr != nil {
-			status.linef("interrupted: could not cancel sweep %s: %v", sweepID, cerr)
-			return final, ctx.Err()
-		}
-		if _, werr := runner.WaitClosed(cctx, c, sweepID); werr != nil && cctx.Err() != nil {
-			status.linef("interrupted: sweep %s cancel requested, not yet recorded; check with 'rebound sweeps'", sweepID)
-			return final, ctx.Err()
-		}
-		status.linef("interrupted: sweep %s cancelled; trials already stored stay queryable", sweepID)
-		return final, ctx.Err()
-	}
-	if err != nil {
-		return final, fmt.Errorf("sweep %s: %w", sweepID, err)
-	}
-	status.linef("sweep %s %s: %d trials in %.1fs", sweepID, final.Status, final.TrialsDone, time.Since(start).Seconds())
-	return final, nil
-}
-
-func openLog(dataDir, name string) (*os.File, error) {
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
-	}
-	return os.OpenFile(filepath.Join(dataDir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+func followSweep(ctx context.Context, c runner.Client, run runner.WorkflowRun, sweepID string, every time.Duration, status *status) (workflows.Progress, error) {
+	return runner.FollowSweep(ctx, c, run, sweepID, every, runner.FollowHooks{Progress: status.progress, Done: status.done, Notef: status.linef})
 }

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
 
+	"rebound/activities"
 	"rebound/core/scenario"
 	"rebound/internal/runner"
 )
@@ -62,7 +62,7 @@ func newSweepStartCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withTemporal(cmd, &conn, func(ctx context.Context, c client.Client, _ []byte) error {
+			return withTemporal(cmd, &conn, func(ctx context.Context, c runner.Client, _ []byte) error {
 				return sweepStart(ctx, c, conn.taskQueue, plan, output, wait, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			})
 		},
@@ -84,7 +84,7 @@ func newSweepStatusCmd() *cobra.Command {
 		Long:  sweepAbout,
 		Args:  exactArgs(1, "sweep status takes exactly one SWEEP_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withTemporal(cmd, &conn, func(ctx context.Context, c client.Client, key []byte) error {
+			return withTemporal(cmd, &conn, func(ctx context.Context, c runner.Client, key []byte) error {
 				return sweepStatus(ctx, c, key, args[0], output, cmd.OutOrStdout())
 			})
 		},
@@ -102,7 +102,7 @@ func newSweepCancelCmd() *cobra.Command {
 		Long:  sweepAbout,
 		Args:  exactArgs(1, "sweep cancel takes exactly one SWEEP_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withTemporal(cmd, &conn, func(ctx context.Context, c client.Client, key []byte) error {
+			return withTemporal(cmd, &conn, func(ctx context.Context, c runner.Client, key []byte) error {
 				return sweepCancel(ctx, c, &conn, key, args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
 			})
 		},
@@ -119,7 +119,7 @@ func sweepFlags(cmd *cobra.Command, conn *connection) {
 
 // withTemporal runs fn with a client of conn's Temporal, or of an embedded
 // dev server started for the occasion on --data-dir when conn names none.
-func withTemporal(cmd *cobra.Command, conn *connection, fn func(ctx context.Context, c client.Client, key []byte) error) error {
+func withTemporal(cmd *cobra.Command, conn *connection, fn func(ctx context.Context, c runner.Client, key []byte) error) error {
 	ctx := cmd.Context()
 	key, err := conn.redactionKey()
 	if err != nil {
@@ -144,7 +144,7 @@ func withTemporal(cmd *cobra.Command, conn *connection, fn func(ctx context.Cont
 
 // sweepStart starts a sweep of plan on queue and prints its id; with wait,
 // it follows it to its end.
-func sweepStart(ctx context.Context, c client.Client, queue string, plan *scenario.Resolved, output string, wait bool, stdout, stderr io.Writer) error {
+func sweepStart(ctx context.Context, c runner.Client, queue string, plan *scenario.Resolved, output string, wait bool, stdout, stderr io.Writer) error {
 	sweepID := runner.NewSweepID(plan.Name, time.Now())
 	run, err := runner.StartSweep(ctx, c, queue, sweepID, plan)
 	if err != nil {
@@ -171,7 +171,7 @@ func sweepStart(ctx context.Context, c client.Client, queue string, plan *scenar
 // sweepStatus prints a sweep's progress (when its workflow answers) and
 // the shards Temporal holds for it, with failing attempts and their last
 // error.
-func sweepStatus(ctx context.Context, c client.Client, key []byte, sweepID, output string, stdout io.Writer) error {
+func sweepStatus(ctx context.Context, c runner.Client, key []byte, sweepID, output string, stdout io.Writer) error {
 	st, err := runner.DescribeSweep(ctx, c, key, sweepID)
 	if err != nil {
 		return err
@@ -224,7 +224,7 @@ func sweepStatus(ctx context.Context, c client.Client, key []byte, sweepID, outp
 // queue, so this process runs one until the cancellation is recorded. A
 // sweep stored as running whose workflow is gone is marked cancelled in
 // storage directly.
-func sweepCancel(ctx context.Context, c client.Client, conn *connection, key []byte, sweepID string, stdout, stderr io.Writer) error {
+func sweepCancel(ctx context.Context, c runner.Client, conn *connection, key []byte, sweepID string, stdout, stderr io.Writer) error {
 	st, err := runner.DescribeSweep(ctx, c, key, sweepID)
 	if err != nil {
 		return err
@@ -246,29 +246,11 @@ func sweepCancel(ctx context.Context, c client.Client, conn *connection, key []b
 		}
 		return nil
 	}
-	if st.Pollers == 0 {
-		// Nothing polls the sweep's queue: run a worker here so the
-		// cancellation is processed and recorded.
-		acts, err := newActivities(store, key)
-		if err != nil {
-			return err
-		}
-		w, err := runner.NewWorker(c, st.TaskQueue, acts, runner.WorkerOptions{})
-		if err != nil {
-			return err
-		}
-		if err := w.Start(); err != nil {
-			return fmt.Errorf("start worker: %w", err)
-		}
-		defer stopWorker(w, acts, newStatus(stderr))
-	}
-	if err := runner.CancelSweep(ctx, c, sweepID); err != nil {
+	// Nothing polls the queue of a sweep of the embedded stack: a worker
+	// runs here until the cancellation is processed and recorded.
+	newActs := func() (*activities.Activities, error) { return newActivities(store, key) }
+	if err := runner.CancelRunning(ctx, c, st, newActs, 2*time.Minute, newStatus(stderr).linef); err != nil {
 		return err
-	}
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	if _, err := runner.WaitClosed(wctx, c, sweepID); err != nil && wctx.Err() != nil {
-		return fmt.Errorf("sweep %s: cancel requested, but it did not close within 2 minutes", sweepID)
 	}
 	fmt.Fprintf(stdout, "sweep %s cancelled\n", sweepID)
 	return nil

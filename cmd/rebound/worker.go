@@ -107,12 +107,9 @@ func runWorker(ctx context.Context, conn *connection, concurrency int, stopTimeo
 	if err != nil {
 		return err
 	}
-	w, err := runner.NewWorker(c, conn.taskQueue, acts, runner.WorkerOptions{MaxConcurrentShards: concurrency, StopTimeout: stopTimeout})
+	w, err := runner.StartWorker(c, conn.taskQueue, acts, runner.WorkerOptions{MaxConcurrentShards: concurrency, StopTimeout: stopTimeout})
 	if err != nil {
 		return err
-	}
-	if err := w.Start(); err != nil {
-		return fmt.Errorf("start worker: %w", err)
 	}
 	ready.Store(&workerReadiness{store: store, temporal: runner.WatchTemporal(ctx, c, 0, 0)})
 	// Every worker of the queue paces its model requests at 1/W of each
@@ -124,7 +121,7 @@ func runWorker(ctx context.Context, conn *connection, concurrency int, stopTimeo
 	ready.Store(nil)
 	fmt.Fprintf(stderr, "worker stopping: running shards get %s to finish, then hand the rest back\n", stopTimeout)
 	// The store (closed by the deferred Close) outlives the last write.
-	stopWorker(w, acts, newStatus(stderr))
+	stopWorker(w, newStatus(stderr))
 	return nil
 }
 

@@ -152,3 +152,36 @@ func repoRoot(t *testing.T) string {
 	}
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
+
+// cmd/rebound parses flags, calls one library function and prints: the
+// orchestration (dialing Temporal, the dev server, an in-process worker,
+// following and cancelling a sweep) is internal/runner's, so the CLI
+// imports no Temporal SDK package itself (its tests may, to check what
+// the commands did).
+func TestCLIDoesNotCallTemporalDirectly(t *testing.T) {
+	for _, imp := range goListImports(t, "./cmd/rebound") {
+		if strings.HasPrefix(imp, "go.temporal.io/") {
+			t.Errorf("cmd/rebound imports %s; move the code that needs it to internal/runner (see ARCHITECTURE.md, What touches Temporal and ClickHouse)", imp)
+		}
+	}
+	// The check sees an import where there is one: runner's own.
+	if !slices.ContainsFunc(goListImports(t, "./internal/runner"), func(p string) bool { return strings.HasPrefix(p, "go.temporal.io/") }) {
+		t.Fatal("goListImports(./internal/runner) shows no Temporal import: the check above would pass whatever cmd/rebound imports")
+	}
+}
+
+// goListImports lists the packages pkg's production code imports directly.
+func goListImports(t *testing.T, pkg string) []string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list imports: %v", err)
+	}
+	cmd := exec.Command(gobin, "list", "-f", `{{join .Imports "\n"}}`, pkg)
+	cmd.Dir = repoRoot(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -f {{.Imports}} %s: %v", pkg, err)
+	}
+	return strings.Fields(string(out))
+}

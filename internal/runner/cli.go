@@ -1,0 +1,301 @@
+package runner
+
+// What a command of the CLI does with Temporal: dial it, start the embedded
+// dev server, run a worker in the process, follow a sweep (cancelling it on
+// Ctrl-C), cancel one. cmd/rebound holds the values these return and hands
+// them back here; it never calls the SDK itself (internal/archtest).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"rebound/activities"
+	"rebound/internal/devstack"
+	"rebound/internal/sweepstatus"
+	"rebound/storage"
+	"rebound/workflows"
+)
+
+// Client is a connection to Temporal, as Dial returns it.
+type Client = client.Client
+
+// WorkflowRun is a sweep's workflow run (StartSweep, SweepRun).
+type WorkflowRun = client.WorkflowRun
+
+// Notef tells the user one line (the CLI's status line).
+type Notef func(format string, args ...any)
+
+// DialOptions say which Temporal to dial and how.
+type DialOptions struct {
+	Address, Namespace string
+	// RedactionKey keys the payload codec: nothing this process hands to
+	// Temporal is stored there in the clear.
+	RedactionKey []byte
+	// Security is a cluster's TLS and API key; nil for the embedded dev
+	// server, which listens on loopback in plain text.
+	Security *Security
+	// Getenv reads the API key's variable (nil: os.Getenv).
+	Getenv func(string) string
+}
+
+// Dial connects to Temporal with the payload codec and the OpenTelemetry
+// interceptors. The SDK's routine logs stay out of the terminal; warnings
+// and errors still show on stderr until ctx ends (an interrupted command's
+// in-flight activities then all report their cancellation). An error of
+// the configuration (the redaction key, TLS files, the API key variable)
+// satisfies IsConfigError.
+func Dial(ctx context.Context, o DialOptions) (Client, error) {
+	opts, err := SecureClientOptions(client.Options{HostPort: o.Address, Namespace: o.Namespace, Logger: quietLogger{ctx}}, o.RedactionKey)
+	if err != nil {
+		return nil, configError{err}
+	}
+	if opts, err = InstrumentClientOptions(opts); err != nil {
+		return nil, err
+	}
+	if o.Security != nil {
+		getenv := o.Getenv
+		if getenv == nil {
+			getenv = os.Getenv
+		}
+		if opts, err = o.Security.Apply(opts, getenv); err != nil {
+			return nil, configError{err}
+		}
+	}
+	cl, err := client.Dial(opts)
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", o.Address, o.Namespace, err)
+	}
+	return cl, nil
+}
+
+// configError is an error the user fixes in the configuration.
+type configError struct{ err error }
+
+func (e configError) Error() string { return e.err.Error() }
+func (e configError) Unwrap() error { return e.err }
+
+// IsConfigError reports whether err is one of the configuration (Dial,
+// StartDevServer): the command's input, not the service.
+func IsConfigError(err error) bool {
+	var ce configError
+	return errors.As(err, &ce)
+}
+
+// quietLogger keeps the Temporal SDK's routine logs out of the terminal;
+// warnings and errors still show, except once the command is interrupted,
+// when every in-flight activity reports its cancellation.
+type quietLogger struct{ ctx context.Context }
+
+func (quietLogger) Debug(string, ...any) {}
+func (quietLogger) Info(string, ...any)  {}
+func (l quietLogger) Warn(msg string, kv ...any) {
+	if l.ctx.Err() == nil {
+		fmt.Fprintln(os.Stderr, append([]any{"temporal warning:", msg}, kv...)...)
+	}
+}
+func (l quietLogger) Error(msg string, kv ...any) {
+	if l.ctx.Err() == nil {
+		fmt.Fprintln(os.Stderr, append([]any{"temporal error:", msg}, kv...)...)
+	}
+}
+
+var _ log.Logger = quietLogger{}
+
+// DevServerOptions are the embedded dev server's.
+type DevServerOptions struct {
+	// Bin is the Temporal CLI; empty: devstack.LocateTemporal (not found is
+	// a configuration error).
+	Bin string
+	// DataDir is the embedded stack's data dir: the server keeps its
+	// SQLite file under DataDir/temporal and its log in DataDir/temporal.log.
+	DataDir   string
+	Namespace string
+}
+
+// StartDevServer starts the embedded Temporal dev server and returns its
+// address and how to stop it.
+func StartDevServer(ctx context.Context, o DevServerOptions, notef Notef) (address string, stop func(), err error) {
+	bin := o.Bin
+	if bin == "" {
+		if bin, err = devstack.LocateTemporal(); err != nil {
+			return "", nil, configError{err}
+		}
+	}
+	start := time.Now()
+	notef("starting Temporal dev server...")
+	logFile, err := OpenLog(o.DataDir, "temporal.log")
+	if err != nil {
+		return "", nil, err
+	}
+	srv, err := devstack.StartTemporal(ctx, devstack.Options{Bin: bin, DataDir: filepath.Join(o.DataDir, "temporal"), Namespace: o.Namespace, LogWriter: logFile})
+	if err != nil {
+		logFile.Close()
+		return "", nil, err
+	}
+	notef("Temporal dev server on %s (%.1fs; log in %s)", srv.Address(), time.Since(start).Seconds(), logFile.Name())
+	return srv.Address(), func() { srv.Stop(); logFile.Close() }, nil
+}
+
+// OpenLog opens (appending) the log file name of the data dir, creating
+// the data dir if needed.
+func OpenLog(dataDir, name string) (*os.File, error) {
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	return os.OpenFile(filepath.Join(dataDir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+}
+
+// InProcessWorker is a worker this process runs, with its activities.
+type InProcessWorker struct {
+	w    worker.Worker
+	acts *activities.Activities
+}
+
+// StartWorker builds (NewWorker) and starts a worker of queue.
+func StartWorker(c Client, queue string, acts *activities.Activities, opts WorkerOptions) (*InProcessWorker, error) {
+	w, err := NewWorker(c, queue, acts, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	return &InProcessWorker{w: w, acts: acts}, nil
+}
+
+// Stop stops the worker (its shards get the stop timeout to finish, then
+// hand the rest back) and waits up to 30 seconds for the activities' last
+// write. drained is false when a shard was still writing then.
+func (w *InProcessWorker) Stop() (drained bool) {
+	w.w.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return w.acts.Drain(ctx) == nil
+}
+
+// SweepRun is the workflow run of a sweep already started (to resume
+// following it).
+func SweepRun(ctx context.Context, c Client, sweepID string) WorkflowRun {
+	return c.GetWorkflow(ctx, WorkflowID(sweepID), "")
+}
+
+// FollowHooks are what FollowSweep shows the user.
+type FollowHooks struct {
+	// Progress is called at every interval, with the time since following
+	// began; Done once the sweep ended or following stopped.
+	Progress func(p workflows.Progress, elapsed time.Duration)
+	Done     func()
+	Notef    Notef
+}
+
+// FollowSweep shows a sweep's progress until it ends. When ctx ends first
+// (Ctrl-C), it cancels the workflow and waits, up to 30 seconds, until the
+// sweep recorded its status cancelled (while this process's worker still
+// runs), and returns ctx's error.
+func FollowSweep(ctx context.Context, c Client, run WorkflowRun, sweepID string, every time.Duration, h FollowHooks) (workflows.Progress, error) {
+	start := time.Now()
+	final, err := Follow(ctx, c, run, sweepID, every, func(p workflows.Progress) { h.Progress(p, time.Since(start)) })
+	h.Done()
+	if ctx.Err() != nil {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if cerr := CancelSweep(cctx, c, sweepID); cerr != nil {
+			h.Notef("interrupted: could not cancel sweep %s: %v", sweepID, cerr)
+			return final, ctx.Err()
+		}
+		if _, werr := WaitClosed(cctx, c, sweepID); werr != nil && cctx.Err() != nil {
+			h.Notef("interrupted: sweep %s cancel requested, not yet recorded; check with 'rebound sweeps'", sweepID)
+			return final, ctx.Err()
+		}
+		h.Notef("interrupted: sweep %s cancelled; trials already stored stay queryable", sweepID)
+		return final, ctx.Err()
+	}
+	if err != nil {
+		return final, fmt.Errorf("sweep %s: %w", sweepID, err)
+	}
+	h.Notef("sweep %s %s: %d trials in %.1fs", sweepID, final.Status, final.TrialsDone, time.Since(start).Seconds())
+	return final, nil
+}
+
+// NoteUnfinished tells the user about the unfinished sweeps of the
+// embedded data dir (their shards do not run unless resumed) and about
+// sweeps stored as running whose workflow is gone.
+func NoteUnfinished(ctx context.Context, c Client, store storage.Store, dataDir string, notef Notef) error {
+	open, err := OpenSweeps(ctx, c)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, o := range open {
+		seen[o.SweepID] = true
+		n, _ := store.CountTrials(ctx, o.SweepID)
+		planned := uint64(0)
+		if sw, err := store.Sweep(ctx, o.SweepID); err == nil {
+			planned = sw.TrialsPlanned
+		}
+		notef("note: %s holds an unfinished sweep %s (started %s, %d of %d trials stored); it does not run now: resume it with 'rebound run --resume %s' or cancel it with 'rebound sweep cancel %s'",
+			dataDir, o.SweepID, o.StartedAt.Local().Format("2006-01-02 15:04"), n, planned, o.SweepID, o.SweepID)
+	}
+	sweeps, err := store.Sweeps(ctx, 0)
+	if err != nil {
+		return err
+	}
+	for _, sw := range sweeps {
+		if sw.Status == sweepstatus.Running && !seen[sw.SweepID] {
+			notef("note: sweep %s is stored as running but its workflow is gone (orphaned); mark it with 'rebound sweep cancel %s'", sw.SweepID, sw.SweepID)
+		}
+	}
+	return nil
+}
+
+// CancelRunning cancels a running sweep's workflow (st, as DescribeSweep
+// found it) and waits up to wait until it closed. When nothing polls the
+// sweep's queue (the embedded stack: each sweep has its own), it first
+// runs a worker here with the activities newActs builds, so that the
+// cancellation is processed and recorded (notef is told when that worker
+// stopped before its last write drained).
+func CancelRunning(ctx context.Context, c Client, st SweepState, newActs func() (*activities.Activities, error), wait time.Duration, notef Notef) error {
+	if st.Pollers == 0 {
+		acts, err := newActs()
+		if err != nil {
+			return err
+		}
+		w, err := StartWorker(c, st.TaskQueue, acts, WorkerOptions{})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if !w.Stop() {
+				notef("warning: a shard was still writing 30s after the worker stopped")
+			}
+		}()
+	}
+	if err := CancelSweep(ctx, c, st.SweepID); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if _, err := WaitClosed(wctx, c, st.SweepID); err != nil && wctx.Err() != nil {
+		return fmt.Errorf("sweep %s: cancel requested, but it did not close within %s", st.SweepID, waitWords(wait))
+	}
+	return nil
+}
+
+// waitWords says a wait as the messages do ("2 minutes").
+func waitWords(d time.Duration) string {
+	if d%time.Minute == 0 {
+		if m := int(d / time.Minute); m != 1 {
+			return fmt.Sprintf("%d minutes", m)
+		}
+		return "1 minute"
+	}
+	return d.String()
+}
