@@ -109,3 +109,30 @@ func TestDeclaredPaymentsBehaves(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkOpen builds a payments world per op, built-in and declared,
+// from a scenario-sized initial state: the per-trial cost of the seam.
+//
+//	go test -run '^$' -bench Open ./core/world/
+func BenchmarkOpen(b *testing.B) {
+	initial := map[string]any{
+		"orders":    map[string]any{"A-1": map[string]any{"amount_cents": 1500}},
+		"invoices":  map[string]any{"inv-1": map[string]any{"amount_cents": 1200, "customer": "cus-1"}, "inv-2": map[string]any{"amount_cents": 50}},
+		"customers": map[string]any{"cus-1": map[string]any{"email": "a@example.com"}},
+	}
+	for _, ref := range []scenario.WorldRef{{Name: "payments"}, declaredRef(b, declaredPayments)} {
+		name := "builtin"
+		if ref.Declared() {
+			name = "declared"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				w, _, err := Open(ref, initial)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = w.State()
+			}
+		})
+	}
+}

@@ -78,19 +78,24 @@ type definition struct {
 // per distinct world file content), and the cache is cleared past a bound.
 var definitions = struct {
 	sync.Mutex
-	m map[string]*definition
-}{m: map[string]*definition{}}
+	m map[defKey]*definition
+}{m: map[defKey]*definition{}}
+
+// defKey identifies a resolved reference.
+type defKey struct{ kind, a, b string }
 
 const maxDefinitions = 1024
 
 // resolve returns the definition of a reference, cached.
 func resolve(ref scenario.WorldRef) (*definition, error) {
-	key := "kind\x00" + ref.Name
+	// A struct key: a declared world's content is never copied into a
+	// concatenated key (a trial would pay for it).
+	key := defKey{kind: "kind", a: ref.Name}
 	switch {
 	case ref.Declared():
-		key = "declared\x00" + ref.File + "\x00" + ref.Source
+		key = defKey{kind: "declared", a: ref.File, b: ref.Source}
 	case ref.Name == scenario.UpstreamWorld:
-		key = upstreamKey(ref)
+		key = defKey{kind: "upstream", a: upstreamKey(ref)}
 	}
 	definitions.Lock()
 	d, ok := definitions.m[key]
