@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +18,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+
+	"rebound/internal/childproc"
 )
 
 // DBFileName is the SQLite file the dev server keeps in Options.DataDir.
@@ -158,7 +159,7 @@ func (t *Temporal) Exited() <-chan struct{} { return t.proc.exited }
 // ExitErr describes how the server exited; valid once Exited is closed.
 func (t *Temporal) ExitErr() error {
 	<-t.proc.exited
-	return t.proc.err
+	return t.proc.err()
 }
 
 // Stop sends SIGTERM to the server's process group, waits up to
@@ -283,40 +284,25 @@ func (t *Temporal) launch(ctx context.Context) error {
 // proc is one server process.
 type proc struct {
 	pid    int
-	exited chan struct{}
-	err    error // from Wait; written before exited is closed
+	exited <-chan struct{}
+	child  *childproc.Process
 }
 
+// err is what Wait returned; read it once exited is closed.
+func (p *proc) err() error { return p.child.Err() }
+
+// spawn starts the server in its own group (Stop signals the whole group),
+// killed by the kernel if this process dies.
 func spawn(bin string, args []string, dir string, out io.Writer) (*proc, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = out, out // one writer: exec serializes its writes
 	cmd.WaitDelay = 2 * time.Second
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid:   true,            // own group: Stop signals the whole group
-		Pdeathsig: syscall.SIGKILL, // killed by the kernel if we die
-	}
-	p := &proc{exited: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		// Pdeathsig fires when the *thread* that forked the child exits, not
-		// the process. Keep this goroutine, locked to its thread, alive until
-		// the child is gone, so the runtime never retires that thread early.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		p.pid = cmd.Process.Pid
-		started <- nil
-		p.err = cmd.Wait()
-		close(p.exited)
-	}()
-	if err := <-started; err != nil {
+	child, err := childproc.Start(cmd)
+	if err != nil {
 		return nil, err
 	}
-	return p, nil
+	return &proc{pid: child.Pid, exited: child.Done(), child: child}, nil
 }
 
 // terminate stops the process group: SIGTERM, then SIGKILL after grace (at
@@ -356,7 +342,7 @@ func waitHealthy(ctx context.Context, p *proc, addr, namespace string, timeout t
 		}
 		select {
 		case <-p.exited:
-			return fmt.Errorf("%w: %v", errEarlyExit, p.err)
+			return fmt.Errorf("%w: %v", errEarlyExit, p.err())
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for the temporal dev server at %s: %w", addr, ctx.Err())
 		case <-deadline.C:

@@ -26,7 +26,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +37,7 @@ import (
 	"rebound/core/harness"
 	"rebound/core/scenario"
 	"rebound/core/toolserver"
+	"rebound/internal/childproc"
 	"rebound/internal/sandbox"
 )
 
@@ -373,18 +373,15 @@ func (l launch) unsealed() (running, error) {
 	// A child that outlives the process and holds its output open must not
 	// hold the trial: Wait gives up on the pipes this long after the exit.
 	cmd.WaitDelay = 2 * time.Second
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid:   true,            // its own group: a timeout stops its children too
-		Pdeathsig: syscall.SIGKILL, // killed by the kernel if the worker dies
-	}
-	p, err := spawn(cmd)
+	// Its own group (a timeout stops its children too), killed by the
+	// kernel if the worker dies.
+	child, err := childproc.Start(cmd)
 	if err != nil {
 		server.Close()
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	p.server, p.dir = server, dir
-	return p, nil
+	return &proc{child: child, server: server, dir: dir}, nil
 }
 
 // redact removes the values read through EnvFrom from text bound for
@@ -406,22 +403,20 @@ func (a *Agent) redactAll(in []string) []string {
 
 // proc is a started process group (an unsealed arm's process).
 type proc struct {
-	cmd    *exec.Cmd
-	pgid   int
-	done   chan struct{}
-	state  *os.ProcessState
+	child  *childproc.Process
 	server *toolserver.Running
 	dir    string
 	closed bool
 }
 
-func (p *proc) exited() <-chan struct{} { return p.done }
+func (p *proc) exited() <-chan struct{} { return p.child.Done() }
 
 func (p *proc) status() (int, string) {
-	if ws, ok := p.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return p.state.ExitCode(), ws.Signal().String()
+	state := p.child.State()
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return state.ExitCode(), ws.Signal().String()
 	}
-	return p.state.ExitCode(), ""
+	return state.ExitCode(), ""
 }
 
 func (p *proc) closeServer() {
@@ -436,48 +431,23 @@ func (p *proc) cleanup() {
 	os.RemoveAll(p.dir)
 }
 
-// spawn starts cmd from a goroutine locked to its OS thread: Pdeathsig
-// fires when the thread that forked the child exits, so that thread must
-// live as long as the child.
-func spawn(cmd *exec.Cmd) (*proc, error) {
-	p := &proc{cmd: cmd, done: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		p.pgid = cmd.Process.Pid
-		started <- nil
-		_ = cmd.Wait() // the exit status is in cmd.ProcessState
-		p.state = cmd.ProcessState
-		close(p.done)
-	}()
-	if err := <-started; err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
 // stop ends the process group: SIGTERM, then SIGKILL after a grace. A
 // process that already exited may have left children in its group; they
 // are killed too.
 func (p *proc) stop() {
 	select {
-	case <-p.done:
-		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	case <-p.child.Done():
+		_ = p.child.SignalGroup(syscall.SIGKILL)
 		return
 	default:
 	}
-	_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
+	_ = p.child.SignalGroup(syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case <-p.child.Done():
 	case <-time.After(killGrace):
 	}
-	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
-	<-p.done
+	_ = p.child.SignalGroup(syscall.SIGKILL)
+	<-p.child.Done()
 }
 
 // capped keeps the head and the tail of a stream; the middle of a long
