@@ -245,11 +245,15 @@ func same(a, b any) bool {
 	return bytes.Equal(ja, jb)
 }
 
+// num reads v as a number. It repeats the grader's on purpose (the oracle
+// never calls the grader); core/internal/valuetable holds both to one table.
 func num(v any) (float64, bool) {
 	switch x := v.(type) {
 	case int:
 		return float64(x), true
 	case int64:
+		return float64(x), true
+	case uint64:
 		return float64(x), true
 	case float64:
 		return x, true
