@@ -12,6 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+
+	"gopkg.in/yaml.v3"
 
 	"rebound/core/scenario"
 	"rebound/core/trial"
@@ -87,7 +90,7 @@ func check(ctx context.Context, path string) (File, error) {
 	default:
 		var sc *scenario.Scenario
 		if sc, err = scenario.LoadScenarioWith(path, opts); err == nil {
-			err = checkBaseline(ctx, sc)
+			err = locateInitial(path, checkBaseline(ctx, sc))
 		}
 		if err == nil {
 			warnings, err = recoverabilityWarnings(ctx, sc)
@@ -184,4 +187,48 @@ func kindOf(path string) string {
 		return scenario.KindScenario // loading it as a scenario reports why
 	}
 	return scenario.KindOf(data)
+}
+
+// locateInitial places a declared world's refusal of the scenario's
+// initial state at the field of initial: it names (file:line:column); any
+// other error is returned as it is.
+func locateInitial(path string, err error) error {
+	var ie *world.InitialError
+	if !errors.As(err, &ie) {
+		return err
+	}
+	field := "initial"
+	if ie.Path != "" {
+		field += "." + ie.Path
+	}
+	fe := scenario.FieldError{File: path, Field: field, Msg: fmt.Sprintf("world %s refuses the initial state: %s", ie.World, ie.Msg)}
+	data, rerr := fileerr.ReadRegular(path, scenario.MaxScenarioBytes, "scenario file")
+	var root yaml.Node
+	if rerr == nil && yaml.Unmarshal(data, &root) == nil && len(root.Content) > 0 {
+		n := root.Content[0]
+		for _, seg := range strings.Split(field, ".") {
+			next := valueOf(n, seg)
+			if next == nil {
+				break
+			}
+			fe.Line, fe.Col = next.key.Line, next.key.Column
+			n = next.value
+		}
+	}
+	return scenario.Errors{fe}
+}
+
+type keyValue struct{ key, value *yaml.Node }
+
+// valueOf finds a key of a mapping node.
+func valueOf(n *yaml.Node, key string) *keyValue {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return &keyValue{n.Content[i], n.Content[i+1]}
+		}
+	}
+	return nil
 }

@@ -60,3 +60,33 @@ func TestDeclaredWorlds(t *testing.T) {
 		t.Errorf("unknown tool of a declared world:\n%s", text.String())
 	}
 }
+
+// A declared world's refusal of a scenario's initial state is located at
+// the field of initial: it names.
+func TestDeclaredInitialLocated(t *testing.T) {
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "s.yaml")
+	src, err := os.ReadFile("../../examples/scenarios/ship-label-once.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, err := filepath.Abs("../../examples/scenarios/worlds/shipping.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(src), "world: ./worlds/shipping.yaml", "world: "+abs, 1)
+	bad = strings.Replace(bad, "weight_grams: 2400}", "weight_grams: heavy}", 1)
+	if err := os.WriteFile(scen, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Files(context.Background(), []string{scen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	_ = res.WriteText(&text)
+	want := scen + `:17:43: initial.orders.O-318.weight_grams: world shipping refuses the initial state: expected an integer, got the string "heavy"`
+	if !strings.Contains(text.String(), want) {
+		t.Errorf("want %s, got:\n%s", want, text.String())
+	}
+}

@@ -29,6 +29,10 @@ func declaredDefinition(ref scenario.WorldRef) (*definition, error) {
 	}}, nil
 }
 
+// InitialError is a scenario's initial state that does not fit its
+// declared world's state schema, with the path within it.
+type InitialError = declared.InitialError
+
 // CheckFile checks a declared world's file on its own (rebound scenario
 // lint WORLD.yaml): every problem, located at file:line:column.
 func CheckFile(path string) error {

@@ -44,9 +44,28 @@ func (d *Def) New(initial map[string]any) (*World, error) {
 	}
 	st, err := d.root.normalize(merged, "")
 	if err != nil {
-		return nil, fmt.Errorf("world %s: initial state: %v", d.Name, err)
+		ie := &InitialError{World: d.Name, Msg: err.Error()}
+		if ve, ok := err.(*valueError); ok {
+			ie.Path, ie.Msg = ve.at, ve.msg
+		}
+		return nil, ie
 	}
 	return &World{def: d, state: st.(map[string]any), keys: make([]map[string]*remembered, len(d.tools))}, nil
+}
+
+// InitialError is an initial state that does not fit the world's state
+// schema, at a path within it (lint locates it in the scenario's initial:).
+type InitialError struct {
+	World string
+	Path  string // "orders.A-1.amount_cents"; empty for the whole state
+	Msg   string
+}
+
+func (e *InitialError) Error() string {
+	if e.Path == "" {
+		return fmt.Sprintf("world %s: initial state: %s", e.World, e.Msg)
+	}
+	return fmt.Sprintf("world %s: initial state: %s: %s", e.World, e.Path, e.Msg)
 }
 
 func mergeInto(base, over map[string]any) map[string]any {
