@@ -28,8 +28,15 @@ type tsStep struct {
 // returns the trial and what the client saw.
 func runTSClient(t *testing.T, file, variant string, calls []map[string]any) (*trial.Result, map[string]any, []tsStep) {
 	t.Helper()
+	return runTSClientOn(t, "../../../examples/scenarios/"+file, variant, calls)
+}
+
+// runTSClientOn is runTSClient on a scenario file given by its path.
+func runTSClientOn(t *testing.T, path, variant string, calls []map[string]any) (*trial.Result, map[string]any, []tsStep) {
+	t.Helper()
+	file := filepath.Base(path)
 	launcher := devstacktest.ExampleAgent(t)
-	sc, err := scenario.LoadScenario("../../../examples/scenarios/"+file, world.Catalog)
+	sc, err := scenario.LoadScenario(path, world.Catalog)
 	if err != nil {
 		t.Fatal(err)
 	}
