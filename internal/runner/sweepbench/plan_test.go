@@ -13,10 +13,10 @@ func TestScalePlan(t *testing.T) {
 		wantSeeds  int
 		wantTrials int
 	}{
-		// library: 1,104 trials per seed; 55 seeds = 60,720.
-		{"../../../examples/plans/library.yaml", 60720, 55, 60720},
-		{"../../../examples/plans/library.yaml", 60721, 56, 61824},
-		{"../../../examples/plans/library.yaml", 1, 1, 1104},
+		// library: 1,736 trials per seed; 35 seeds = 60,760.
+		{"../../../examples/plans/library.yaml", 60720, 35, 60760},
+		{"../../../examples/plans/library.yaml", 60761, 36, 62496},
+		{"../../../examples/plans/library.yaml", 1, 1, 1736},
 	}
 	for _, tt := range tests {
 		got, err := ScalePlan(tt.plan, tt.trials, t.TempDir())
