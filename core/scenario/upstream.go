@@ -29,6 +29,10 @@ type Upstream struct {
 	// ReadOnly are paths (relative to the scenario's directory) the sealed
 	// upstream may read: its install.
 	ReadOnly []string `json:"read_only,omitempty" yaml:"read_only,omitempty"`
+	// Reuse keeps a command upstream's process for the next trial of the
+	// worker, its trial dir emptied and setup run again: for an upstream
+	// whose whole state is in its trial dir, and far cheaper than a start.
+	Reuse bool `json:"reuse,omitempty" yaml:"reuse,omitempty"`
 	// URL is a streamable-HTTP upstream shared by every trial, put back in
 	// its initial state by Reset before each one. Trials against it run one
 	// at a time unless Isolated says the upstream keeps them apart.
@@ -126,6 +130,9 @@ func (s *Scenario) validateUpstream(errs *problems) {
 	}
 	if u.URL != "" && !strings.HasPrefix(u.URL, "http://") && !strings.HasPrefix(u.URL, "https://") {
 		errs.add("upstream.url", "must be an http:// or https:// URL")
+	}
+	if u.Reuse && u.URL != "" {
+		errs.add("upstream.reuse", "a url upstream is shared already; reuse is for a command upstream")
 	}
 	if len(u.Reset) > 0 && u.URL == "" {
 		errs.add("upstream.reset", "only a url upstream has a reset command (a command upstream starts fresh for each trial)")

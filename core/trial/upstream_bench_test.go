@@ -13,7 +13,8 @@ import (
 
 // What an upstream world costs per trial: the same shape of scenario (read
 // a file, then write it) on the built-in files world, on the official
-// filesystem server started per trial unsealed, and sealed. Run:
+// filesystem server started per trial unsealed, and sealed, and reused
+// (one sealed process, emptied between trials). Run:
 //
 //	go test -run '^$' -bench UpstreamTrial -benchtime 20x ./core/trial/
 //
@@ -57,6 +58,11 @@ func BenchmarkUpstreamTrial(b *testing.B) {
 	u.Sandbox = "none"
 	unsealed.Upstream = &u
 	b.Run("upstream-unsealed", func(b *testing.B) { run(b, &unsealed) })
+	reused := *up
+	r := *up.Upstream
+	r.Reuse = true
+	reused.Upstream = &r
+	b.Run("upstream-sealed-reused", func(b *testing.B) { run(b, &reused) })
 }
 
 func clearPaths() {

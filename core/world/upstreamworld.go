@@ -71,7 +71,7 @@ func upstreamDefinition(ref scenario.WorldRef) (*definition, error) {
 // configuration.
 func UpstreamConfig(u *scenario.Upstream) (upstream.Config, error) {
 	cfg := upstream.Config{
-		Command: u.Command, Env: u.Env, Dir: u.Dir, Unsealed: u.Sandbox == "none", ReadOnly: u.ReadOnly,
+		Command: u.Command, Env: u.Env, Dir: u.Dir, Unsealed: u.Sandbox == "none", ReadOnly: u.ReadOnly, Reuse: u.Reuse,
 		URL: u.URL, Reset: u.Reset, Isolated: u.Isolated,
 		CallTimeout: time.Duration(u.CallTimeoutMs) * time.Millisecond,
 		Tools:       map[string]upstream.Override{},

@@ -138,6 +138,12 @@ func bwrapArgs(spec Spec, staging string) ([]string, error) {
 	args = append(args, "--proc", "/proc", "--dev", "/dev",
 		"--size", strconv.FormatInt(limits.TmpBytes, 10), "--tmpfs", "/tmp",
 		"--dir", dir)
+	if spec.HostDir != "" {
+		if !filepath.IsAbs(spec.HostDir) {
+			return nil, fmt.Errorf("sandbox: host dir %q is not absolute", spec.HostDir)
+		}
+		args = append(args, "--bind", filepath.Clean(spec.HostDir), dir)
+	}
 	exe, err := resolveCommand(spec.Command[0], spec.Env)
 	if err != nil {
 		return nil, err

@@ -93,6 +93,11 @@ type Spec struct {
 	// on the sandbox's tmpfs, writable, gone with the sandbox. It must be
 	// under /tmp.
 	Dir string
+	// HostDir, when set, is a host directory bound read-write as Dir
+	// instead (given to the sandbox's uid, mode 0700), so the caller can
+	// read and empty it from outside while the process runs (an upstream
+	// reused across trials).
+	HostDir string
 	// ReadOnly are more absolute paths mounted read-only at the same place
 	// (the rest of the agent's install: node_modules, a virtualenv).
 	ReadOnly []string
@@ -144,6 +149,14 @@ func Start(spec Spec) (*Sandbox, error) {
 		return nil, err
 	}
 	s := &Sandbox{uid: uid, exited: make(chan struct{}), conns: map[net.Conn]struct{}{}}
+	if spec.HostDir != "" {
+		if err := os.Chown(spec.HostDir, uid, uid); err != nil {
+			return nil, fmt.Errorf("sandbox: host dir: %w", err)
+		}
+		if err := os.Chmod(spec.HostDir, 0o700); err != nil {
+			return nil, fmt.Errorf("sandbox: host dir: %w", err)
+		}
+	}
 	ok := false
 	defer func() {
 		if !ok {

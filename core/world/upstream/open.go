@@ -40,52 +40,9 @@ func Open(ctx context.Context, cfg Config) (*World, error) {
 	ctx, cancel := context.WithTimeout(ctx, start)
 	defer cancel()
 	w := &World{cfg: cfg, committed: map[string]bool{}}
-	var transport mcp.Transport
-	var stderr *boundedBuffer
-	switch {
-	case len(cfg.Command) > 0 && cfg.URL != "":
-		return nil, errors.New("upstream: a command or a url, not both")
-	case len(cfg.Command) > 0:
-		t, stop, buf, err := startStdio(cfg)
-		if err != nil {
-			return nil, err
-		}
-		transport, w.stop, stderr = t, stop, buf
-	case cfg.URL != "":
-		if !cfg.Isolated {
-			if err := lockURL(ctx, cfg.URL); err != nil {
-				return nil, err
-			}
-			w.unlock = func() { unlockURL(cfg.URL) }
-		}
-		if len(cfg.Reset) > 0 {
-			if err := runReset(ctx, cfg); err != nil {
-				_ = w.Close()
-				return nil, err
-			}
-		}
-		transport = &mcp.StreamableClientTransport{Endpoint: cfg.URL, MaxRetries: -1}
-	default:
-		return nil, errors.New("upstream: no command and no url")
-	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "rebound", Version: "1"}, nil)
-	session, err := client.Connect(ctx, transport, nil)
+	listed, err := w.connect(ctx)
 	if err != nil {
-		_ = w.Close()
-		return nil, fmt.Errorf("upstream: connect: %w%s", err, stderrNote(stderr))
-	}
-	w.session = session
-	var listed []*mcp.Tool
-	for t, err := range session.Tools(ctx, nil) {
-		if err != nil {
-			_ = w.Close()
-			return nil, fmt.Errorf("upstream: tools/list: %w%s", err, stderrNote(stderr))
-		}
-		listed = append(listed, t)
-		if len(listed) > 10_000 {
-			_ = w.Close()
-			return nil, errors.New("upstream: tools/list: more than 10,000 tools")
-		}
+		return nil, err
 	}
 	tools, err := catalog(listed, cfg.Tools)
 	if err != nil {
@@ -124,29 +81,113 @@ func Open(ctx context.Context, cfg Config) (*World, error) {
 	return w, nil
 }
 
+// connect reaches the upstream and lists its tools: a process of the
+// pool, emptied, when the upstream is reused; else a new process, or the
+// shared URL (reset, and held by this trial unless it isolates trials).
+func (w *World) connect(ctx context.Context) ([]*mcp.Tool, error) {
+	cfg := w.cfg
+	var transport mcp.Transport
+	var stderr *boundedBuffer
+	switch {
+	case len(cfg.Command) > 0 && cfg.URL != "":
+		return nil, errors.New("upstream: a command or a url, not both")
+	case len(cfg.Command) > 0 && cfg.Reuse:
+		if p := takeIdle(poolKey(cfg)); p != nil {
+			if err := emptyDir(p.dir); err != nil {
+				p.stop()
+				return nil, fmt.Errorf("upstream: empty the reused trial dir: %w", err)
+			}
+			w.session, w.stop, w.pooled = p.session, p.stop, p
+			return p.tools, nil
+		}
+		pr, err := startStdio(cfg)
+		if err != nil {
+			return nil, err
+		}
+		transport, w.stop, stderr = pr.transport, pr.stop, pr.stderr
+		w.pooled = &pooled{stop: pr.stop, dir: pr.dir, key: poolKey(cfg)}
+	case len(cfg.Command) > 0:
+		pr, err := startStdio(cfg)
+		if err != nil {
+			return nil, err
+		}
+		transport, w.stop, stderr = pr.transport, pr.stop, pr.stderr
+	case cfg.URL != "":
+		if !cfg.Isolated {
+			if err := lockURL(ctx, cfg.URL); err != nil {
+				return nil, err
+			}
+			w.unlock = func() { unlockURL(cfg.URL) }
+		}
+		if len(cfg.Reset) > 0 {
+			if err := runReset(ctx, cfg); err != nil {
+				_ = w.Close()
+				return nil, err
+			}
+		}
+		transport = &mcp.StreamableClientTransport{Endpoint: cfg.URL, MaxRetries: -1}
+	default:
+		return nil, errors.New("upstream: no command and no url")
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "rebound", Version: "1"}, nil)
+	session, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		w.pooled = nil
+		_ = w.Close()
+		return nil, fmt.Errorf("upstream: connect: %w%s", err, stderrNote(stderr))
+	}
+	w.session = session
+	var listed []*mcp.Tool
+	for t, err := range session.Tools(ctx, nil) {
+		if err != nil {
+			w.pooled = nil
+			_ = w.Close()
+			return nil, fmt.Errorf("upstream: tools/list: %w%s", err, stderrNote(stderr))
+		}
+		listed = append(listed, t)
+		if len(listed) > 10_000 {
+			w.pooled = nil
+			_ = w.Close()
+			return nil, errors.New("upstream: tools/list: more than 10,000 tools")
+		}
+	}
+	if w.pooled != nil {
+		w.pooled.session, w.pooled.tools = session, listed
+	}
+	return listed, nil
+}
+
+// started is a started stdio upstream.
+type started struct {
+	transport mcp.Transport
+	stop      func() error
+	stderr    *boundedBuffer
+	dir       string // the trial dir on the host ("" when it lives on the sandbox's tmpfs)
+}
+
 // startStdio starts the command, sealed unless cfg.Unsealed, with the
 // protocol on its stdin and stdout.
-func startStdio(cfg Config) (mcp.Transport, func() error, *boundedBuffer, error) {
+func startStdio(cfg Config) (*started, error) {
 	argv := resolveArgv(cfg.Command, cfg.Dir)
 	stderr := &boundedBuffer{max: maxStderr}
 	// Real pipes: when the upstream exits, its end closes and the session
 	// reads EOF at once (and a write gets EPIPE) instead of hanging.
 	inR, inW, err := os.Pipe()
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("upstream: %w", err)
+		return nil, fmt.Errorf("upstream: %w", err)
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		inR.Close()
 		inW.Close()
-		return nil, nil, nil, fmt.Errorf("upstream: %w", err)
+		return nil, fmt.Errorf("upstream: %w", err)
 	}
 	// After the start, only the upstream holds its ends.
 	closeChildEnds := func() { _ = inR.Close(); _ = outW.Close() }
 	if cfg.Unsealed {
 		dir, err := os.MkdirTemp("", "rebound-upstream-")
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("upstream: trial dir: %w", err)
+			return nil, fmt.Errorf("upstream: trial dir: %w", err)
 		}
 		for i := range argv {
 			argv[i] = strings.ReplaceAll(argv[i], TrialDirToken, dir)
@@ -163,7 +204,7 @@ func startStdio(cfg Config) (mcp.Transport, func() error, *boundedBuffer, error)
 			_ = os.RemoveAll(dir)
 			_ = inW.Close()
 			_ = outR.Close()
-			return nil, nil, nil, fmt.Errorf("upstream: start %s: %w", argv[0], err)
+			return nil, fmt.Errorf("upstream: start %s: %w", argv[0], err)
 		}
 		done := make(chan struct{})
 		go func() {
@@ -184,7 +225,7 @@ func startStdio(cfg Config) (mcp.Transport, func() error, *boundedBuffer, error)
 			})
 			return nil
 		}
-		return &mcp.IOTransport{Reader: outR, Writer: inW}, stop, stderr, nil
+		return &started{transport: &mcp.IOTransport{Reader: outR, Writer: inW}, stop: stop, stderr: stderr, dir: dir}, nil
 	}
 	for i := range argv {
 		argv[i] = strings.ReplaceAll(argv[i], TrialDirToken, sealedTrialDir)
@@ -197,31 +238,47 @@ func startStdio(cfg Config) (mcp.Transport, func() error, *boundedBuffer, error)
 		readOnly = append(readOnly, p)
 	}
 	env := append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + sealedTrialDir}, envList(cfg.Env, sealedTrialDir)...)
+	// A reused upstream's trial dir is a host directory bound into the
+	// sandbox, so it can be emptied between trials; otherwise it is on the
+	// sandbox's tmpfs, gone with it.
+	hostDir := ""
+	if cfg.Reuse {
+		if hostDir, err = os.MkdirTemp("", "rebound-upstream-"); err != nil {
+			closeChildEnds()
+			return nil, fmt.Errorf("upstream: trial dir: %w", err)
+		}
+	}
 	sb, err := sandbox.Start(sandbox.Spec{
-		Command: argv, Env: env, Dir: sealedTrialDir, ReadOnly: readOnly,
+		Command: argv, Env: env, Dir: sealedTrialDir, HostDir: hostDir, ReadOnly: readOnly,
 		Stdin: inR, Stdout: outW, Stderr: stderr,
 	})
 	closeChildEnds()
 	if err != nil {
 		_ = inW.Close()
 		_ = outR.Close()
-		return nil, nil, nil, fmt.Errorf("upstream: sealed start (set sandbox: none to run it unsealed): %w", err)
+		if hostDir != "" {
+			_ = os.RemoveAll(hostDir)
+		}
+		return nil, fmt.Errorf("upstream: sealed start (set sandbox: none to run it unsealed): %w", err)
 	}
 	if err := sb.Release(); err != nil {
 		sb.Stop(0)
 		_ = inW.Close()
 		_ = outR.Close()
-		return nil, nil, nil, fmt.Errorf("upstream: %w", err)
+		return nil, fmt.Errorf("upstream: %w", err)
 	}
 	var once sync.Once
 	stop := func() error {
 		once.Do(func() {
 			_ = inW.Close()
 			sb.Stop(2 * time.Second)
+			if hostDir != "" {
+				_ = os.RemoveAll(hostDir)
+			}
 		})
 		return nil
 	}
-	return &mcp.IOTransport{Reader: outR, Writer: inW}, stop, stderr, nil
+	return &started{transport: &mcp.IOTransport{Reader: outR, Writer: inW}, stop: stop, stderr: stderr, dir: hostDir}, nil
 }
 
 // resolveArgv resolves a command against the scenario's directory: a

@@ -69,6 +69,10 @@ type Config struct {
 	// run before each trial to put it back in its initial state.
 	URL   string
 	Reset []string
+	// Reuse keeps a command upstream's process for the next trial of this
+	// worker (pool.go): its trial dir is emptied and setup runs again. Only
+	// for an upstream whose whole state is in its trial dir.
+	Reuse bool
 	// Isolated: the URL upstream keeps concurrent trials apart. Otherwise
 	// trials against one URL run one at a time (in this process).
 	Isolated bool
@@ -135,9 +139,13 @@ type World struct {
 	session *mcp.ClientSession
 	stop    func() error
 	unlock  func() // releases a shared URL upstream for the next trial
-	tools   []harness.Tool
-	byName  map[string]harness.Tool
-	probed  map[string]any
+	// pooled is the reused process this trial holds (Config.Reuse); broken
+	// keeps it from the next trial (its connection failed).
+	pooled *pooled
+	broken bool
+	tools  []harness.Tool
+	byName map[string]harness.Tool
+	probed map[string]any
 
 	// replay, when set, answers instead of the session: the recorded
 	// exchanges of a stored trial (Replay).
@@ -271,6 +279,9 @@ func (w *World) call(tool string, args map[string]any, probe bool) (map[string]a
 	switch {
 	case err != nil:
 		terr = w.protocolError(tool, err, ctx.Err() != nil)
+		w.mu.Lock()
+		w.broken = true // the process may be in any state: not for the next trial
+		w.mu.Unlock()
 	case res.IsError:
 		terr = w.errorAnswer(tool, res)
 	default:
@@ -416,13 +427,18 @@ func (w *World) Close() error {
 		return nil
 	}
 	w.closed = true
+	reuse := w.pooled != nil && !w.broken && w.replay == nil && w.session != nil
 	w.mu.Unlock()
 	var errs []error
-	if w.session != nil {
-		errs = append(errs, w.session.Close())
-	}
-	if w.stop != nil {
-		errs = append(errs, w.stop())
+	if reuse {
+		putIdle(w.pooled)
+	} else {
+		if w.session != nil {
+			errs = append(errs, w.session.Close())
+		}
+		if w.stop != nil {
+			errs = append(errs, w.stop())
+		}
 	}
 	if w.unlock != nil {
 		w.unlock()

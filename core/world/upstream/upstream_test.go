@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"rebound/core/harness"
 	"rebound/internal/devstack/devstacktest"
 	"rebound/internal/sandbox"
@@ -244,5 +246,42 @@ func TestReplayAnswersFromTheRecording(t *testing.T) {
 	}
 	if _, terr := re.Invoke("open_nodes", map[string]any{"names": []any{"bob"}}, &effects{}); terr == nil || re.Divergence() == "" {
 		t.Fatalf("an unrecorded call: %v, divergence %q", terr, re.Divergence())
+	}
+}
+
+// A reused upstream keeps its process between trials: the next trial finds
+// its trial dir emptied and setup run again, so no state leaks from one
+// trial to the next; a broken one is not reused.
+func TestReuse(t *testing.T) {
+	for _, unsealed := range []bool{true, false} {
+		if !unsealed {
+			if err := sandbox.Check(); err != nil {
+				devstacktest.Unavailable(t, err)
+			}
+		}
+		cfg := filesystemConfig(t, unsealed)
+		cfg.Reuse = true
+		cfg.Setup = []Probe{{Tool: "write_file", Args: map[string]any{"path": "seed.txt", "content": "seed\n"}}}
+		cfg.Probes = []Probe{{Name: "listing", Tool: "list_directory", Args: map[string]any{"path": "."}}}
+		var first *mcp.ClientSession
+		for trial := 0; trial < 3; trial++ {
+			w, err := Open(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if trial == 0 {
+				first = w.session
+			} else if w.session != first {
+				t.Errorf("unsealed=%v trial %d: a new process, want the reused one", unsealed, trial)
+			}
+			if _, terr := w.Invoke("write_file", map[string]any{"path": fmt.Sprintf("trial-%d.txt", trial), "content": "x"}, &effects{}); terr != nil {
+				t.Fatal(terr)
+			}
+			listing := fmt.Sprint(w.State()["listing"])
+			if !strings.Contains(listing, "seed.txt") || !strings.Contains(listing, fmt.Sprintf("trial-%d.txt", trial)) || (trial > 0 && strings.Contains(listing, fmt.Sprintf("trial-%d.txt", trial-1))) {
+				t.Errorf("unsealed=%v trial %d sees %s", unsealed, trial, listing)
+			}
+			w.Close()
+		}
 	}
 }
