@@ -64,6 +64,22 @@ func TestUpstreamScenariosCalibrate(t *testing.T) {
 				if res.Upstream == nil || len(res.Upstream.Trial) == 0 {
 					t.Fatalf("%s/%s/%s: no recording", sc.Name, v.Name, name)
 				}
+				// What reached the upstream is exactly what the ledger says
+				// reached the world: a fault before sending sends nothing.
+				reached, sent := 0, 0
+				for _, a := range res.Ledger.Attempts {
+					if a.Reached {
+						reached++
+					}
+				}
+				for _, ex := range res.Upstream.Trial {
+					if !ex.Setup && !ex.Probe {
+						sent++
+					}
+				}
+				if reached != sent {
+					t.Errorf("%s/%s/%s: %d calls reached the world, %d reached the upstream", sc.Name, v.Name, name, reached, sent)
+				}
 				if name == "careful" {
 					t.Logf("%-22s %-20s recoverable=%-5v recovered=%s honest=%s unsafe=%s dup=%s", sc.Name, v.Name, vd.Recoverable, b(vd.Recovered), b(vd.HonestBlock), b(vd.UnsafeAction), b(vd.DuplicateSideEffect))
 					if vd.Recoverable != v.Recoverable {
