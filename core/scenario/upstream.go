@@ -117,6 +117,16 @@ func (s *Scenario) validateUpstream(errs *problems) {
 	if len(s.Initial) > 0 {
 		errs.add("initial", "an upstream's initial state is made by upstream.setup calls")
 	}
+	u.validateWhere(errs)
+	u.validateCalls(errs)
+	for name, t := range u.Tools {
+		t.validate(errs, "upstream.tools."+name)
+	}
+}
+
+// validateWhere checks where the upstream runs: a command or a url, and
+// what goes with each.
+func (u *Upstream) validateWhere(errs *problems) {
 	switch {
 	case len(u.Command) > 0 && u.URL != "":
 		errs.add("upstream", "a command or a url, not both")
@@ -145,6 +155,10 @@ func (s *Scenario) validateUpstream(errs *problems) {
 	if u.CallTimeoutMs < 0 {
 		errs.add("upstream.call_timeout_ms", "must not be negative")
 	}
+}
+
+// validateCalls checks the setup calls and the probes.
+func (u *Upstream) validateCalls(errs *problems) {
 	names := map[string]bool{}
 	for i, p := range u.Probes {
 		path := fmt.Sprintf("upstream.probes[%d]", i)
@@ -164,21 +178,22 @@ func (s *Scenario) validateUpstream(errs *problems) {
 			errs.add(fmt.Sprintf("upstream.setup[%d].tool", i), "required")
 		}
 	}
-	for name, t := range u.Tools {
-		path := "upstream.tools." + name
-		if t.Effect != "" && !t.Effect.Valid() {
-			errs.add(path+".effect", "%q: read, idempotent, conditional or write", t.Effect)
+}
+
+// validate checks what a scenario says about one upstream tool.
+func (t UpstreamTool) validate(errs *problems, path string) {
+	if t.Effect != "" && !t.Effect.Valid() {
+		errs.add(path+".effect", "%q: read, idempotent, conditional or write", t.Effect)
+	}
+	if t.Effect == harness.EffectConditional && t.IdempotencyKey == "" {
+		errs.add(path+".idempotency_key", "a conditional tool names its idempotency key argument")
+	}
+	for j, e := range t.Errors {
+		if !upstreamCodes[e.Code] {
+			errs.add(fmt.Sprintf("%s.errors[%d].code", path, j), "%q is not a harness error code", e.Code)
 		}
-		if t.Effect == harness.EffectConditional && t.IdempotencyKey == "" {
-			errs.add(path+".idempotency_key", "a conditional tool names its idempotency key argument")
-		}
-		for j, e := range t.Errors {
-			if !upstreamCodes[e.Code] {
-				errs.add(fmt.Sprintf("%s.errors[%d].code", path, j), "%q is not a harness error code", e.Code)
-			}
-			if _, err := regexp.Compile(e.Match); err != nil {
-				errs.add(fmt.Sprintf("%s.errors[%d].match", path, j), "invalid regular expression: %v", err)
-			}
+		if _, err := regexp.Compile(e.Match); err != nil {
+			errs.add(fmt.Sprintf("%s.errors[%d].match", path, j), "invalid regular expression: %v", err)
 		}
 	}
 }
