@@ -20,6 +20,14 @@ DATA_DIRS ?= data
 # checks into workflows/testdata/histories/$(HISTORIES_SET)/.
 HISTORIES_SET ?= $(shell date -u +%Y-%m-%d)
 
+# The build's stamp (internal/buildinfo, `rebound version`): the tag at HEAD
+# if there is one (else "devel"), the commit, and whether the tree has
+# uncommitted changes. Override VERSION=v1.2.3 for a release build.
+VERSION  ?= $(shell git describe --tags --exact-match 2>/dev/null)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+MODIFIED ?= $(shell test -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" && echo true)
+BUILD_LDFLAGS := -X rebound/internal/buildinfo.version=$(VERSION) -X rebound/internal/buildinfo.revision=$(REVISION) -X rebound/internal/buildinfo.modified=$(MODIFIED)
+
 TEST_TIMEOUT ?= 20m
 TEST_FLAGS   ?=
 PKGS         ?= ./...
@@ -45,8 +53,8 @@ help: ## list the targets
 setup: ## install the pinned tools into .cache/ (Temporal CLI, helm, libchdb, example agents); fast when done
 	@scripts/setup.sh
 
-build: ## build the rebound binary into .cache/bin/rebound
-	$(GO) build -o $(REBOUND) ./cmd/rebound
+build: ## build the rebound binary into .cache/bin/rebound, stamped with its version and revision
+	$(GO) build -ldflags "$(BUILD_LDFLAGS)" -o $(REBOUND) ./cmd/rebound
 
 run: setup build ## run the quickstart sweep on the local stack (PLAN=... to pick another plan)
 	$(TOOLS_ENV) $(REBOUND) run $(PLAN) $(RUN_ARGS)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"rebound/internal/buildinfo"
 )
 
 const overview = `rebound measures how AI agents recover when their tools fail.
@@ -51,7 +53,10 @@ func newRoot() *cobra.Command {
 			return silentUsage
 		},
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return applyEnv(cmd) },
+		// --version: the build, as `rebound version` prints it.
+		Version: buildinfo.Get().String(),
 	}
+	root.SetVersionTemplate("rebound {{.Version}}\n")
 	root.SuggestionsMinimumDistance = 2
 	root.SetHelpCommand(&cobra.Command{
 		Use:   "help [command]",
@@ -99,6 +104,7 @@ func newRoot() *cobra.Command {
 		newSQLCmd(),
 		newScenarioCmd(),
 		newMCPStdioCmd(),
+		newVersionCmd(),
 	)
 	return root
 }

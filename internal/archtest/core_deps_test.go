@@ -21,6 +21,7 @@ import (
 var corePackages = []string{
 	"./core/...",
 	"./stats/...",
+	"./internal/buildinfo/...",
 	"./internal/childproc/...",
 	"./internal/endpoint/...",
 	"./internal/fileerr/...",

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -289,10 +290,19 @@ arms:
 	// The Prometheus registry serves the same instruments.
 	rec := httptest.NewRecorder()
 	tel.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	for _, want := range []string{"rebound_trials_total{", "rebound_attrition_total{", "rebound_provider_rate_limited_total{", "rebound_provider_request_duration_seconds_bucket{"} {
+	for _, want := range []string{"rebound_trials_total{", "rebound_outcomes_total{", "rebound_attrition_total{", "rebound_provider_rate_limited_total{", "rebound_provider_request_duration_seconds_bucket{", "rebound_build_info{", "temporal_request_total{"} {
 		if !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+	// `promtool check metrics` (promlint) passes on what a real worker
+	// serves: the Temporal SDK's families have HELP too.
+	problems, err := promlint.New(strings.NewReader(rec.Body.String())).Lint()
+	if err != nil {
+		t.Fatalf("promlint: %v", err)
+	}
+	for _, p := range problems {
+		t.Errorf("promtool check metrics: %s: %s", p.Metric, p.Text)
 	}
 
 	w.Stop()
@@ -356,7 +366,7 @@ arms:
 	}
 
 	for _, m := range []string{
-		telemetry.MetricTrials, telemetry.MetricFaults, telemetry.MetricProviderLatency, telemetry.MetricProvider429,
+		telemetry.MetricTrials, telemetry.MetricOutcomes, telemetry.MetricFaults, telemetry.MetricProviderLatency, telemetry.MetricProvider429,
 		telemetry.MetricTokens, telemetry.MetricCost, telemetry.MetricAttrition,
 		"temporal_request", "temporal_activity_execution_latency",
 	} {
@@ -364,8 +374,11 @@ arms:
 			t.Errorf("no metric %s received", m)
 		}
 	}
-	if v, ok := col.sum(telemetry.MetricTrials, map[string]string{"arm": "local-model", "metric": "recovered", "value": "true"}); !ok || v != 1 {
-		t.Errorf("%s{arm=local-model,metric=recovered,value=true} = %v (found %v), want 1", telemetry.MetricTrials, v, ok)
+	if v, ok := col.sum(telemetry.MetricOutcomes, map[string]string{"arm": "local-model", "metric": "recovered", "value": "true"}); !ok || v != 1 {
+		t.Errorf("%s{arm=local-model,metric=recovered,value=true} = %v (found %v), want 1", telemetry.MetricOutcomes, v, ok)
+	}
+	if v, ok := col.sum(telemetry.MetricTrials, map[string]string{"arm": "local-model"}); !ok || v != 2 {
+		t.Errorf("%s{arm=local-model} = %v (found %v), want 2: every trial once", telemetry.MetricTrials, v, ok)
 	}
 	if v, ok := col.sum(telemetry.MetricAttrition, map[string]string{"arm": "local-model"}); !ok || v != 1 {
 		t.Errorf("%s{arm=local-model} = %v, want 1", telemetry.MetricAttrition, v)

@@ -31,6 +31,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+
+	"rebound/internal/buildinfo"
 )
 
 // DefaultServiceName is service.name unless OTEL_SERVICE_NAME or
@@ -134,7 +136,9 @@ func Setup(ctx context.Context, opts Options) (*Provider, error) {
 		return p, nil
 	}
 	res, err := resource.New(ctx,
-		resource.WithAttributes(semconv.ServiceName(DefaultServiceName)),
+		// service.version: the build (internal/buildinfo); the
+		// environment may override either.
+		resource.WithAttributes(semconv.ServiceName(DefaultServiceName), semconv.ServiceVersion(buildinfo.Get().Short())),
 		resource.WithFromEnv(), // OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
 		resource.WithTelemetrySDK(),
 		resource.WithHost(),
@@ -184,7 +188,7 @@ func Setup(ctx context.Context, opts Options) (*Provider, error) {
 		readers = append(readers, sdkmetric.WithReader(exp))
 	}
 	if len(readers) > 0 {
-		p.mp = sdkmetric.NewMeterProvider(append(readers, sdkmetric.WithResource(res))...)
+		p.mp = sdkmetric.NewMeterProvider(append(readers, sdkmetric.WithResource(res), sdkmetric.WithView(temporalHelpView))...)
 		otel.SetMeterProvider(p.mp)
 	}
 	return p, nil
