@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -86,9 +85,7 @@ func planEstimate(ctx context.Context, conn *connection, path string, po estimat
 		}
 	}
 	if output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(est)
+		return writeJSON(stdout, est, true)
 	}
 	return est.WriteText(stdout)
 }

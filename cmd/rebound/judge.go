@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -74,7 +73,7 @@ func judgeQueue(ctx context.Context, store storage.Store, sweepID, output string
 		return err
 	}
 	if output == "json" {
-		return json.NewEncoder(stdout).Encode(items)
+		return writeJSON(stdout, items, false)
 	}
 	if len(items) == 0 {
 		fmt.Fprintf(stdout, "review queue of %s is empty\n", sweepID)
@@ -95,7 +94,7 @@ func judgeAgreement(ctx context.Context, store storage.Store, sweepID, output st
 	}
 	dims := judge.Agreement(pairs)
 	if output == "json" {
-		return json.NewEncoder(stdout).Encode(dims)
+		return writeJSON(stdout, dims, false)
 	}
 	fmt.Fprintf(stdout, "judge vs executable checks, sweep %s (%d judged trials); judge pass = score >= 4\n\n", sweepID, len(pairs))
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -55,7 +54,7 @@ func newRegradeCmd() *cobra.Command {
 				return fmt.Errorf("regrade %s: %w", args[0], err)
 			}
 			if output == "json" {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(sum)
+				return writeJSON(cmd.OutOrStdout(), sum, false)
 			}
 			fmt.Fprint(cmd.OutOrStdout(), sum.Report())
 			return nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -40,7 +39,7 @@ func newReplayCmd() *cobra.Command {
 			}
 			stdout := cmd.OutOrStdout()
 			if output == "json" {
-				if err := json.NewEncoder(stdout).Encode(r); err != nil {
+				if err := writeJSON(stdout, r, false); err != nil {
 					return err
 				}
 			} else {

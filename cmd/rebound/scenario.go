@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -69,7 +68,7 @@ func runLint(ctx context.Context, paths []string, output string, stdout io.Write
 		return err
 	}
 	if output == "json" {
-		err = json.NewEncoder(stdout).Encode(res)
+		err = writeJSON(stdout, res, false)
 	} else {
 		err = res.WriteText(stdout)
 	}

@@ -24,7 +24,7 @@ Example:
   rebound scenario import examples/import/recovery-test.yaml -o examples/import/recovery-test.rebound.yaml`
 
 func newScenarioImportCmd() *cobra.Command {
-	var out string
+	var out, output string
 	cmd := &cobra.Command{
 		Use:   "import [flags] FILE",
 		Short: "convert a recovery-test.yaml scenario (aiwg-evals format) to a rebound scenario",
@@ -33,16 +33,29 @@ func newScenarioImportCmd() *cobra.Command {
 		// Its stdout is a file's bytes, not filtered for the terminal.
 		Annotations: map[string]string{rawAnnotation: "true"},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return importScenario(args[0], out, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return importScenario(args[0], out, output == "json", cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write the scenario to this file (default: standard output)")
+	choiceFlag(cmd.Flags(), &output, "output", "what stdout holds: the scenario file (text), or a JSON object with the scenario's name, its variants, the notes and the file (the YAML itself without -o)", "text", "json")
 	return cmd
 }
 
+// imported is `scenario import --output json`: what was imported, the
+// notes, and where the scenario went (written: the -o file; yaml: the
+// file's text when it went to stdout).
+type imported struct {
+	Scenario string          `json:"scenario"`
+	Variants int             `json:"variants"`
+	Notes    []scenario.Note `json:"notes"`
+	Written  string          `json:"written,omitempty"`
+	YAML     string          `json:"yaml,omitempty"`
+}
+
 // importScenario converts the recovery-test file at path and writes the
-// scenario to out (stdout when empty or -), its notes to stderr.
-func importScenario(path, out string, stdout, stderr io.Writer) error {
+// scenario to out (stdout when empty or -), its notes to stderr; with
+// asJSON stdout holds the imported object instead of the file.
+func importScenario(path, out string, asJSON bool, stdout, stderr io.Writer) error {
 	data, err := fileerr.ReadRegular(path, scenario.MaxScenarioBytes, "file to import")
 	if err != nil {
 		return usageError{err}
@@ -61,7 +74,12 @@ func importScenario(path, out string, stdout, stderr io.Writer) error {
 	for _, n := range im.Notes {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
+	res := imported{Scenario: im.Scenario.Name, Variants: len(im.Scenario.Variants), Notes: im.Notes}
 	if out == "" || out == "-" {
+		if asJSON {
+			res.YAML = string(im.YAML)
+			return writeJSON(stdout, res, true)
+		}
 		_, err := stdout.Write(im.YAML)
 		return err
 	}
@@ -69,5 +87,9 @@ func importScenario(path, out string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stderr, "wrote %s: scenario %s, %d variants, %d note(s)\n", out, im.Scenario.Name, len(im.Scenario.Variants), len(im.Notes))
+	if asJSON {
+		res.Written = out
+		return writeJSON(stdout, res, true)
+	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -68,9 +67,7 @@ func listVariants(paths []string, all bool, output string, stdout io.Writer) err
 		out = append(out, listed{Scenario: s.Name, File: path, Variants: s.Variants})
 	}
 	if output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return writeJSON(stdout, out, true)
 	}
 	for i, l := range out {
 		if i > 0 {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -82,7 +81,7 @@ func newScheduleCmd() *cobra.Command {
 				return err
 			}
 			if out.json {
-				return json.NewEncoder(out.w).Encode(list)
+				return writeJSON(out.w, list, false)
 			}
 			if len(list) == 0 {
 				fmt.Fprintln(out.w, "no schedules (create one with 'rebound schedule create')")
@@ -102,7 +101,7 @@ func newScheduleCmd() *cobra.Command {
 				return err
 			}
 			if out.json {
-				return json.NewEncoder(out.w).Encode(s)
+				return writeJSON(out.w, s, false)
 			}
 			fmt.Fprintf(out.w, "schedule %s: %s, %s\n", s.Name, s.Spec, state(s.Paused))
 			if s.Note != "" {
@@ -153,7 +152,7 @@ type scheduleOutput struct {
 
 func (o scheduleOutput) done(name, msg string) error {
 	if o.json {
-		return json.NewEncoder(o.w).Encode(map[string]string{"schedule": name, "result": msg})
+		return writeJSON(o.w, map[string]string{"schedule": name, "result": msg}, false)
 	}
 	fmt.Fprintf(o.w, "schedule %s: %s\n", name, msg)
 	return nil

@@ -149,7 +149,7 @@ func queryInterruptibly(ctx context.Context, store storage.Store, query string, 
 
 func writeTable(tab storage.Table, output string, stdout, stderr io.Writer) error {
 	if output == "json" {
-		return json.NewEncoder(stdout).Encode(tab)
+		return writeJSON(stdout, tab, false)
 	}
 	if len(tab.Columns) == 0 {
 		fmt.Fprintln(stdout, "ok")

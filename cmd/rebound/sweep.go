@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"rebound/activities"
 	"rebound/core/scenario"
 	"rebound/internal/runner"
+	"rebound/internal/sweepstatus"
 )
 
 const sweepAbout = `Starts a sweep on an existing Temporal cluster (workers must be running:
@@ -95,7 +95,10 @@ func newSweepStatusCmd() *cobra.Command {
 }
 
 func newSweepCancelCmd() *cobra.Command {
-	var conn connection
+	var (
+		conn   connection
+		output string
+	)
 	cmd := &cobra.Command{
 		Use:   "cancel [flags] SWEEP_ID",
 		Short: "cancel a sweep; it records the status cancelled",
@@ -103,11 +106,20 @@ func newSweepCancelCmd() *cobra.Command {
 		Args:  exactArgs(1, "sweep cancel takes exactly one SWEEP_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withTemporal(cmd, &conn, func(ctx context.Context, c runner.Client, key []byte) error {
-				return sweepCancel(ctx, c, &conn, key, args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
+				res, err := sweepCancel(ctx, c, &conn, key, args[0], cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				if output == "json" {
+					return writeJSON(cmd.OutOrStdout(), res, false)
+				}
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), res.text())
+				return err
 			})
 		},
 	}
 	sweepFlags(cmd, &conn)
+	outputFlag(cmd.Flags(), &output)
 	return cmd
 }
 
@@ -151,7 +163,7 @@ func sweepStart(ctx context.Context, c runner.Client, queue string, plan *scenar
 		return err
 	}
 	if output == "json" {
-		if err := json.NewEncoder(stdout).Encode(map[string]any{"sweep_id": sweepID, "workflow_id": runner.WorkflowID(sweepID), "run_id": run.GetRunID(), "trials": plan.TrialCount()}); err != nil {
+		if err := writeJSON(stdout, map[string]any{"sweep_id": sweepID, "workflow_id": runner.WorkflowID(sweepID), "run_id": run.GetRunID(), "trials": plan.TrialCount()}, false); err != nil {
 			return err
 		}
 	} else {
@@ -187,7 +199,7 @@ func sweepStatus(ctx context.Context, c runner.Client, key []byte, sweepID, outp
 		} else {
 			out["progress_error"] = perr.Error()
 		}
-		return json.NewEncoder(stdout).Encode(out)
+		return writeJSON(stdout, out, false)
 	}
 	if perr != nil {
 		fmt.Fprintf(stdout, "sweep %s: workflow %s; progress unavailable: %v\n", sweepID, st.Status, perr)
@@ -219,39 +231,59 @@ func sweepStatus(ctx context.Context, c runner.Client, key []byte, sweepID, outp
 	return nil
 }
 
+// cancelled is what `sweep cancel` did. Result is cancelled (its workflow
+// recorded the cancellation), already_ended (nothing to do: Status is how
+// it ended) or orphaned (its workflow was gone; recorded cancelled in
+// storage).
+type cancelled struct {
+	SweepID string `json:"sweep_id"`
+	Result  string `json:"result"`
+	Status  string `json:"status"`
+}
+
+func (c cancelled) text() string {
+	switch c.Result {
+	case "already_ended":
+		return fmt.Sprintf("sweep %s already ended %s", c.SweepID, c.Status)
+	case "orphaned":
+		return fmt.Sprintf("sweep %s: workflow gone (orphaned); recorded cancelled", c.SweepID)
+	}
+	return fmt.Sprintf("sweep %s cancelled", c.SweepID)
+}
+
 // sweepCancel cancels a sweep's workflow and waits until it recorded the
 // status cancelled. On the embedded stack no worker polls the sweep's own
 // queue, so this process runs one until the cancellation is recorded. A
 // sweep stored as running whose workflow is gone is marked cancelled in
 // storage directly.
-func sweepCancel(ctx context.Context, c runner.Client, conn *connection, key []byte, sweepID string, stdout, stderr io.Writer) error {
+func sweepCancel(ctx context.Context, c runner.Client, conn *connection, key []byte, sweepID string, stderr io.Writer) (cancelled, error) {
+	res := cancelled{SweepID: sweepID, Result: "cancelled", Status: sweepstatus.Cancelled}
 	st, err := runner.DescribeSweep(ctx, c, key, sweepID)
 	if err != nil {
-		return err
+		return res, err
 	}
 	store, err := conn.openStore(ctx)
 	if err != nil {
-		return err
+		return res, err
 	}
 	defer store.Close()
 	if !st.Running() {
 		ended, err := runner.CancelOrphan(ctx, store, sweepID)
 		switch {
 		case err != nil:
-			return err
+			return res, err
 		case ended != "":
-			fmt.Fprintf(stdout, "sweep %s already ended %s\n", sweepID, ended)
+			res.Result, res.Status = "already_ended", ended
 		default:
-			fmt.Fprintf(stdout, "sweep %s: workflow gone (orphaned); recorded cancelled\n", sweepID)
+			res.Result = "orphaned"
 		}
-		return nil
+		return res, nil
 	}
 	// Nothing polls the queue of a sweep of the embedded stack: a worker
 	// runs here until the cancellation is processed and recorded.
 	newActs := func() (*activities.Activities, error) { return newActivities(store, key) }
 	if err := runner.CancelRunning(ctx, c, st, newActs, 2*time.Minute, newStatus(stderr).linef); err != nil {
-		return err
+		return res, err
 	}
-	fmt.Fprintf(stdout, "sweep %s cancelled\n", sweepID)
-	return nil
+	return res, nil
 }

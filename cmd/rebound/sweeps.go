@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -109,17 +108,11 @@ func listSweeps(ctx context.Context, conn *connection, limit int, onlyRunning bo
 		}
 	}
 	if output == "json" {
-		type row struct {
-			SweepID, Name, Status string
-			State                 string `json:",omitempty"`
-			TrialsPlanned         uint64
-			CreatedAt             time.Time
-		}
-		rows := make([]row, len(sweeps))
+		rows := make([]sweepRow, len(sweeps))
 		for i, s := range sweeps {
-			rows[i] = row{s.SweepID, s.Name, s.Status, states[s.SweepID], s.TrialsPlanned, s.CreatedAt}
+			rows[i] = sweepRow{s.SweepID, s.Name, s.Status, states[s.SweepID], s.TrialsPlanned, s.CreatedAt}
 		}
-		return json.NewEncoder(stdout).Encode(rows)
+		return writeJSON(stdout, rows, false)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SWEEP\tPLAN\tSTATUS\tTRIALS\tSTARTED\tWORKFLOW")
@@ -128,4 +121,15 @@ func listSweeps(ctx context.Context, conn *connection, limit int, onlyRunning bo
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", termSafe(s.SweepID, false), termSafe(s.Name, false), termSafe(s.Status, false), s.TrialsPlanned, s.CreatedAt.Local().Format("2006-01-02 15:04"), termSafe(states[s.SweepID], false))
 	}
 	return tw.Flush()
+}
+
+// sweepRow is one sweep of `sweeps --output json`. State is what its
+// workflow does, for a sweep stored as running (empty otherwise).
+type sweepRow struct {
+	SweepID       string    `json:"sweep_id"`
+	Name          string    `json:"name"`
+	Status        string    `json:"status"`
+	State         string    `json:"state,omitempty"`
+	TrialsPlanned uint64    `json:"trials_planned"`
+	CreatedAt     time.Time `json:"created_at"`
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -70,7 +69,7 @@ func trend(ctx context.Context, conn *connection, schedule string, last int, met
 		return err
 	}
 	if output == "json" {
-		return json.NewEncoder(stdout).Encode(map[string]any{"schedule": schedule, "metrics": tr.Metrics, "runs": tr.Runs})
+		return writeJSON(stdout, map[string]any{"schedule": schedule, "metrics": tr.Metrics, "runs": tr.Runs}, false)
 	}
 	return writeTrend(&tr, schedule, stdout)
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-
 	"github.com/spf13/cobra"
 
 	"rebound/results/replay"
@@ -48,9 +46,7 @@ func newTrialShowCmd() *cobra.Command {
 				return err
 			}
 			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(a)
+				return writeJSON(cmd.OutOrStdout(), a, true)
 			}
 			return a.WriteText(cmd.OutOrStdout())
 		},

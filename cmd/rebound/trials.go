@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -42,7 +41,7 @@ func newTrialsCmd() *cobra.Command {
 			}
 			stdout := cmd.OutOrStdout()
 			if output == "json" {
-				return json.NewEncoder(stdout).Encode(rows)
+				return writeJSON(stdout, rows, false)
 			}
 			tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "TRIAL\tSCENARIO\tVARIANT\tARM\tSEED\tBAD OUTCOMES")

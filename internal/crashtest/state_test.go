@@ -95,7 +95,7 @@ func TestHonestSweepState(t *testing.T) {
 		}
 		byName := map[string]map[string]any{}
 		for _, r := range rows {
-			byName[r["Name"].(string)] = r
+			byName[r["name"].(string)] = r
 		}
 		return byName
 	}
@@ -106,10 +106,10 @@ func TestHonestSweepState(t *testing.T) {
 	_ = cmdA.Wait()
 	rows := sweepsJSON()
 	a := rows["killed"]
-	if a == nil || a["Status"] != "running" || !strings.HasPrefix(fmt.Sprint(a["State"]), "stalled: no worker polls") {
+	if a == nil || a["status"] != "running" || !strings.HasPrefix(fmt.Sprint(a["state"]), "stalled: no worker polls") {
 		t.Fatalf("killed sweep listed as %+v", a)
 	}
-	idA := a["SweepID"].(string)
+	idA := a["sweep_id"].(string)
 
 	// 2. The next run names it and leaves its shards alone.
 	before := model.Stats().Requests
@@ -140,7 +140,7 @@ func TestHonestSweepState(t *testing.T) {
 	cmdD, _ := background(llmPlan("orphan", 12), 4)
 	_ = syscall.Kill(-cmdD.Process.Pid, syscall.SIGKILL)
 	_ = cmdD.Wait()
-	idD := sweepsJSON()["orphan"]["SweepID"].(string)
+	idD := sweepsJSON()["orphan"]["sweep_id"].(string)
 	out, stderr, code = rebound("sweep", "status", idD)
 	if code != 0 || !strings.Contains(out, "no worker polls its task queue") || !strings.Contains(out, "rebound run --resume "+idD) {
 		t.Fatalf("sweep status of the orphan: exit %d\n%s\n%s", code, out, stderr)
@@ -156,7 +156,7 @@ func TestHonestSweepState(t *testing.T) {
 
 	rows = sweepsJSON()
 	for name, want := range map[string]string{"killed": "completed", "scripted": "completed", "interrupted": "cancelled", "orphan": "cancelled"} {
-		if r := rows[name]; r == nil || r["Status"] != want || r["State"] != nil && r["State"] != "" {
+		if r := rows[name]; r == nil || r["status"] != want || r["state"] != nil && r["state"] != "" {
 			t.Errorf("sweep %s listed as %+v, want status %s", name, r, want)
 		}
 	}
