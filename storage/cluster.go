@@ -27,7 +27,8 @@ import (
 //
 // Views are created ON CLUSTER over the Distributed tables, so a query on
 // any node sees every shard. ALTERs run ON CLUSTER on both the local and the
-// Distributed table (a Distributed table has its own column list).
+// Distributed table (a Distributed table has its own column list), but for
+// a data-skipping index, which only the local table has.
 
 // Default replication paths: ClickHouse's standard macros, which every node
 // defines in its <macros> section ({database} and {table} are built in).
@@ -152,8 +153,14 @@ func clusterStatements(tmpl, db string, c Cluster) ([]string, error) {
 			return nil, fmt.Errorf("storage: ALTER of table %s, which has no sharding key for a cluster", table)
 		}
 		rest := tmpl[len(reAlterTable.FindString(tmpl)):]
+		if isIndexAlter(rest) {
+			// A data-skipping index lives in the parts: only the local
+			// (replicated) table has one; the Distributed table stores
+			// nothing and takes no index.
+			return []string{render("ALTER TABLE {{db}}."+table+localSuffix+on+" "+rest, db)}, nil
+		}
 		if !strings.HasPrefix(rest, "ADD COLUMN IF NOT EXISTS ") {
-			return nil, fmt.Errorf("storage: only ALTER TABLE ... ADD COLUMN IF NOT EXISTS is distributed to a cluster, not:\n%s", tmpl)
+			return nil, fmt.Errorf("storage: only ALTER TABLE ... ADD COLUMN IF NOT EXISTS, ADD INDEX IF NOT EXISTS and MATERIALIZE INDEX are distributed to a cluster, not:\n%s", tmpl)
 		}
 		local := "ALTER TABLE {{db}}." + table + localSuffix + on + " " + rest
 		// A Distributed table stores nothing: the column needs no codec.
@@ -165,7 +172,18 @@ func clusterStatements(tmpl, db string, c Cluster) ([]string, error) {
 		head := m[1] + " {{db}}." + m[2] + on + " AS\n"
 		return []string{render(head+tmpl[len(m[0]):], db)}, nil
 	}
-	return nil, fmt.Errorf("storage: statement not supported on a cluster (CREATE TABLE/VIEW or ALTER TABLE ... ADD COLUMN expected):\n%s", tmpl)
+	return nil, fmt.Errorf("storage: statement not supported on a cluster (CREATE TABLE/VIEW or ALTER TABLE ... ADD COLUMN or ... INDEX expected):\n%s", tmpl)
+}
+
+// isIndexAlter reports whether an ALTER TABLE's action adds or materializes
+// a data-skipping index.
+func isIndexAlter(action string) bool {
+	for _, p := range []string{"ADD INDEX IF NOT EXISTS ", "MATERIALIZE INDEX "} {
+		if strings.HasPrefix(action, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // quoteString writes s as a ClickHouse string literal.

@@ -107,6 +107,14 @@ func TestClusterStatements(t *testing.T) {
 			},
 		},
 		{
+			name: "a data-skipping index is the local table's only",
+			in:   ddlTrialsIDIndex[0],
+			c:    testCluster,
+			want: []string{
+				"ALTER TABLE `rebound`.trials_local ON CLUSTER `rb_cluster` ADD INDEX IF NOT EXISTS idx_trial_id_set trial_id TYPE bloom_filter(0.00001) GRANULARITY 1",
+			},
+		},
+		{
 			name: "view ON CLUSTER over the Distributed table",
 			in:   "CREATE OR REPLACE VIEW {{db}}.v AS\nSELECT sweep_id FROM {{db}}.trials FINAL",
 			c:    testCluster,

@@ -82,13 +82,18 @@ var (
 	createTableRe = regexp.MustCompile(`^CREATE TABLE IF NOT EXISTS \{\{db\}\}\.(\w+)\n\(`)
 	createViewRe  = regexp.MustCompile(`^CREATE (VIEW IF NOT EXISTS|OR REPLACE VIEW) \{\{db\}\}\.\w+ AS\n`)
 	addColumnRe   = regexp.MustCompile(`^ALTER TABLE \{\{db\}\}\.(\w+) ADD COLUMN IF NOT EXISTS (\w+) [^\n]*?(?: AFTER (\w+)| (FIRST))?$`)
+	// A data-skipping index: no column changes; the table and the indexed
+	// column must exist.
+	addIndexRe         = regexp.MustCompile(`^ALTER TABLE \{\{db\}\}\.(\w+) ADD INDEX IF NOT EXISTS \w+ (\w+) TYPE [^\n]+$`)
+	materializeIndexRe = regexp.MustCompile(`^ALTER TABLE \{\{db\}\}\.(\w+) MATERIALIZE INDEX \w+$`)
 )
 
 // schemaColumns replays every migration's DDL and returns each table's
 // columns in their final order: a CREATE TABLE gives the initial list, an
 // ALTER TABLE ... ADD COLUMN IF NOT EXISTS name Type [AFTER col | FIRST]
-// inserts one (at the end without AFTER/FIRST, as ClickHouse does). Any
-// other statement fails the test, so a new kind of ALTER cannot slip past
+// inserts one (at the end without AFTER/FIRST, as ClickHouse does); an
+// ALTER that adds or materializes an index changes none. Any other
+// statement fails the test, so a new kind of ALTER cannot slip past
 // the column-list check.
 func schemaColumns(t *testing.T) map[string][]string {
 	t.Helper()
@@ -126,6 +131,15 @@ func schemaColumns(t *testing.T) map[string][]string {
 					}
 				}
 				tables[table] = append(cols[:at:at], append([]string{col}, cols[at:]...)...)
+			case addIndexRe.MatchString(q):
+				sm := addIndexRe.FindStringSubmatch(q)
+				if indexOf(tables[sm[1]], sm[2]) < 0 {
+					t.Errorf("migration %d statement %d indexes %s.%s, which does not exist", m.Version, i+1, sm[1], sm[2])
+				}
+			case materializeIndexRe.MatchString(q):
+				if _, ok := tables[materializeIndexRe.FindStringSubmatch(q)[1]]; !ok {
+					t.Errorf("migration %d statement %d materializes an index of a table that does not exist", m.Version, i+1)
+				}
 			default:
 				t.Errorf("migration %d statement %d is neither an idempotent CREATE nor an ALTER ... ADD COLUMN IF NOT EXISTS the column check understands:\n%s", m.Version, i+1, q)
 			}
