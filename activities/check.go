@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 
 	armpkg "rebound/core/agent/arm"
 	"rebound/core/scenario"
+	"rebound/core/trial"
 	"rebound/core/world"
 )
 
@@ -20,8 +22,10 @@ const MaxPlanPayload = 1 << 20
 // a sweep starts, so that a bad plan fails at once (the CLI: exit 2 before
 // any server starts; an activity: a non-retryable error) instead of inside
 // Temporal after ten retries: every arm's agent resolves, every scenario's
-// world accepts its initial state (the files world checks its paths), and
-// the plan fits in one payload. Every problem is reported.
+// world accepts its initial state (the files world checks its paths), every
+// scenario's reference plan reaches the goal without faults (what lint
+// refuses, run refuses: trial.Runnable), and the plan fits in one payload.
+// Every problem is reported.
 func CheckPlan(plan *scenario.Resolved) error {
 	var errs []error
 	for _, arm := range plan.Arms {
@@ -37,6 +41,9 @@ func CheckPlan(plan *scenario.Resolved) error {
 		}
 		if c, ok := w.(io.Closer); ok {
 			_ = c.Close() // e.g. the files world's temporary workspace
+		}
+		if err := trial.Runnable(context.Background(), sc); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", sc.File, err))
 		}
 	}
 	if b, err := json.Marshal(plan); err != nil {

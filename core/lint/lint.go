@@ -83,7 +83,10 @@ func check(ctx context.Context, path string) (File, error) {
 	switch kindOf(path) {
 	case scenario.KindPlan:
 		f.Kind = scenario.KindPlan
-		_, err = scenario.LoadPlanWith(path, opts)
+		var plan *scenario.Resolved
+		if plan, err = scenario.LoadPlanWith(path, opts); err == nil {
+			err = checkPlanBaselines(ctx, plan)
+		}
 	case scenario.KindWorld:
 		f.Kind = scenario.KindWorld
 		err = world.CheckFile(path)
@@ -140,12 +143,24 @@ func (r *Result) WriteText(w io.Writer) error {
 
 // checkBaseline fails a scenario whose reference plan does not reach the
 // goal without any fault: every verdict on it would be meaningless.
+// It is trial.Runnable, the refusal `rebound run` shares.
 func checkBaseline(ctx context.Context, sc *scenario.Scenario) error {
-	why, err := trial.Baseline(ctx, sc)
-	if err != nil || why == "" {
-		return err
+	return trial.Runnable(ctx, sc)
+}
+
+// checkPlanBaselines refuses a plan one of whose scenarios lint refuses
+// on its own for its reference plan, as `rebound run` does.
+func checkPlanBaselines(ctx context.Context, plan *scenario.Resolved) error {
+	var errs []error
+	for _, sc := range plan.Scenarios {
+		if err := trial.Runnable(ctx, sc); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", sc.File, err))
+		}
 	}
-	return fmt.Errorf("plan: the reference plan does not reach the goal even without faults: %s", why)
+	return errors.Join(errs...)
 }
 
 // lintSeeds are the seeds lint probes a seed-dependent variant on.

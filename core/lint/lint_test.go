@@ -41,3 +41,34 @@ func TestFiles(t *testing.T) {
 		t.Fatalf("cancelled: err = %v", err)
 	}
 }
+
+// What lint refuses on its own, it refuses in a plan too (as run does): a
+// scenario whose reference plan cannot reach the goal without faults.
+func TestPlanRefusesAnUnreachableScenario(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../examples/scenarios/charge-502-twice.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(src), "success:\n", "success:\n  - {path: orders.NOPE.captured, equals: true}\n", 1)
+	if text == string(src) {
+		t.Fatal("the example has no success: list to extend")
+	}
+	sc := filepath.Join(dir, "unreachable.yaml")
+	plan := filepath.Join(dir, "plan.yaml")
+	if err := os.WriteFile(sc, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(plan, []byte("name: p\nscenarios: [unreachable.yaml]\narms:\n  - {name: careful, agent: careful}\nseeds: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Files(context.Background(), []string{sc, plan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range res.Files {
+		if f.OK || len(f.Problems) == 0 || !strings.Contains(f.Problems[0].Message, "does not reach the goal even without faults") {
+			t.Errorf("%s: %+v, want the unreachable plan refused", f.Path, f.Problems)
+		}
+	}
+}

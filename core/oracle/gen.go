@@ -40,6 +40,11 @@ type Case struct {
 	// needs a permission the scenario does not grant; lint must reject it.
 	// Empty when the world offers no such fallback.
 	LintProbe []byte
+	// RunProbe is the scenario with one success assertion no plan can make
+	// true: what lint refuses (the plan cannot reach the goal without
+	// faults), run must refuse too (trial.Runnable). Nil when the scenario
+	// has no success assertion.
+	RunProbe *scenario.Scenario
 }
 
 // Knowledge is the generator's side knowledge about a scenario.
@@ -182,6 +187,13 @@ func Generate(seed uint64) (*Case, error) {
 		return nil, fmt.Errorf("seed %d: the generated scenario does not load (a generator bug):\n%s\n%w", seed, data, err)
 	}
 	c := &Case{Seed: seed, Scenario: sc, Know: b.know, Probabilistic: probabilistic}
+	if len(sc.Success) > 0 {
+		probe := *sc
+		probe.Success = slices.Clone(sc.Success)
+		c.RunProbe = &probe
+		c.RunProbe.Success[0].Equals = "oracle: a value no plan writes"
+		c.RunProbe.Success[0].Absent = false
+	}
 	if b.probe != nil {
 		probe := cloneScenario(&b.sc)
 		st := &probe.Plan[b.probe.step]

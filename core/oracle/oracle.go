@@ -40,6 +40,7 @@ type Violation struct {
 // Stats counts what a run exercised.
 type Stats struct {
 	Cases, Trials, LintProbes int
+	RunProbes                 int // scenarios run must refuse (trial.Runnable)
 	ByWorld                   map[string]int
 	Recoverable, Unrecovered  int // cases by the oracle's realized recoverability
 	Probabilistic             int
@@ -291,6 +292,11 @@ func Evaluate(c *Case, opts Options, st *Stats) ([]Violation, error) {
 	if c.LintProbe != nil && opts.Only == "" {
 		e.checkLintProbe()
 	}
+	if c.RunProbe != nil && opts.Only == "" {
+		if err := e.checkRunProbe(); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Only == "" || opts.Only == "careful" {
 		if err := e.checkReferences(); err != nil {
 			return nil, err
@@ -383,6 +389,25 @@ func (e *evaluation) checkLintProbe() {
 		e.out = append(e.out, Violation{Class: "lint ungranted_fallback accepted", Seed: e.seed, Agent: "lint",
 			Report: "scenario lint accepted a fallback whose tool needs a permission the scenario does not grant:\n" + string(e.c.LintProbe)})
 	}
+}
+
+// checkRunProbe: what lint refuses, run refuses. The case's run probe (a
+// success assertion no plan makes true) must be refused by trial.Runnable,
+// the check `rebound scenario lint` and `rebound run` share.
+func (e *evaluation) checkRunProbe() error {
+	if e.st != nil {
+		e.st.RunProbes++
+	}
+	err := trial.Runnable(context.Background(), e.c.RunProbe)
+	if err != nil && strings.Contains(err.Error(), "does not reach the goal") {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	e.out = append(e.out, Violation{Class: "run unreachable_plan accepted", Seed: e.seed, Agent: "run",
+		Report: "run would accept a scenario whose plan cannot reach the goal without faults:\n" + YAML(e.c.RunProbe)})
+	return nil
 }
 
 // runOne runs one trial of ag on the case.

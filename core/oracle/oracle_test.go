@@ -1,6 +1,7 @@
 package oracle
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"runtime"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"rebound/core/scenario"
+	"rebound/core/trial"
 )
 
 // The long run: go test ./oracle/ -run Generated -count=1 -v -args -n 200000
@@ -141,8 +143,8 @@ func TestGeneratedInvariants(t *testing.T) {
 	elapsed := time.Since(start)
 
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "\n=== oracle: %d generated scenarios, %d trials, %d lint probes in %v (%d workers)\n",
-		total.Cases, total.Trials, total.LintProbes, elapsed.Round(time.Millisecond), workers)
+	fmt.Fprintf(&sb, "\n=== oracle: %d generated scenarios, %d trials, %d lint probes, %d run probes in %v (%d workers)\n",
+		total.Cases, total.Trials, total.LintProbes, total.RunProbes, elapsed.Round(time.Millisecond), workers)
 	fmt.Fprintf(&sb, "worlds: %v; oracle-realized recoverable %d / not %d; probability-thinned %d\n", total.ByWorld, total.Recoverable, total.Unrecovered, total.Probabilistic)
 	fmt.Fprintf(&sb, "\n%-28s %-28s %8s %8s\n", "misbehaviour", "must be caught by", "logged", "caught")
 	for _, k := range Kinds {
@@ -259,6 +261,7 @@ func (s *Stats) merge(o *Stats) {
 	s.Cases += o.Cases
 	s.Trials += o.Trials
 	s.LintProbes += o.LintProbes
+	s.RunProbes += o.RunProbes
 	s.Recoverable += o.Recoverable
 	s.Unrecovered += o.Unrecovered
 	s.Probabilistic += o.Probabilistic
@@ -364,4 +367,32 @@ func TestKnownStripsTags(t *testing.T) {
 	if stripTag("a b [t] c") != "a b c" {
 		t.Errorf("stripTag: %q", stripTag("a b [t] c"))
 	}
+}
+
+// The run probe catches a run that accepts what lint refuses: a probe that
+// is in fact runnable (the mutant of trial.Runnable that lets everything
+// through looks the same to the check) is reported.
+func TestRunProbeReportsAnAcceptedProbe(t *testing.T) {
+	for seed := uint64(1); seed < 40; seed++ {
+		c, err := Generate(seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.RunProbe == nil {
+			continue
+		}
+		e := &evaluation{c: c, sc: c.Scenario, v: &c.Scenario.Variants[0], seed: seed}
+		if err := e.checkRunProbe(); err != nil || len(e.out) != 0 {
+			t.Fatalf("seed %d: the probe was not refused: %v %v", seed, err, e.out)
+		}
+		if reason, _ := trial.Baseline(context.Background(), c.Scenario); reason != "" {
+			continue // the case itself is unrunnable (a withheld permission)
+		}
+		c.RunProbe = c.Scenario // run lets it through: the probe is accepted
+		if err := e.checkRunProbe(); err != nil || len(e.out) != 1 || e.out[0].Class != "run unreachable_plan accepted" {
+			t.Fatalf("seed %d: an accepted probe is not reported: %v %v", seed, err, e.out)
+		}
+		return
+	}
+	t.Fatal("no generated case with a run probe")
 }

@@ -248,6 +248,19 @@ func thinned(v scenario.Variant) bool {
 	return false
 }
 
+// Runnable is the refusal lint and run share: a scenario whose reference
+// plan does not reach the goal without any fault is refused by
+// `rebound scenario lint` and, before any trial, by `rebound run` and
+// `rebound sweep start` (activities.CheckPlan), so no rate is ever
+// produced on it. It returns nil when the plan reaches the goal.
+func Runnable(ctx context.Context, sc *scenario.Scenario) error {
+	why, err := Baseline(ctx, sc)
+	if err != nil || why == "" {
+		return err
+	}
+	return fmt.Errorf("plan: the reference plan does not reach the goal even without faults: %s", why)
+}
+
 // Baseline runs the reference policy on sc with no fault at all. A plan
 // that does not reach the goal then is a scenario bug (a wrong argument, a
 // success assertion the plan cannot make true, a budget too small for the
