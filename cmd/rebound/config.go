@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -49,9 +50,40 @@ func (c *connection) openStore(ctx context.Context) (storage.Store, error) {
 	return st, nil
 }
 
-// openReadOnlyStore opens the store in the engine's readonly=1 mode (no
-// migration: nothing may be written).
+// ErrNoStore is a read command's answer for a data dir that holds no
+// embedded store (a typo in --data-dir): exit 2, and nothing is created.
+var ErrNoStore = errors.New("no store")
+
+// requireStore refuses a data dir without an embedded store when no
+// ClickHouse server is named: commands that read what sweeps stored never
+// create a store (nor the data dir) to find it empty.
+func (c *connection) requireStore() error {
+	if c.clickhouseDSN != "" {
+		return nil
+	}
+	dir := filepath.Join(c.dataDir, "chdb")
+	if _, err := os.Stat(dir); err != nil {
+		return usageError{fmt.Errorf("%w in data dir %q (no %s): check --data-dir (or REBOUND_DATA_DIR), or run a sweep first with 'rebound run PLAN'", ErrNoStore, c.dataDir, dir)}
+	}
+	return nil
+}
+
+// openExistingStore is openStore for commands that read what is stored: a
+// data dir without a store is refused (requireStore), not created.
+func (c *connection) openExistingStore(ctx context.Context) (storage.Store, error) {
+	if err := c.requireStore(); err != nil {
+		return nil, err
+	}
+	return c.openStore(ctx)
+}
+
+// openReadOnlyStore opens an existing store in the engine's readonly=1 mode
+// (no migration: nothing may be written; a data dir without a store is
+// refused).
 func (c *connection) openReadOnlyStore(ctx context.Context) (storage.Store, error) {
+	if err := c.requireStore(); err != nil {
+		return nil, err
+	}
 	cfg := c.storeConfig()
 	cfg.ReadOnly = true
 	cfg.Limits = c.limits

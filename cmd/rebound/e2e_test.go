@@ -99,9 +99,13 @@ func TestRunThenGate(t *testing.T) {
 	}
 
 	// --baseline-sweep previous: the last completed run of the same plan
-	// before this one; with none, a clear usage error.
-	if code, text := gate("careful", "careful", "--baseline-sweep", "previous"); code != exitUsage || !strings.Contains(text, "no completed run of plan") {
-		t.Fatalf("gate against the previous run of a first run: exit %d, want 2\n%s", code, text)
+	// before this one; with none, the gate passes with "no baseline yet"
+	// (a first night), or is a usage error with --require-baseline.
+	if code, text := gate("careful", "careful", "--baseline-sweep", "previous"); code != exitOK || !strings.Contains(text, "no baseline yet: no completed run of plan") {
+		t.Fatalf("gate against the previous run of a first run: exit %d, want 0\n%s", code, text)
+	}
+	if code, text := gate("careful", "careful", "--baseline-sweep", "previous", "--require-baseline"); code != exitUsage || !strings.Contains(text, "no completed run of plan") {
+		t.Fatalf("gate --require-baseline against the previous run of a first run: exit %d, want 2\n%s", code, text)
 	}
 	out.Reset()
 	if code := dispatch(ctx, []string{"run", "--data-dir", data, "--output", "json", plan}, &out, &errOut); code != exitOK {

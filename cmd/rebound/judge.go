@@ -50,7 +50,7 @@ func judgeSubcommand(name, short string, run func(ctx context.Context, store sto
 		Args:  exactArgs(1, "judge "+name+" takes exactly one SWEEP_ID (list them with 'rebound sweeps')"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			store, err := conn.openStore(ctx)
+			store, err := conn.openExistingStore(ctx)
 			if err != nil {
 				return err
 			}

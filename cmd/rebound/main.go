@@ -56,6 +56,9 @@ var inputErrors = []error{
 	report.ErrUnknownMetric,
 	runner.ErrNoPreviousRun,
 	runner.ErrNoSchedule,
+	runner.ErrScheduleExists,
+	runner.ErrBadSchedule,
+	ErrNoStore,
 	replay.ErrNotReplayable,
 }
 

@@ -40,7 +40,7 @@ func newRegradeCmd() *cobra.Command {
 		Args:  exactArgs(1, "regrade takes exactly one SWEEP_ID (list them with 'rebound sweeps')"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			store, err := conn.openStore(ctx)
+			store, err := conn.openExistingStore(ctx)
 			if err != nil {
 				return err
 			}

@@ -31,7 +31,8 @@ Exit codes:
        problems, a replay did not reproduce
   2    bad flags or arguments, bad input files, unknown sweep, trial, arm or
        schedule, configuration errors
-  130  interrupted (Ctrl-C, SIGTERM)`
+  130  interrupted (Ctrl-C, SIGTERM); a worker stopped so exits 0 (its
+       shards hand back what they did not finish)`
 
 // newRoot builds the command tree. A new command is a file with its
 // constructor, and one line here.

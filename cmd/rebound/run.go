@@ -56,6 +56,13 @@ func newRunCmd() *cobra.Command {
 			ctx := cmd.Context()
 			var plan *scenario.Resolved
 			status := newStatus(cmd.ErrOrStderr())
+			if resume != "" && conn.temporalAddress == "" {
+				// Resuming reads the embedded stack's sweep: a data dir
+				// without one is a typo, not a place to create a stack.
+				if err := conn.requireStore(); err != nil {
+					return err
+				}
+			}
 			if resume == "" {
 				var err error
 				if plan, err = preparePlan(ctx, args[0]); err != nil {

@@ -49,7 +49,7 @@ func newScheduleCmd() *cobra.Command {
 	create := scheduleSubcommand("create", "create (--cron EXPR | --every DURATION) [flags] NAME PLAN", "create a schedule that sweeps PLAN by cron or at an interval", 2,
 		func(fs *pflag.FlagSet) {
 			fs.StringVar(&cron, "cron", "", "a cron expression, e.g. \"0 2 * * *\" (UTC)")
-			durationFlag(fs, &every, "every", 0, 0, 366*24*time.Hour, "an interval instead of a cron expression, e.g. 24h")
+			durationFlag(fs, &every, "every", 0, runner.MinScheduleInterval, 366*24*time.Hour, "an interval instead of a cron expression, e.g. 24h")
 			durationFlag(fs, &catchup, "catchup", time.Hour, 0, 366*24*time.Hour, "how late a run missed while the cluster was down may still start")
 			fs.BoolVar(&paused, "paused", false, "create it paused")
 			fs.StringVar(&note, "note", "", "a note kept with the schedule")

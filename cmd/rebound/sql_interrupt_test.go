@@ -26,6 +26,10 @@ func TestSQLInterruptReleasesTheStore(t *testing.T) {
 		cmd.Env = append(os.Environ(), envCLIChild+"=1", "REBOUND_CHDB_LIB="+lib, "REBOUND_CLICKHOUSE_DSN=")
 		return cmd
 	}
+	// The store exists (a read-only statement never creates one).
+	if out, err := run("--write", "SELECT 1").CombinedOutput(); err != nil {
+		t.Fatalf("creating the store: %v\n%s", err, out)
+	}
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		cmd := run(heavy)
 		var stderr bytes.Buffer

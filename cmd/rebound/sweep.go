@@ -133,6 +133,13 @@ func sweepFlags(cmd *cobra.Command, conn *connection) {
 // dev server started for the occasion on --data-dir when conn names none.
 func withTemporal(cmd *cobra.Command, conn *connection, fn func(ctx context.Context, c runner.Client, key []byte) error) error {
 	ctx := cmd.Context()
+	if conn.temporalAddress == "" {
+		// The embedded stack of --data-dir: it must exist (nothing is
+		// created to find no sweep in it).
+		if err := conn.requireStore(); err != nil {
+			return err
+		}
+	}
 	key, err := conn.redactionKey()
 	if err != nil {
 		return err
@@ -262,7 +269,7 @@ func sweepCancel(ctx context.Context, c runner.Client, conn *connection, key []b
 	if err != nil {
 		return res, err
 	}
-	store, err := conn.openStore(ctx)
+	store, err := conn.openExistingStore(ctx)
 	if err != nil {
 		return res, err
 	}

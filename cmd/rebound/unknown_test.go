@@ -22,6 +22,11 @@ func TestUnknownIDsExitTwo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An empty store (a data dir without one is refused before any id is
+	// looked up: TestReadCommandsNeedAStore).
+	if code, _, errOut := runCLI(t, "sql", "--write", "--data-dir", data, "SELECT 1"); code != exitOK {
+		t.Fatalf("creating the store: exit %d\n%s", code, errOut)
+	}
 	const sweep = "no-such-sweep-20261130-000000-000000"
 	const trial = "0123456789abcdef01234567"
 	cluster := []string{"--temporal-address", srv.Address(), "--data-dir", data}

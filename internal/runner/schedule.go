@@ -36,6 +36,11 @@ type ScheduleSpec struct {
 	Note    string
 }
 
+// MinScheduleInterval is the shortest --every a schedule takes: a sweep is
+// a batch of trials, not a poll, and an interval under a minute would pile
+// skipped runs onto one that is still going.
+const MinScheduleInterval = time.Minute
+
 // ScheduleID is the Temporal id of a rebound schedule.
 func ScheduleID(name string) string { return "rebound-schedule/" + name }
 
@@ -72,6 +77,8 @@ func CreateSchedule(ctx context.Context, c client.Client, queue, name string, pl
 		return errors.New("give a cron expression or an interval, not both")
 	case spec.Cron != "":
 		s.CronExpressions = []string{spec.Cron}
+	case spec.Every > 0 && spec.Every < MinScheduleInterval:
+		return fmt.Errorf("%w: an interval of %s is under the floor of %s", ErrBadSchedule, spec.Every, MinScheduleInterval)
 	case spec.Every > 0:
 		s.Intervals = []client.ScheduleIntervalSpec{{Every: spec.Every}}
 	default:
@@ -96,11 +103,25 @@ func CreateSchedule(ctx context.Context, c client.Client, queue, name string, pl
 		Note:          spec.Note,
 	})
 	var exists *serviceerror.AlreadyExists
-	if errors.As(err, &exists) || errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
-		return fmt.Errorf("schedule %q already exists (delete it first, or pick another name)", name)
+	var invalid *serviceerror.InvalidArgument
+	switch {
+	case errors.As(err, &exists) || errors.Is(err, temporal.ErrScheduleAlreadyRunning):
+		return fmt.Errorf("%w: %q (delete it first, or pick another name)", ErrScheduleExists, name)
+	case errors.As(err, &invalid):
+		// Temporal parses the cron expression: what it refuses is the
+		// user's to fix.
+		return fmt.Errorf("%w: %s", ErrBadSchedule, invalid.Message)
 	}
 	return err
 }
+
+// ErrScheduleExists is returned by CreateSchedule for a name in use, and
+// ErrBadSchedule for a spec Temporal refuses (a cron expression it cannot
+// parse): both are the user's input (exit 2).
+var (
+	ErrScheduleExists = errors.New("schedule already exists")
+	ErrBadSchedule    = errors.New("bad schedule")
+)
 
 // ScheduleSummary is what `schedule list` and `describe` show.
 type ScheduleSummary struct {
