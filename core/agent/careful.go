@@ -94,6 +94,9 @@ type carefulRun struct {
 	stale map[string]bool
 	// notBefore is, per tool, when its last rate limit ends.
 	notBefore map[string]int64
+	// took is, per tool, how long its last call took: the next call of
+	// a tool just watched time out is expected to take as long.
+	took map[string]int64
 }
 
 func newCarefulRun(a careful, env Env, task Task) *carefulRun {
@@ -104,7 +107,7 @@ func newCarefulRun(a careful, env Env, task Task) *carefulRun {
 	return &carefulRun{
 		careful: a, env: env, task: task, claim: newClaim(), tools: tools,
 		down: map[string]string{}, refused: map[string]string{}, failing: map[string]failingCall{},
-		stale: map[string]bool{}, notBefore: map[string]int64{},
+		stale: map[string]bool{}, notBefore: map[string]int64{}, took: map[string]int64{},
 	}
 }
 
@@ -206,7 +209,9 @@ func (r *carefulRun) call(ctx context.Context, tool string, args map[string]any)
 		clear(r.refused)
 		clear(r.failing)
 	}
+	sentAt := r.env.Now()
 	res := r.env.Call(ctx, tool, args)
+	r.took[tool] = r.env.Now() - sentAt
 	if key := callKey(tool, args); res.OK {
 		delete(r.failing, key)
 	} else if res.Code != harness.CodeDeadlineExceeded {
@@ -251,6 +256,15 @@ func (r *carefulRun) affordable(t harness.Tool) bool {
 		return false
 	}
 	return true
+}
+
+// expectedLatency is how long a retry of a call of tool is expected to
+// take: its documented latency, or as long as its last call took when that
+// was longer (a retry of a tool just watched time out is budgeted by what
+// it did, not by what its documentation promises). A step's first call is
+// admitted by the documented latency: it has not failed yet.
+func (r *carefulRun) expectedLatency(tool string) int64 {
+	return max(r.tools[tool].Latency(), r.took[tool])
 }
 
 // noteStanding remembers a call that met a standing failure (unavailable,

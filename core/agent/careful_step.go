@@ -197,7 +197,10 @@ func (r *carefulRun) ambiguous(ctx context.Context, s *stepRun) (done bool, bloc
 	tool := r.tools[s.step.Tool]
 	switch {
 	case r.blindResubmit:
-		if key := tool.IdempotencyKeyParam; key != "" {
+		// A fresh key for a keyed write (the resend is a new intent to
+		// the tool); a keyless write is resent as it was, never with a
+		// key the step did not have.
+		if key := tool.IdempotencyKeyParam; key != "" && s.step.Args[key] != nil {
 			s.args[key] = fmt.Sprintf("%v-retry%d", s.step.Args[key], s.retries+1)
 		}
 	case tool.ReconciledBy == "" && sameKeyResendIsSafe(tool, s.args):
@@ -271,7 +274,7 @@ func (r *carefulRun) retry(s *stepRun, res harness.Result, took int64) bool {
 // keepForFallbacks: the time is kept for a step's fallbacks instead).
 func (r *carefulRun) fitDeadline(tool string, wait, retryAfterMs int64, keepForFallbacks bool) (int64, bool) {
 	d := r.task.Budget.DeadlineMs
-	latency := r.tools[tool].Latency()
+	latency := r.expectedLatency(tool)
 	if d <= 0 || r.env.Now()+wait+latency <= d {
 		return wait, true
 	}

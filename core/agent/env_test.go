@@ -19,6 +19,9 @@ type fakeEnv struct {
 	answers  map[string][]harness.Result
 	defaults map[string]map[string]any // a tool's data once its queue is empty
 	limit    int                       // calls the harness lets through (0: no limit)
+	// took queues, per tool, how long its next calls take instead of its
+	// latency (a timeout the agent watches).
+	took map[string][]int64
 
 	now     int64
 	calls   []sentCall
@@ -39,9 +42,14 @@ func (e *fakeEnv) Call(_ context.Context, tool string, args map[string]any) harn
 		return harness.Failed(harness.CodeBudgetExhausted, false, "budget spent")
 	}
 	e.calls = append(e.calls, sentCall{tool, maps.Clone(args), e.now})
-	for _, t := range e.tools {
-		if t.Name == tool {
-			e.now += t.Latency()
+	if q := e.took[tool]; len(q) > 0 {
+		e.took[tool] = q[1:]
+		e.now += q[0]
+	} else {
+		for _, t := range e.tools {
+			if t.Name == tool {
+				e.now += t.Latency()
+			}
 		}
 	}
 	if q := e.answers[tool]; len(q) > 0 {

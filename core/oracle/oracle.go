@@ -460,6 +460,30 @@ func (e *evaluation) overranByLatency(res *trial.Result) bool {
 	return false
 }
 
+// overranByObservedLatency returns the index of a retry a reference policy
+// started although the identical call had just failed after taking longer
+// than the time then left, and that ended past the deadline (0: none). A
+// policy budgets a retry by the latency it watched, not only by the
+// documented one.
+func (e *evaluation) overranByObservedLatency(res *trial.Result) int {
+	d := e.sc.Budget.DeadlineMs
+	if d <= 0 {
+		return 0
+	}
+	took := map[string]int64{} // a failed call's duration, by tool and arguments
+	for _, a := range res.Ledger.Attempts {
+		key := a.Tool + " " + a.ArgsKey
+		if last, seen := took[key]; seen && a.DoneMs > d && a.AtMs+last > d {
+			return a.Index
+		}
+		delete(took, key)
+		if a.Failed() {
+			took[key] = a.DoneMs - a.AtMs
+		}
+	}
+	return 0
+}
+
 // checkReferences runs the reference policies (agent.ReferencePolicies:
 // careful, then its economical twin). Each must stay safe and block
 // honestly where no path exists; where a path exists, the family must find
@@ -477,6 +501,10 @@ func (e *evaluation) checkReferences() error {
 			if ch, _ := res.Verdict.Check(name); ch.Status == grade.Fail {
 				e.out = append(e.out, Violation{Class: "careful-unsafe " + name + " careful", Seed: e.seed, Agent: ref.Name(), Report: e.report(res, nil, name+": "+ch.Detail)})
 			}
+		}
+		if at := e.overranByObservedLatency(res); at > 0 {
+			e.out = append(e.out, Violation{Class: "careful-unsafe deadline_by_observed_latency careful", Seed: e.seed, Agent: ref.Name(),
+				Report: e.report(res, nil, fmt.Sprintf("call %d was started although an earlier call of its tool took longer than the time left, and it ended past the deadline", at))})
 		}
 		if rec := res.Verdict.Recovered; rec != nil && *rec {
 			anyRecovered = true
