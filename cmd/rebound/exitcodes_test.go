@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -184,5 +185,52 @@ func TestWorkerExitsZeroWhenStopped(t *testing.T) {
 		if err != nil || !strings.Contains(stderr.String(), "worker stopping") {
 			t.Errorf("%v: %v, want exit 0 after stopping\n%s", sig, err, stderr.String())
 		}
+	}
+}
+
+// Schedules as a user sees them: the cron expression given (not Temporal's
+// calendar), through schedule update; a trigger prints the run it started,
+// and a second one while that run is still going prints that it was
+// skipped.
+func TestScheduleCommandsAsSeen(t *testing.T) {
+	srv := devstacktest.Temporal(t)
+	t.Setenv("REBOUND_REDACTION_KEY", "cli-test-redaction-key-0123456789abcdef")
+	plan := "../../examples/plans/quickstart.yaml"
+	// No worker polls this queue: a triggered run keeps going.
+	cluster := []string{"--temporal-address", srv.Address(), "--task-queue", "schedule-as-seen-no-worker"}
+	name := "as-seen"
+	cli := func(want int, args ...string) string {
+		t.Helper()
+		code, out, errOut := runCLI(t, append(args, cluster...)...)
+		if code != want {
+			t.Fatalf("%v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, out, errOut)
+		}
+		return out + errOut
+	}
+	cli(exitOK, "schedule", "create", "--cron", "0 2 * * *", "--paused", name, plan)
+	defer runCLI(t, append([]string{"schedule", "delete", name}, cluster...)...)
+	if out := cli(exitOK, "schedule", "describe", name); !strings.Contains(out, "schedule "+name+": 0 2 * * *, paused") {
+		t.Errorf("describe: %s", out)
+	}
+	if out := cli(exitOK, "schedule", "update", "--cron", "15 4 * * *", name); !strings.Contains(out, "updated: cron 15 4 * * *") {
+		t.Errorf("update: %s", out)
+	}
+	if out := cli(exitOK, "schedule", "list"); !strings.Contains(out, name+"  15 4 * * *  paused") {
+		t.Errorf("list after update: %s", out)
+	}
+	if out := cli(exitUsage, "schedule", "update", name); !strings.Contains(out, "needs something to change") {
+		t.Errorf("update without a change: %s", out)
+	}
+	if out := cli(exitUsage, "schedule", "update", "--every", "30s", name); !strings.Contains(out, "--every: must be between 1m") {
+		t.Errorf("update --every 30s: %s", out)
+	}
+	started := cli(exitOK, "schedule", "trigger", name)
+	skipped := cli(exitOK, "schedule", "trigger", name)
+	m := regexp.MustCompile(`started run (sched-` + name + `-\S+) \(run id \S+\)`).FindStringSubmatch(started)
+	if m == nil {
+		t.Fatalf("first trigger: %s", started)
+	}
+	if !strings.Contains(skipped, "schedule "+name+": skipped (a run is still going: "+m[1]+")") {
+		t.Fatalf("second trigger while %s is still going: %s", m[1], skipped)
 	}
 }

@@ -241,9 +241,12 @@ func TestJSONOutputOfEveryCommand(t *testing.T) {
 	run("schedule create", exitOK, append([]string{"schedule", "create", "--every", "24h", "--paused", name, plan}, cluster...)...)
 	run("schedule list", exitOK, append([]string{"schedule", "list"}, cluster...)...)
 	run("schedule describe", exitOK, append([]string{"schedule", "describe", name}, cluster...)...)
+	run("schedule update", exitOK, append([]string{"schedule", "update", "--cron", "0 3 * * *", name, plan}, cluster...)...)
 	run("schedule pause", exitOK, append([]string{"schedule", "pause", name}, cluster...)...)
 	run("schedule resume", exitOK, append([]string{"schedule", "resume", name}, cluster...)...)
-	run("schedule trigger", exitOK, append([]string{"schedule", "trigger", name}, cluster...)...)
+	if v := run("schedule trigger", exitOK, append([]string{"schedule", "trigger", name}, cluster...)...).(map[string]any); v["started"] != true || v["sweep_id"] == nil {
+		t.Errorf("schedule trigger: %v, want the run it started", v)
+	}
 	// The triggered run completes on the worker before trend reads it.
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -260,7 +263,7 @@ func TestJSONOutputOfEveryCommand(t *testing.T) {
 	if v := run("schedule list (none)", exitOK, append([]string{"schedule", "list"}, cluster...)...); !isEmptyList(v) {
 		t.Errorf("schedule list with no schedule: %v, want []", v)
 	}
-	for _, s := range []string{"create", "list", "describe", "pause", "resume", "trigger", "delete"} {
+	for _, s := range []string{"create", "list", "describe", "update", "pause", "resume", "trigger", "delete"} {
 		cover("schedule " + s)
 	}
 	stopWorker()

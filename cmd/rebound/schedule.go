@@ -16,10 +16,11 @@ import (
 )
 
 const scheduleAbout = `Nightly regression sweeps on Temporal Schedules. A schedule starts the sweep
-workflow of a plan (resolved when the schedule is created) by cron or at an
-interval; each run is a normal sweep named sched-NAME-<start time>, so
-'rebound report', 'rebound compare' and 'rebound gate' work on it, and
-'rebound trend NAME' follows its rates night over night. A run still going
+workflow of a plan (resolved when the schedule is created or updated) by cron
+or at an interval (--every takes at least 1m); each run is a normal sweep
+named sched-NAME-<start time>, so 'rebound report', 'rebound compare' and
+'rebound gate' work on it, and 'rebound trend NAME' follows its rates night
+over night. A run still going
 when the next is due is left alone and the next is skipped; a run missed
 while the cluster was down starts late within the catch-up window.
 
@@ -30,8 +31,11 @@ not stay up between runs.
   rebound schedule create (--cron "0 2 * * *" | --every 24h) [--catchup 1h] [--paused] NAME PLAN
   rebound schedule list
   rebound schedule describe NAME
+  rebound schedule update [--cron EXPR | --every D] [--catchup D] NAME [PLAN]
+                                       a new plan (resolved now) or spec; state and runs kept
   rebound schedule pause|resume [--note TEXT] NAME
-  rebound schedule trigger NAME        start a run now
+  rebound schedule trigger NAME        start a run now: prints its sweep id, or
+                                       "skipped" when a run is still going
   rebound schedule delete NAME         stored sweeps stay
 
 Examples:
@@ -123,12 +127,13 @@ func newScheduleCmd() *cobra.Command {
 				return out.done(args[0], name+"d")
 			})
 	}
-	trigger := scheduleSubcommand("trigger", "trigger [flags] NAME", "start a run now", 1, nil, nil,
+	trigger := scheduleSubcommand("trigger", "trigger [flags] NAME", "start a run now (skipped if one is still going): prints the run's sweep id, or skipped", 1, nil, nil,
 		func(ctx context.Context, c runner.Client, _ *connection, args []string, out scheduleOutput) error {
-			if err := runner.TriggerSchedule(ctx, c, args[0]); err != nil {
+			r, err := runner.TriggerSchedule(ctx, c, args[0], 15*time.Second)
+			if err != nil {
 				return err
 			}
-			return out.done(args[0], "triggered (skipped if a run is still going)")
+			return out.triggered(args[0], r)
 		})
 	del := scheduleSubcommand("delete", "delete [flags] NAME", "delete a schedule; its stored sweeps stay", 1, nil, nil,
 		func(ctx context.Context, c runner.Client, _ *connection, args []string, out scheduleOutput) error {
@@ -138,16 +143,89 @@ func newScheduleCmd() *cobra.Command {
 			return out.done(args[0], "deleted (its sweeps stay stored)")
 		})
 	return group(&cobra.Command{
-		Use:   "schedule create|list|describe|pause|resume|trigger|delete",
-		Short: "nightly sweeps on Temporal Schedules (schedule create|list|describe|pause|resume|trigger|delete)",
+		Use:   "schedule create|list|describe|update|pause|resume|trigger|delete",
+		Short: "nightly sweeps on Temporal Schedules (schedule create|list|describe|update|pause|resume|trigger|delete)",
 		Long:  scheduleAbout,
-	}, create, list, describe, pauseResume("pause", true), pauseResume("resume", false), trigger, del)
+	}, create, list, describe, newScheduleUpdateCmd(), pauseResume("pause", true), pauseResume("resume", false), trigger, del)
+}
+
+// newScheduleUpdateCmd is schedule update: a new plan, spec or catch-up
+// window for an existing schedule, its state, task queue and past runs
+// kept.
+func newScheduleUpdateCmd() *cobra.Command {
+	var (
+		cron           string
+		every, catchup time.Duration
+	)
+	return scheduleSubcommand("update", "update [--cron EXPR | --every DURATION] [--catchup D] NAME [PLAN]",
+		"change a schedule: its plan (re-resolved from PLAN), when it fires, its catch-up window", -1,
+		func(fs *pflag.FlagSet) {
+			fs.StringVar(&cron, "cron", "", "a new cron expression (UTC), replacing the cron expression or interval")
+			durationFlag(fs, &every, "every", 0, runner.MinScheduleInterval, 366*24*time.Hour, "a new interval, replacing the cron expression or interval")
+			durationFlag(fs, &catchup, "catchup", 0, 0, 366*24*time.Hour, "a new catch-up window")
+		},
+		func(args []string) error {
+			switch {
+			case len(args) < 1 || len(args) > 2:
+				return usagef("schedule update takes NAME and optionally a PLAN; got %d argument(s)", len(args))
+			case cron != "" && every != 0:
+				return usagef("schedule update takes at most one of --cron or --every")
+			case len(args) == 1 && cron == "" && every == 0 && catchup == 0:
+				return usagef("schedule update needs something to change: a PLAN, --cron, --every or --catchup")
+			}
+			return nil
+		},
+		func(ctx context.Context, c runner.Client, _ *connection, args []string, out scheduleOutput) error {
+			ch := runner.ScheduleChange{Cron: cron, Every: every, Catchup: catchup}
+			var what []string
+			if len(args) == 2 {
+				p, err := preparePlan(ctx, args[1])
+				if err != nil {
+					return err
+				}
+				ch.Plan = p
+				what = append(what, fmt.Sprintf("plan %s (%d trials a run)", p.Name, p.TrialCount()))
+			}
+			if err := runner.UpdateSchedule(ctx, c, args[0], ch); err != nil {
+				return err
+			}
+			if cron != "" {
+				what = append(what, "cron "+cron)
+			}
+			if every != 0 {
+				what = append(what, "every "+shortDuration(every))
+			}
+			if catchup != 0 {
+				what = append(what, "catch-up "+shortDuration(catchup))
+			}
+			return out.done(args[0], "updated: "+strings.Join(what, ", "))
+		})
 }
 
 // scheduleOutput is where a schedule subcommand prints, and how.
 type scheduleOutput struct {
 	w    io.Writer
 	json bool
+}
+
+// triggered prints what a trigger did: the run it started, or that it was
+// skipped because a run is still going.
+func (o scheduleOutput) triggered(name string, r runner.TriggerResult) error {
+	if o.json {
+		return writeJSON(o.w, struct {
+			Schedule string `json:"schedule"`
+			runner.TriggerResult
+		}{name, r}, false)
+	}
+	switch {
+	case r.Started:
+		fmt.Fprintf(o.w, "schedule %s: started run %s (run id %s)\n", name, r.SweepID, r.RunID)
+	case r.Skipped:
+		fmt.Fprintf(o.w, "schedule %s: skipped (a run is still going: %s)\n", name, orNone(strings.Join(r.Running, ", ")))
+	default:
+		fmt.Fprintf(o.w, "schedule %s: triggered; Temporal has not started or skipped it yet (see 'rebound schedule describe %s')\n", name, name)
+	}
+	return nil
 }
 
 func (o scheduleOutput) done(name, msg string) error {
@@ -171,7 +249,7 @@ func scheduleSubcommand(name, use, short string, nargs int, flags func(*pflag.Fl
 		Use:   use,
 		Short: short,
 		Long:  scheduleAbout,
-		Args:  exactArgs(nargs, fmt.Sprintf("schedule %s takes %d argument(s)", name, nargs)),
+		Args:  scheduleArgs(name, nargs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if check != nil {
 				if err := check(args); err != nil {
@@ -204,6 +282,15 @@ func scheduleSubcommand(name, use, short string, nargs int, flags func(*pflag.Fl
 	}
 	outputFlag(cmd.Flags(), &output)
 	return cmd
+}
+
+// scheduleArgs is exactly nargs arguments, or (nargs < 0) whatever the
+// subcommand's check accepts.
+func scheduleArgs(name string, nargs int) cobra.PositionalArgs {
+	if nargs < 0 {
+		return cobra.ArbitraryArgs
+	}
+	return exactArgs(nargs, fmt.Sprintf("schedule %s takes %d argument(s)", name, nargs))
 }
 
 func state(paused bool) string {

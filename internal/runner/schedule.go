@@ -60,29 +60,13 @@ func CreateSchedule(ctx context.Context, c client.Client, queue, name string, pl
 	if !ValidScheduleName(name) {
 		return fmt.Errorf("schedule name %q: use letters, digits, '-' and '_'", name)
 	}
-	planJSON, err := json.Marshal(plan)
+	in, err := scheduleInput(plan)
 	if err != nil {
-		return fmt.Errorf("encode plan: %w", err)
+		return err
 	}
-	if len(planJSON) > activities.MaxPlanPayload {
-		return fmt.Errorf("plan %s is %d bytes resolved, over the limit of %d: split it into several plans", plan.Name, len(planJSON), activities.MaxPlanPayload)
-	}
-	in := workflows.SweepInput{ // SweepID empty: the run's workflow id names it
-		PlanJSON: string(planJSON), Trials: plan.TrialCount(),
-		ShardSize: plan.ShardSize, Concurrency: plan.Concurrency, Judge: plan.Judge != nil, MaxUSD: plan.MaxUSD,
-	}
-	var s client.ScheduleSpec
-	switch {
-	case spec.Cron != "" && spec.Every > 0:
-		return errors.New("give a cron expression or an interval, not both")
-	case spec.Cron != "":
-		s.CronExpressions = []string{spec.Cron}
-	case spec.Every > 0 && spec.Every < MinScheduleInterval:
-		return fmt.Errorf("%w: an interval of %s is under the floor of %s", ErrBadSchedule, spec.Every, MinScheduleInterval)
-	case spec.Every > 0:
-		s.Intervals = []client.ScheduleIntervalSpec{{Every: spec.Every}}
-	default:
-		return errors.New("a schedule needs a cron expression or an interval")
+	s, err := scheduleSpec(spec.Cron, spec.Every)
+	if err != nil {
+		return err
 	}
 	catchup := spec.Catchup
 	if catchup <= 0 {
@@ -103,16 +87,65 @@ func CreateSchedule(ctx context.Context, c client.Client, queue, name string, pl
 		Note:          spec.Note,
 	})
 	var exists *serviceerror.AlreadyExists
-	var invalid *serviceerror.InvalidArgument
 	switch {
 	case errors.As(err, &exists) || errors.Is(err, temporal.ErrScheduleAlreadyRunning):
-		return fmt.Errorf("%w: %q (delete it first, or pick another name)", ErrScheduleExists, name)
-	case errors.As(err, &invalid):
-		// Temporal parses the cron expression: what it refuses is the
-		// user's to fix.
+		return fmt.Errorf("%w: %q (delete it first, pick another name, or change it with 'rebound schedule update')", ErrScheduleExists, name)
+	}
+	return specErr(err)
+}
+
+// specErr makes what Temporal refuses in a spec (a cron expression it
+// cannot parse) an ErrBadSchedule: the user's to fix.
+func specErr(err error) error {
+	var invalid *serviceerror.InvalidArgument
+	if errors.As(err, &invalid) {
 		return fmt.Errorf("%w: %s", ErrBadSchedule, invalid.Message)
 	}
 	return err
+}
+
+// scheduleInput is the sweep workflow's input for a schedule's runs.
+func scheduleInput(plan *scenario.Resolved) (workflows.SweepInput, error) {
+	planJSON, err := json.Marshal(plan)
+	if err != nil {
+		return workflows.SweepInput{}, fmt.Errorf("encode plan: %w", err)
+	}
+	if len(planJSON) > activities.MaxPlanPayload {
+		return workflows.SweepInput{}, fmt.Errorf("plan %s is %d bytes resolved, over the limit of %d: split it into several plans", plan.Name, len(planJSON), activities.MaxPlanPayload)
+	}
+	return workflows.SweepInput{ // SweepID empty: the run's workflow id names it
+		PlanJSON: string(planJSON), Trials: plan.TrialCount(),
+		ShardSize: plan.ShardSize, Concurrency: plan.Concurrency, Judge: plan.Judge != nil, MaxUSD: plan.MaxUSD,
+	}, nil
+}
+
+// cronComment prefixes the comment that keeps a cron expression as it was
+// given: Temporal stores a cron expression as a structured calendar (what
+// describe and list return), and keeps the text after '#' as its comment.
+const cronComment = "rebound-cron: "
+
+// scheduleSpec says when a schedule fires: a cron expression (kept as
+// given, in the calendar's comment) or an interval of at least
+// MinScheduleInterval.
+func scheduleSpec(cron string, every time.Duration) (client.ScheduleSpec, error) {
+	var s client.ScheduleSpec
+	switch {
+	case cron != "" && every > 0:
+		return s, errors.New("give a cron expression or an interval, not both")
+	case cron != "":
+		expr := strings.TrimSpace(cron)
+		if i := strings.IndexByte(expr, '#'); i >= 0 {
+			expr = strings.TrimSpace(expr[:i])
+		}
+		s.CronExpressions = []string{expr + " # " + cronComment + strings.TrimSpace(cron)}
+	case every > 0 && every < MinScheduleInterval:
+		return s, fmt.Errorf("%w: an interval of %s is under the floor of %s", ErrBadSchedule, every, MinScheduleInterval)
+	case every > 0:
+		s.Intervals = []client.ScheduleIntervalSpec{{Every: every}}
+	default:
+		return s, errors.New("a schedule needs a cron expression or an interval")
+	}
+	return s, nil
 }
 
 // ErrScheduleExists is returned by CreateSchedule for a name in use, and
@@ -123,10 +156,14 @@ var (
 	ErrBadSchedule    = errors.New("bad schedule")
 )
 
-// ScheduleSummary is what `schedule list` and `describe` show.
+// ScheduleSummary is what `schedule list` and `describe` show. Spec is
+// when it fires as it was given: the cron expression ("0 2 * * *") or
+// "every 24h"; Cron and Every say the same for machines.
 type ScheduleSummary struct {
 	Name       string      `json:"name"`
 	Spec       string      `json:"spec"`
+	Cron       string      `json:"cron,omitempty"`
+	Every      string      `json:"every,omitempty"`
 	Paused     bool        `json:"paused"`
 	Note       string      `json:"note,omitempty"`
 	NextRuns   []time.Time `json:"next_runs"`
@@ -134,13 +171,15 @@ type ScheduleSummary struct {
 	Running    []string    `json:"running"`     // sweep ids
 }
 
-// Schedules lists rebound's schedules, by name.
+// Schedules lists rebound's schedules, by name. Each is described (the
+// list Temporal keeps is updated asynchronously: a schedule just updated
+// would show its old spec).
 func Schedules(ctx context.Context, c client.Client) ([]ScheduleSummary, error) {
 	it, err := c.ScheduleClient().List(ctx, client.ScheduleListOptions{PageSize: 100})
 	if err != nil {
 		return nil, err
 	}
-	var out []ScheduleSummary
+	out := []ScheduleSummary{}
 	for it.HasNext() {
 		e, err := it.Next()
 		if err != nil {
@@ -150,11 +189,12 @@ func Schedules(ctx context.Context, c client.Client) ([]ScheduleSummary, error) 
 		if !ok {
 			continue
 		}
-		s := ScheduleSummary{Name: name, Paused: e.Paused, Note: e.Note, NextRuns: e.NextActionTimes, Spec: specString(e.Spec)}
-		for i := len(e.RecentActions) - 1; i >= 0; i-- {
-			if r := e.RecentActions[i].StartWorkflowResult; r != nil {
-				s.RecentRuns = append(s.RecentRuns, strings.TrimPrefix(r.WorkflowID, "sweep/"))
-			}
+		s, err := DescribeSchedule(ctx, c, name)
+		if errors.Is(err, ErrNoSchedule) {
+			continue // deleted since it was listed
+		}
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, s)
 	}
@@ -169,18 +209,59 @@ func DescribeSchedule(ctx context.Context, c client.Client, name string) (Schedu
 		return ScheduleSummary{}, scheduleErr(name, err)
 	}
 	s := ScheduleSummary{Name: name, Paused: d.Schedule.State.Paused, Note: d.Schedule.State.Note, NextRuns: d.Info.NextActionTimes}
-	if d.Schedule.Spec != nil {
-		s.Spec = specString(d.Schedule.Spec)
-	}
-	for i := len(d.Info.RecentActions) - 1; i >= 0; i-- {
-		if r := d.Info.RecentActions[i].StartWorkflowResult; r != nil {
-			s.RecentRuns = append(s.RecentRuns, strings.TrimPrefix(r.WorkflowID, "sweep/"))
-		}
-	}
+	s.setSpec(d.Schedule.Spec)
+	s.RecentRuns = recentRuns(d.Info.RecentActions)
 	for _, r := range d.Info.RunningWorkflows {
 		s.Running = append(s.Running, strings.TrimPrefix(r.WorkflowID, "sweep/"))
 	}
 	return s, nil
+}
+
+// recentRuns are the sweep ids of a schedule's recent actions, newest first.
+func recentRuns(actions []client.ScheduleActionResult) []string {
+	var out []string
+	for i := len(actions) - 1; i >= 0; i-- {
+		if r := actions[i].StartWorkflowResult; r != nil {
+			out = append(out, strings.TrimPrefix(r.WorkflowID, "sweep/"))
+		}
+	}
+	return out
+}
+
+func (s *ScheduleSummary) setSpec(spec *client.ScheduleSpec) {
+	if spec == nil {
+		return
+	}
+	var parts []string
+	for _, e := range spec.CronExpressions {
+		s.Cron = e
+		parts = append(parts, e)
+	}
+	for _, c := range spec.Calendars {
+		if expr, ok := strings.CutPrefix(c.Comment, cronComment); ok {
+			s.Cron = expr
+			parts = append(parts, expr)
+		} else {
+			parts = append(parts, fmt.Sprintf("calendar %v", c.Comment))
+		}
+	}
+	for _, iv := range spec.Intervals {
+		s.Every = shortDuration(iv.Every)
+		parts = append(parts, "every "+s.Every)
+	}
+	s.Spec = strings.Join(parts, "; ")
+}
+
+// shortDuration prints 24h rather than 24h0m0s.
+func shortDuration(d time.Duration) string {
+	str := d.String()
+	if strings.HasSuffix(str, "m0s") {
+		str = strings.TrimSuffix(str, "0s")
+	}
+	if strings.HasSuffix(str, "h0m") {
+		str = strings.TrimSuffix(str, "0m")
+	}
+	return str
 }
 
 // PauseSchedule pauses (or, with pause false, resumes) a schedule.
@@ -200,9 +281,114 @@ func DeleteSchedule(ctx context.Context, c client.Client, name string) error {
 	return scheduleErr(name, c.ScheduleClient().GetHandle(ctx, ScheduleID(name)).Delete(ctx))
 }
 
-// TriggerSchedule starts a run now (skipped if one is still running).
-func TriggerSchedule(ctx context.Context, c client.Client, name string) error {
-	return scheduleErr(name, c.ScheduleClient().GetHandle(ctx, ScheduleID(name)).Trigger(ctx, client.ScheduleTriggerOptions{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP}))
+// TriggerResult is what a trigger did: Started a run (SweepID, RunID), or
+// Skipped it because a run is still going (Running lists those). Neither
+// set: Temporal had not acted on the trigger when TriggerSchedule stopped
+// waiting.
+type TriggerResult struct {
+	Started bool     `json:"started"`
+	SweepID string   `json:"sweep_id,omitempty"`
+	RunID   string   `json:"run_id,omitempty"`
+	Skipped bool     `json:"skipped"`
+	Running []string `json:"running"`
+}
+
+// TriggerSchedule starts a run now, or skips it when one is still running
+// (two triggers in the same second: the second is skipped), and waits up
+// to wait for Temporal to say which: the schedule's counts of actions
+// taken and skipped move by one.
+func TriggerSchedule(ctx context.Context, c client.Client, name string, wait time.Duration) (TriggerResult, error) {
+	h := c.ScheduleClient().GetHandle(ctx, ScheduleID(name))
+	before, err := h.Describe(ctx)
+	if err != nil {
+		return TriggerResult{}, scheduleErr(name, err)
+	}
+	if err := h.Trigger(ctx, client.ScheduleTriggerOptions{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP}); err != nil {
+		return TriggerResult{}, scheduleErr(name, err)
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		d, err := h.Describe(ctx)
+		if err != nil {
+			return TriggerResult{}, scheduleErr(name, err)
+		}
+		if r, done := triggerOutcome(before.Info, d.Info); done || !time.Now().Before(deadline) {
+			return r, nil
+		}
+		select {
+		case <-ctx.Done():
+			return TriggerResult{}, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// triggerOutcome compares a schedule's info before and after a trigger.
+func triggerOutcome(before, after client.ScheduleInfo) (TriggerResult, bool) {
+	r := TriggerResult{}
+	for _, w := range after.RunningWorkflows {
+		r.Running = append(r.Running, strings.TrimPrefix(w.WorkflowID, "sweep/"))
+	}
+	switch {
+	case after.NumActions > before.NumActions && len(after.RecentActions) > 0:
+		r.Started = true
+		if w := after.RecentActions[len(after.RecentActions)-1].StartWorkflowResult; w != nil {
+			r.SweepID, r.RunID = strings.TrimPrefix(w.WorkflowID, "sweep/"), w.FirstExecutionRunID
+		}
+		return r, true
+	case after.NumActionsSkippedOverlap > before.NumActionsSkippedOverlap:
+		r.Skipped = true
+		return r, true
+	}
+	return r, false
+}
+
+// ScheduleChange is what UpdateSchedule changes; what is zero (nil) stays.
+type ScheduleChange struct {
+	Plan    *scenario.Resolved // the plan the runs sweep (resolved now)
+	Cron    string             // a new cron expression, or
+	Every   time.Duration      // a new interval (replacing the cron expression or interval)
+	Catchup time.Duration
+}
+
+// UpdateSchedule changes a schedule in place: its plan, when it fires,
+// its catch-up window. Its state (paused or not, the note), its task queue
+// and its past runs are kept.
+func UpdateSchedule(ctx context.Context, c client.Client, name string, ch ScheduleChange) error {
+	var (
+		spec client.ScheduleSpec
+		in   workflows.SweepInput
+		err  error
+	)
+	if ch.Cron != "" || ch.Every != 0 {
+		if spec, err = scheduleSpec(ch.Cron, ch.Every); err != nil {
+			return err
+		}
+	}
+	if ch.Plan != nil {
+		if in, err = scheduleInput(ch.Plan); err != nil {
+			return err
+		}
+	}
+	h := c.ScheduleClient().GetHandle(ctx, ScheduleID(name))
+	err = h.Update(ctx, client.ScheduleUpdateOptions{DoUpdate: func(u client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+		s := u.Description.Schedule
+		if ch.Cron != "" || ch.Every != 0 {
+			s.Spec = &spec
+		}
+		action, ok := s.Action.(*client.ScheduleWorkflowAction)
+		if !ok {
+			return nil, fmt.Errorf("schedule %q does not start a workflow", name)
+		}
+		if ch.Plan != nil {
+			action.Args = []any{in}
+		}
+		if ch.Catchup > 0 && s.Policy != nil {
+			s.Policy.CatchupWindow = ch.Catchup
+		}
+		return &client.ScheduleUpdate{Schedule: &s}, nil
+	}})
+	return specErr(scheduleErr(name, err))
 }
 
 // ErrNoSchedule is returned for an unknown schedule.
@@ -214,21 +400,6 @@ func scheduleErr(name string, err error) error {
 		return fmt.Errorf("%w: %q (list them with 'rebound schedule list')", ErrNoSchedule, name)
 	}
 	return err
-}
-
-func specString(s *client.ScheduleSpec) string {
-	if s == nil {
-		return ""
-	}
-	var parts []string
-	parts = append(parts, s.CronExpressions...)
-	for _, iv := range s.Intervals {
-		parts = append(parts, "every "+iv.Every.String())
-	}
-	for _, c := range s.Calendars {
-		parts = append(parts, fmt.Sprintf("calendar %v", c.Comment))
-	}
-	return strings.Join(parts, "; ")
 }
 
 // ScheduleRuns returns the stored sweeps of a schedule, newest first,

@@ -46,8 +46,9 @@ func TestScheduleRunsASweep(t *testing.T) {
 	if err := CreateSchedule(ctx, c, queue, name, plan, ScheduleSpec{Every: time.Hour}); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("second create: %v", err)
 	}
-	if err := TriggerSchedule(ctx, c, name); err != nil {
-		t.Fatal(err)
+	trig, err := TriggerSchedule(ctx, c, name, 30*time.Second)
+	if err != nil || !trig.Started || !IsRunOf(trig.SweepID, name) || trig.RunID == "" {
+		t.Fatalf("trigger: %+v %v", trig, err)
 	}
 	var run record.Sweep
 	for run.Status != sweepstatus.Completed {
@@ -63,7 +64,7 @@ func TestScheduleRunsASweep(t *testing.T) {
 			run = runs[0]
 		}
 	}
-	if !strings.HasPrefix(run.SweepID, ScheduledSweepPrefix(name)) || run.TrialsPlanned != uint64(plan.TrialCount()) {
+	if run.SweepID != trig.SweepID || run.TrialsPlanned != uint64(plan.TrialCount()) {
 		t.Fatalf("run = %+v", run)
 	}
 	if got, ok := ScheduleOf(run.SweepID); !ok || got != name {
@@ -73,7 +74,7 @@ func TestScheduleRunsASweep(t *testing.T) {
 		t.Fatalf("stored %d trials (%v), want %d", n, err, plan.TrialCount())
 	}
 	d, err := DescribeSchedule(ctx, c, name)
-	if err != nil || !d.Paused || d.Spec != "every 24h0m0s" || len(d.RecentRuns) != 1 || d.RecentRuns[0] != run.SweepID {
+	if err != nil || !d.Paused || d.Spec != "every 24h" || d.Every != "24h" || len(d.RecentRuns) != 1 || d.RecentRuns[0] != run.SweepID {
 		t.Fatalf("describe = %+v (%v)", d, err)
 	}
 	list, err := Schedules(ctx, c)
@@ -92,6 +93,36 @@ func TestScheduleRunsASweep(t *testing.T) {
 	}
 	if d, _ := DescribeSchedule(ctx, c, name); d.Paused {
 		t.Fatalf("still paused after resume")
+	}
+	// schedule update: a new plan takes effect at the next run; the
+	// schedule's past runs stay.
+	small, err := scenario.LoadPlan("../../examples/plans/quickstart.yaml", world.Catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small.Seeds = small.Seeds[:1]
+	if err := UpdateSchedule(ctx, c, name, ScheduleChange{Plan: small, Every: 12 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	trig2, err := TriggerSchedule(ctx, c, name, 30*time.Second)
+	if err != nil || !trig2.Started || trig2.SweepID == trig.SweepID {
+		t.Fatalf("trigger after update: %+v %v", trig2, err)
+	}
+	for {
+		sw, err := store.Sweep(ctx, trig2.SweepID)
+		if err == nil && sw.Status == sweepstatus.Completed {
+			if sw.TrialsPlanned != uint64(small.TrialCount()) {
+				t.Fatalf("the run after update planned %d trials, want the new plan's %d", sw.TrialsPlanned, small.TrialCount())
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the run after update did not complete: %+v %v", sw, err)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if d, err := DescribeSchedule(ctx, c, name); err != nil || d.Spec != "every 12h" || len(d.RecentRuns) != 2 {
+		t.Fatalf("describe after update: %+v %v", d, err)
 	}
 	if err := DeleteSchedule(ctx, c, name); err != nil {
 		t.Fatal(err)
@@ -179,4 +210,69 @@ func TestSchedulesSharingAPrefix(t *testing.T) {
 			t.Errorf("ScheduleOf(%q) = %q, %v, want %q", id, got, ok, want)
 		}
 	}
+}
+
+// describe and list show a cron expression as it was given (Temporal
+// stores a calendar), through updates too; a trigger says which run it
+// started, and a second trigger in the same second, while that run is
+// still going, says it was skipped.
+func TestScheduleAsSeen(t *testing.T) {
+	srv := devstacktest.Temporal(t)
+	lib := devstacktest.ChDBLib(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, c := openStack(t, ctx, srv, lib, "runner_schedule_seen")
+	plan, err := scenario.LoadPlan("../../examples/plans/quickstart.yaml", world.Catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "seen-test"
+	// No worker polls this queue: a run, once started, keeps going.
+	queue := "runner-schedule-seen-no-worker"
+	if err := CreateSchedule(ctx, c, queue, name, plan, ScheduleSpec{Cron: "0 2 * * *", Paused: true}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = DeleteSchedule(context.Background(), c, name) })
+	seen := func(want string) {
+		t.Helper()
+		d, err := DescribeSchedule(ctx, c, name)
+		if err != nil || d.Spec != want {
+			t.Fatalf("describe: spec %q (%v), want %q: %+v", d.Spec, err, want, d)
+		}
+		list, err := Schedules(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range list {
+			if s.Name == name && s.Spec != want {
+				t.Fatalf("list: spec %q, want %q", s.Spec, want)
+			}
+		}
+	}
+	seen("0 2 * * *")
+	if err := UpdateSchedule(ctx, c, name, ScheduleChange{Cron: "30 3 * * 1-5 # weekdays"}); err != nil {
+		t.Fatal(err)
+	}
+	seen("30 3 * * 1-5 # weekdays")
+	if err := UpdateSchedule(ctx, c, name, ScheduleChange{Cron: "bogus"}); !errors.Is(err, ErrBadSchedule) {
+		t.Fatalf("update --cron bogus: %v", err)
+	}
+	if err := UpdateSchedule(ctx, c, "no-such-schedule", ScheduleChange{Every: time.Hour}); !errors.Is(err, ErrNoSchedule) {
+		t.Fatalf("update of an unknown schedule: %v", err)
+	}
+	first, err := TriggerSchedule(ctx, c, name, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := TriggerSchedule(ctx, c, name, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.Started || !IsRunOf(first.SweepID, name) || first.Skipped {
+		t.Fatalf("first trigger: %+v", first)
+	}
+	if !second.Skipped || second.Started || len(second.Running) != 1 || second.Running[0] != first.SweepID {
+		t.Fatalf("second trigger, the first run still going: %+v", second)
+	}
+	_ = c.CancelWorkflow(ctx, WorkflowID(first.SweepID), "")
 }
