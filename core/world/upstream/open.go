@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"rebound/core/harness"
+	"rebound/internal/childproc"
 	"rebound/internal/sandbox"
 )
 
@@ -196,9 +197,10 @@ func startStdio(cfg Config) (*started, error) {
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), envList(cfg.Env, dir)...)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		cmd.WaitDelay = 2 * time.Second
-		err = cmd.Start()
+		// Its own process group, killed by the kernel if the worker dies
+		// (childproc forks from a locked thread, as the signal needs).
+		proc, err := childproc.Start(cmd)
 		closeChildEnds()
 		if err != nil {
 			_ = os.RemoveAll(dir)
@@ -206,20 +208,15 @@ func startStdio(cfg Config) (*started, error) {
 			_ = outR.Close()
 			return nil, fmt.Errorf("upstream: start %s: %w", argv[0], err)
 		}
-		done := make(chan struct{})
-		go func() {
-			_ = cmd.Wait()
-			close(done)
-		}()
 		var once sync.Once
 		stop := func() error {
 			once.Do(func() {
 				_ = inW.Close()
 				select {
-				case <-done:
+				case <-proc.Done():
 				case <-time.After(2 * time.Second):
-					_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-					<-done
+					_ = proc.SignalGroup(syscall.SIGKILL)
+					<-proc.Done()
 				}
 				_ = os.RemoveAll(dir)
 			})
