@@ -5,23 +5,31 @@
 //
 //   - end to end: `rebound run` on the embedded stack (its own Temporal dev
 //     server and chDB), wall time, the sweep's own time as rebound prints
-//     it, trials/s, and the peak RSS of the rebound process (worker and
-//     embedded ClickHouse; the Temporal dev server is a separate process);
+//     it, trials/s, the CPU per trial of the rebound process and of the
+//     dev server it started, and the peak RSS of the rebound process
+//     (worker and embedded ClickHouse; the Temporal dev server is a
+//     separate process);
 //   - the in-process ceiling of the same trials: trial.Run in a loop, no
 //     Temporal, no ClickHouse, on one goroutine and on one per CPU, with the
 //     row conversion (redaction) a worker adds;
 //   - the embedded insert rate: the rows of the first -insert-trials of
-//     those trials written to a fresh chDB store in batches as a shard does.
+//     those trials written to a fresh chDB store in batches as a shard does;
+//   - the growth row: the last plan once more at -growth trials end to end,
+//     cut into slices of -slice trials in the order they were stored, with
+//     each slice's rate and CPU per trial (growth.go): flat when nothing
+//     a shard does grows with the sweep.
 //
 // It is a program, not a timed test: the numbers depend on the machine.
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,6 +61,8 @@ func main() {
 		work         = flag.String("work", "", "scratch directory (default: a new temporary one, removed at the end)")
 		skipE2E      = flag.Bool("skip-e2e", false, "skip the end-to-end runs")
 		cpuProfile   = flag.String("cpuprofile", "", "write a CPU profile of this process (the in-process and insert parts) to this file")
+		growth       = flag.Int("growth", 240000, "the growth row: one more end-to-end run of the last plan at this many trials, its rate and CPU per trial per -slice trials (0: none)")
+		slice        = flag.Int("slice", 60000, "trials per slice of the growth row")
 	)
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: sweepbench [flags] PLAN...\n")
@@ -77,6 +87,7 @@ func main() {
 	}
 	if err := run(context.Background(), os.Stdout, options{
 		bin: *bin, trials: *trials, insertTrials: *insertTrials, batch: *batch, work: *work, skipE2E: *skipE2E, plans: flag.Args(),
+		growth: *growth, slice: max(*slice, 1),
 	}); err != nil {
 		fmt.Fprintln(os.Stderr, "sweepbench:", err)
 		pprof.StopCPUProfile()
@@ -92,6 +103,8 @@ type options struct {
 	work         string
 	skipE2E      bool
 	plans        []string
+	growth       int // trials of the growth run (0: none)
+	slice        int
 }
 
 func run(ctx context.Context, out io.Writer, o options) error {
@@ -119,13 +132,11 @@ func run(ctx context.Context, out io.Writer, o options) error {
 		}
 		fmt.Fprintf(out, "\n== %s: %d seeds, %d trials (%s)\n", src, scaled.Seeds, scaled.Trials, scaled.Path)
 		if !o.skipE2E {
-			e, err := endToEnd(ctx, o.bin, scaled.Path, filepath.Join(dir, "data"))
+			e, err := endToEnd(ctx, o.bin, scaled.Path, filepath.Join(dir, "data"), o.slice)
 			if err != nil {
 				return fmt.Errorf("%s end to end: %w", src, err)
 			}
-			fmt.Fprintf(out, "end to end (rebound run, embedded stack): sweep %.1fs = %.0f trials/s; whole command %.1fs = %.0f trials/s; peak RSS %s\n",
-				e.sweep.Seconds(), rate(scaled.Trials, e.sweep), e.wall.Seconds(), rate(scaled.Trials, e.wall), mb(e.maxRSS))
-			fmt.Fprintf(out, "rebound run RSS, largest sample per quarter of the run: %s\n", quarters(e.rss))
+			printE2E(out, e, scaled.Trials)
 		}
 		c, err := ceiling(ctx, scaled.Path, o.insertTrials)
 		if err != nil {
@@ -140,7 +151,39 @@ func run(ctx context.Context, out io.Writer, o options) error {
 		fmt.Fprintf(out, "embedded insert (chDB, %d trials per insert): %d trials with %d tool-call rows in %.2fs = %.0f tool-call rows/s (%.0f trials/s)\n",
 			o.batch, len(c.rows), ins.callRows, ins.elapsed.Seconds(), rate(ins.callRows, ins.elapsed), rate(len(c.rows), ins.elapsed))
 	}
+	if o.growth > 0 && !o.skipE2E {
+		src := o.plans[len(o.plans)-1]
+		dir := filepath.Join(work, "growth")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		scaled, err := ScalePlan(src, o.growth, dir)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "\n== growth: %s, %d seeds, %d trials (%s)\n", src, scaled.Seeds, scaled.Trials, scaled.Path)
+		e, err := endToEnd(ctx, o.bin, scaled.Path, filepath.Join(dir, "data"), o.slice)
+		if err != nil {
+			return fmt.Errorf("%s growth: %w", src, err)
+		}
+		printE2E(out, e, scaled.Trials)
+		fmt.Fprintf(out, "growth, per %d trials in the order they were stored: %s\n", o.slice, growthLine(e.slices))
+		// The data dir of a large run is large: gone as soon as it is read.
+		_ = os.RemoveAll(filepath.Join(dir, "data"))
+	}
 	return nil
+}
+
+// printE2E prints an end-to-end run: rates, CPU per trial, RSS.
+func printE2E(out io.Writer, e e2e, trials int) {
+	fmt.Fprintf(out, "end to end (rebound run, embedded stack): sweep %.1fs = %.0f trials/s; whole command %.1fs = %.0f trials/s; peak RSS %s\n",
+		e.sweep.Seconds(), rate(trials, e.sweep), e.wall.Seconds(), rate(trials, e.wall), mb(e.maxRSS))
+	if len(e.whole) == 1 {
+		w := e.whole[0]
+		fmt.Fprintf(out, "CPU per trial over the sweep (its start to its last write): %.2f ms (rebound %.2f, dev server %.2f)\n",
+			ms(w.cpuPerTrial()), ms(perTrial(w.self, w.to-w.from)), ms(perTrial(w.descend, w.to-w.from)))
+	}
+	fmt.Fprintf(out, "rebound run RSS, largest sample per quarter of the run: %s\n", quarters(e.rss))
 }
 
 func rate(n int, d time.Duration) float64 {
@@ -159,6 +202,10 @@ type e2e struct {
 	// rss is the process's resident set sampled every rssEvery: flat after
 	// the start when nothing grows with the trials run.
 	rss []int64
+	// whole is the sweep as one slice (from its start to its last write,
+	// with the CPU of rebound and the dev server over that time); slices
+	// cuts it every -slice trials (the growth row).
+	whole, slices []slice
 }
 
 const rssEvery = 500 * time.Millisecond
@@ -199,16 +246,41 @@ func quarters(samples []int64) string {
 // sweepDone is rebound run's last progress line.
 var sweepDone = regexp.MustCompile(`sweep \S+ completed: (\d+) trials in ([0-9.]+)s`)
 
-func endToEnd(ctx context.Context, bin, plan, dataDir string) (e2e, error) {
+// sweepStarted is rebound run's line when the sweep's workflow started.
+var sweepStarted = regexp.MustCompile(`sweep \S+ started`)
+
+func endToEnd(ctx context.Context, bin, plan, dataDir string, slice int) (e2e, error) {
 	cmd := exec.CommandContext(ctx, bin, "run", "--data-dir", dataDir, "--output", "json", plan)
-	var stderr bytes.Buffer
+	stderrPipe, err := cmd.StderrPipe()
+	if err != nil {
+		return e2e{}, err
+	}
 	cmd.Stdout = io.Discard
-	cmd.Stderr = &stderr
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return e2e{}, err
 	}
-	var samples []int64
+	var (
+		stderr  bytes.Buffer
+		started time.Time
+		read    = make(chan struct{})
+	)
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(stderrPipe)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			if started.IsZero() && sweepStarted.Match(sc.Bytes()) {
+				started = time.Now()
+			}
+			stderr.Write(sc.Bytes())
+			stderr.WriteByte('\n')
+		}
+	}()
+	var (
+		samples []int64
+		cpu     []cpuSample
+	)
 	done := make(chan struct{})
 	sampled := make(chan struct{})
 	go func() {
@@ -223,10 +295,14 @@ func endToEnd(ctx context.Context, bin, plan, dataDir string) (e2e, error) {
 				if v, err := vmRSS(cmd.Process.Pid); err == nil {
 					samples = append(samples, v)
 				}
+				if c, err := sampleCPU(cmd.Process.Pid); err == nil {
+					cpu = append(cpu, c)
+				}
 			}
 		}
 	}()
-	err := cmd.Wait()
+	<-read // stderr closes when the process exits
+	err = cmd.Wait()
 	wall := time.Since(start)
 	close(done)
 	<-sampled
@@ -245,7 +321,17 @@ func endToEnd(ctx context.Context, bin, plan, dataDir string) (e2e, error) {
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		rss = ru.Maxrss * 1024 // kilobytes on Linux
 	}
-	return e2e{wall: wall, sweep: time.Duration(secs * float64(time.Second)), maxRSS: rss, rss: samples}, nil
+	res := e2e{wall: wall, sweep: time.Duration(secs * float64(time.Second)), maxRSS: rss, rss: samples}
+	if started.IsZero() {
+		return res, fmt.Errorf("rebound run printed no started sweep")
+	}
+	batches, err := storedBatches(ctx, bin, dataDir)
+	if err != nil {
+		return res, err
+	}
+	res.whole = slices(started, batches, math.MaxInt, cpu)
+	res.slices = slices(started, batches, slice, cpu)
+	return res, nil
 }
 
 func tail(s string, n int) string {

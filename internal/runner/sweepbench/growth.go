@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The growth row: whether a sweep's rate holds as it grows. The trials of
+// one `rebound run` are cut, in the order they were written, into slices of
+// -slice trials; each slice's rate is its trials over the time from the
+// previous slice's last write (the sweep's start for the first) to its own
+// last write, and its CPU per trial is what the rebound process and its
+// children (the Temporal dev server) spent over that time, read from
+// /proc samples taken while it ran.
+
+// cpuSample is the CPU time (user + system) of the rebound process and of
+// its descendants at one instant.
+type cpuSample struct {
+	at            time.Time
+	self, descend time.Duration
+}
+
+// clockTick is the unit of /proc/PID/stat's times (USER_HZ, 100 on Linux).
+const clockTick = 10 * time.Millisecond
+
+// procTimes reads the utime + stime, the parent pid and whether the
+// process exists, from /proc/PID/stat.
+func procTimes(pid int) (cpu time.Duration, ppid int, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, false
+	}
+	// comm (field 2) is parenthesized and may hold spaces: fields after the
+	// last ')' are state (3), ppid (4), ..., utime (14), stime (15).
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, 0, false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * clockTick, ppid, true
+}
+
+// sampleCPU reads the CPU time of pid and of every live descendant.
+func sampleCPU(pid int) (cpuSample, error) {
+	s := cpuSample{at: time.Now()}
+	self, _, ok := procTimes(pid)
+	if !ok {
+		return s, fmt.Errorf("no process %d", pid)
+	}
+	s.self = self
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return s, err
+	}
+	parent := map[int]int{}
+	times := map[int]time.Duration{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil || p == pid {
+			continue
+		}
+		if cpu, pp, ok := procTimes(p); ok {
+			parent[p], times[p] = pp, cpu
+		}
+	}
+	for p, cpu := range times {
+		for a, hops := parent[p], 0; a > 1 && hops < 64; a, hops = parent[a], hops+1 {
+			if a == pid {
+				s.descend += cpu
+				break
+			}
+		}
+	}
+	return s, nil
+}
+
+// cpuAt interpolates the samples at t (they are in time order).
+func cpuAt(samples []cpuSample, t time.Time) (self, descend time.Duration) {
+	if len(samples) == 0 {
+		return 0, 0
+	}
+	i := sort.Search(len(samples), func(i int) bool { return !samples[i].at.Before(t) })
+	switch {
+	case i == 0:
+		return samples[0].self, samples[0].descend
+	case i == len(samples):
+		last := samples[len(samples)-1]
+		return last.self, last.descend
+	}
+	a, b := samples[i-1], samples[i]
+	f := float64(t.Sub(a.at)) / float64(b.at.Sub(a.at))
+	lerp := func(x, y time.Duration) time.Duration { return x + time.Duration(f*float64(y-x)) }
+	return lerp(a.self, b.self), lerp(a.descend, b.descend)
+}
+
+// batch is one write of a sweep: the trials stored with one written_at.
+type batch struct {
+	at     time.Time
+	trials int
+}
+
+// slice is one growth slice of a sweep.
+type slice struct {
+	from, to      int // trials [from, to) in write order
+	start, end    time.Time
+	self, descend time.Duration // CPU over [start, end]
+}
+
+func (s slice) rate() float64 { return rate(s.to-s.from, s.end.Sub(s.start)) }
+
+// cpuPerTrial is the CPU of rebound and its children per trial of the slice.
+func (s slice) cpuPerTrial() time.Duration {
+	if s.to == s.from {
+		return 0
+	}
+	return (s.self + s.descend) / time.Duration(s.to-s.from)
+}
+
+// slices cuts a sweep's batches (in time order), which started at start,
+// into slices of size trials; a last slice shorter than half a slice joins
+// the one before it. The CPU of each is read from samples.
+func slices(start time.Time, batches []batch, size int, samples []cpuSample) []slice {
+	var out []slice
+	cur := slice{start: start}
+	done := 0
+	total := 0
+	for _, b := range batches {
+		total += b.trials
+	}
+	for _, b := range batches {
+		done += b.trials
+		if done-cur.from >= size && total-done >= size/2 {
+			cur.to, cur.end = done, b.at
+			out = append(out, cur)
+			cur = slice{from: done, start: b.at}
+		}
+	}
+	if done > cur.from && len(batches) > 0 {
+		cur.to, cur.end = done, batches[len(batches)-1].at
+		out = append(out, cur)
+	}
+	for i := range out {
+		s0, d0 := cpuAt(samples, out[i].start)
+		s1, d1 := cpuAt(samples, out[i].end)
+		out[i].self, out[i].descend = s1-s0, d1-d0
+	}
+	return out
+}
+
+// storedBatches reads, through `rebound sql` on the finished run's data
+// dir, how many trials were stored at each written_at.
+func storedBatches(ctx context.Context, bin, dataDir string) ([]batch, error) {
+	const q = `SELECT toUnixTimestamp64Milli(written_at) AS ts, count() AS n FROM rebound.trials FINAL GROUP BY ts ORDER BY ts`
+	cmd := exec.CommandContext(ctx, bin, "sql", "--data-dir", dataDir, "--output", "json", q)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("rebound sql: %w\n%s", err, tail(stderr.String(), 2000))
+	}
+	var res struct {
+		Rows [][]json.Number `json:"rows"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		return nil, fmt.Errorf("rebound sql output: %w", err)
+	}
+	bs := make([]batch, 0, len(res.Rows))
+	for _, r := range res.Rows {
+		if len(r) != 2 {
+			return nil, fmt.Errorf("rebound sql: row %v, want [ts, n]", r)
+		}
+		ms, err1 := r[0].Int64()
+		n, err2 := r[1].Int64()
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("rebound sql: row %v", r)
+		}
+		bs = append(bs, batch{at: time.UnixMilli(ms), trials: int(n)})
+	}
+	return bs, nil
+}
+
+// growthLine prints a sweep's slices: rate and CPU per trial of each, and
+// the last slice's rate as a share of the first's.
+func growthLine(ss []slice) string {
+	var parts []string
+	for _, s := range ss {
+		parts = append(parts, fmt.Sprintf("%s: %.0f trials/s, %.2f ms CPU per trial (rebound %.2f, dev server %.2f)",
+			trialRange(s.from, s.to), s.rate(), ms(s.cpuPerTrial()), ms(perTrial(s.self, s.to-s.from)), ms(perTrial(s.descend, s.to-s.from))))
+	}
+	line := strings.Join(parts, "; ")
+	if len(ss) >= 2 && ss[0].rate() > 0 {
+		line += fmt.Sprintf("; last slice at %.0f%% of the first's rate", 100*ss[len(ss)-1].rate()/ss[0].rate())
+	}
+	return line
+}
+
+func trialRange(from, to int) string {
+	return fmt.Sprintf("trials %dk-%dk", from/1000, (to+500)/1000)
+}
+
+func perTrial(d time.Duration, n int) time.Duration {
+	if n == 0 {
+		return 0
+	}
+	return d / time.Duration(n)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

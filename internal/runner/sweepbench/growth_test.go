@@ -1,0 +1,68 @@
+package main
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+func TestSlices(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	// 10 batches of 100 trials, one per second; CPU grows 1 s per second
+	// in rebound and 0.5 s in the dev server.
+	var batches []batch
+	for i := 1; i <= 10; i++ {
+		batches = append(batches, batch{at: at(float64(i)), trials: 100})
+	}
+	var samples []cpuSample
+	for i := 0; i <= 22; i++ {
+		s := float64(i) / 2
+		samples = append(samples, cpuSample{at: at(s), self: time.Duration(s * float64(time.Second)), descend: time.Duration(s / 2 * float64(time.Second))})
+	}
+	ss := slices(t0, batches, 300, samples)
+	// 300, 300, then 400: a last 100 would be under half a slice.
+	want := [][2]int{{0, 300}, {300, 600}, {600, 1000}}
+	if len(ss) != len(want) {
+		t.Fatalf("%d slices, want %d: %+v", len(ss), len(want), ss)
+	}
+	for i, s := range ss {
+		if s.from != want[i][0] || s.to != want[i][1] {
+			t.Errorf("slice %d = [%d, %d), want %v", i, s.from, s.to, want[i])
+		}
+		if r := s.rate(); r < 99.9 || r > 100.1 {
+			t.Errorf("slice %d: rate %.2f, want 100/s", i, r)
+		}
+		if c := s.cpuPerTrial(); c != 15*time.Millisecond {
+			t.Errorf("slice %d: CPU per trial %v, want 15ms (10 rebound + 5 dev server)", i, c)
+		}
+	}
+	whole := slices(t0, batches, int(^uint(0)>>1), samples)
+	if len(whole) != 1 || whole[0].to != 1000 || whole[0].end != at(10) {
+		t.Fatalf("whole sweep: %+v", whole)
+	}
+	if got := growthLine(ss); got == "" {
+		t.Fatal("empty growth line")
+	}
+}
+
+func TestSampleCPU(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	s, err := sampleCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Spin until /proc says this process spent 30 ms more (at most 5 s).
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		s2, err := sampleCPU(os.Getpid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s2.self >= s.self+30*time.Millisecond {
+			return
+		}
+	}
+	t.Fatal("sampleCPU: this process's CPU time did not grow over 5 s of spinning")
+}
