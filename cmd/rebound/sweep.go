@@ -62,6 +62,13 @@ func newSweepStartCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// The sweep's trace starts here (the span "sweep"), and the
+			// workers' spans join it: CI and workers share one trace.
+			tel, err := setupTelemetry(cmd.Context(), false, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer shutdownTelemetry(tel, cmd.ErrOrStderr())
 			return withTemporal(cmd, &conn, func(ctx context.Context, c runner.Client, _ []byte) error {
 				return sweepStart(ctx, c, conn.taskQueue, plan, output, wait, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			})
@@ -165,6 +172,8 @@ func withTemporal(cmd *cobra.Command, conn *connection, fn func(ctx context.Cont
 // it follows it to its end.
 func sweepStart(ctx context.Context, c runner.Client, queue string, plan *scenario.Resolved, output string, wait bool, stdout, stderr io.Writer) error {
 	sweepID := runner.NewSweepID(plan.Name, time.Now())
+	ctx, span := runner.StartSweepSpan(ctx, sweepID, plan.Name)
+	defer span.End()
 	run, err := runner.StartSweep(ctx, c, queue, sweepID, plan)
 	if err != nil {
 		return err

@@ -31,8 +31,9 @@ var sharedTransport = func() http.RoundTripper {
 
 // tracedClient wraps c's transport (sharedTransport when c is nil) so that
 // each request to the provider is a span (ModelCallSpan) under the
-// caller's, through the global tracer provider. No trace context is sent
-// to the provider.
+// caller's, through the global tracer provider, with the GenAI semantic
+// conventions' attributes (genaiTransport). No trace context is sent to
+// the provider.
 func tracedClient(c *http.Client) *http.Client {
 	out := &http.Client{Transport: sharedTransport}
 	if c != nil {
@@ -43,7 +44,7 @@ func tracedClient(c *http.Client) *http.Client {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	out.Transport = otelhttp.NewTransport(base,
+	out.Transport = otelhttp.NewTransport(genaiTransport{base},
 		otelhttp.WithSpanNameFormatter(func(string, *http.Request) string { return ModelCallSpan }),
 		otelhttp.WithPropagators(propagation.NewCompositeTextMapPropagator()))
 	return out
@@ -58,6 +59,7 @@ type captureDoer struct{ client *http.Client }
 type captureKey struct{}
 
 type capture struct {
+	model  string // the request's, for the span (set by Attempt)
 	status int
 	header http.Header
 	body   []byte
@@ -137,7 +139,7 @@ func (c *Client) Attempt(ctx context.Context, req openai.ChatCompletionRequest, 
 			return openai.ChatCompletionResponse{}, nil, err
 		}
 	}
-	cp := &capture{}
+	cp := &capture{model: req.Model}
 	rctx, cancel := context.WithTimeout(context.WithValue(ctx, captureKey{}, cp), c.cfg.RequestTimeout)
 	sent := time.Now()
 	resp, err := c.oc.CreateChatCompletion(rctx, req)

@@ -55,7 +55,7 @@ func NewWorker(c client.Client, queue string, acts *activities.Activities, opts 
 	if err := redact.CheckKey(acts.RedactionKey); err != nil {
 		return nil, fmt.Errorf("worker refuses to start: %w", err)
 	}
-	tracing, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{})
+	tracing, err := temporalotel.NewTracingInterceptor(tracerOptions)
 	if err != nil {
 		return nil, fmt.Errorf("tracing interceptor: %w", err)
 	}

@@ -17,6 +17,14 @@ var tracer = otel.Tracer("rebound/internal/runner")
 // SweepSpan names the span of a sweep started and followed by this process.
 const SweepSpan = "sweep"
 
+// tracerOptions configure the Temporal tracing interceptors of clients and
+// workers alike. Queries are not traced: following a sweep asks for its
+// progress every half second, which made two spans per poll in the
+// follower's trace (about 7,200 an hour) and, from commands that ask once
+// (sweep status), one-span orphan traces. Both halves must agree: a worker
+// tracing queries a client does not would start a root span per query.
+var tracerOptions = temporalotel.TracerOptions{DisableQueryTracing: true}
+
 // clientOnly hides the WorkerInterceptor half of the tracing interceptor:
 // the SDK would otherwise also install it on every worker built from the
 // client, and NewWorker installs its own (workers may be built from clients
@@ -29,7 +37,7 @@ type clientOnly struct{ interceptor.ClientInterceptor }
 // (temporal_* : requests, latencies, task slots, ...) through the global
 // meter provider. Both are no-ops until telemetry.Setup installs providers.
 func InstrumentClientOptions(opts client.Options) (client.Options, error) {
-	tracing, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{})
+	tracing, err := temporalotel.NewTracingInterceptor(tracerOptions)
 	if err != nil {
 		return opts, fmt.Errorf("tracing interceptor: %w", err)
 	}

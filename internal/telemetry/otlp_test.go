@@ -54,6 +54,7 @@ type span struct {
 	name            string
 	traceID, parent string
 	id              string
+	attrs           map[string]*commonpb.AnyValue
 }
 
 func newCollector(t *testing.T) (*collector, *httptest.Server) {
@@ -69,7 +70,11 @@ func newCollector(t *testing.T) (*collector, *httptest.Server) {
 			c.services[serviceName(rs.Resource.GetAttributes())] = true
 			for _, ss := range rs.ScopeSpans {
 				for _, s := range ss.Spans {
-					c.spans = append(c.spans, span{name: s.Name, traceID: fmt.Sprintf("%x", s.TraceId), id: fmt.Sprintf("%x", s.SpanId), parent: fmt.Sprintf("%x", s.ParentSpanId)})
+					attrs := map[string]*commonpb.AnyValue{}
+					for _, kv := range s.Attributes {
+						attrs[kv.Key] = kv.Value
+					}
+					c.spans = append(c.spans, span{name: s.Name, traceID: fmt.Sprintf("%x", s.TraceId), id: fmt.Sprintf("%x", s.SpanId), parent: fmt.Sprintf("%x", s.ParentSpanId), attrs: attrs})
 				}
 			}
 		}
@@ -356,6 +361,24 @@ arms:
 	// attrition seed's attempts: every one is a span.
 	if names[llm.ModelCallSpan] < 7 {
 		t.Errorf("%d model call spans, want at least 7", names[llm.ModelCallSpan])
+	}
+	// Model calls carry the GenAI semantic conventions; an answered one its
+	// usage and finish reasons.
+	answered := false
+	for _, s := range col.spans {
+		if s.name != llm.ModelCallSpan {
+			continue
+		}
+		if s.attrs["gen_ai.request.model"].GetStringValue() != "test-model" || s.attrs["gen_ai.operation.name"].GetStringValue() != "chat" {
+			t.Errorf("model.call span without the GenAI request attributes: %v", s.attrs)
+		}
+		if s.attrs["gen_ai.usage.input_tokens"].GetIntValue() == 120 && s.attrs["gen_ai.usage.output_tokens"].GetIntValue() == 20 &&
+			len(s.attrs["gen_ai.response.finish_reasons"].GetArrayValue().GetValues()) == 1 {
+			answered = true
+		}
+	}
+	if !answered {
+		t.Error("no model.call span carries the usage (120 in, 20 out) and the finish reason of the last answer")
 	}
 	// One trace: the worker's spans descend from the sweep's.
 	for _, s := range col.spans {

@@ -61,6 +61,10 @@ type Provider struct {
 type Config struct {
 	Traces, Metrics                 bool   // export over OTLP
 	TracesProtocol, MetricsProtocol string // http/protobuf or grpc
+	// TraceTrials is the fraction of trials whose spans are kept
+	// (REBOUND_TRACE_TRIALS, default 1); TrialSampling says it is under 1.
+	TraceTrials   float64
+	TrialSampling bool
 }
 
 // ReadConfig reads the OTEL_* variables that decide whether and how to
@@ -86,6 +90,9 @@ func ReadConfig(getenv func(string) string) (Config, error) {
 		return cfg, err
 	}
 	if cfg.MetricsProtocol, err = protocol(getenv, "METRICS"); err != nil {
+		return cfg, err
+	}
+	if cfg.TraceTrials, cfg.TrialSampling, err = traceTrials(getenv); err != nil {
 		return cfg, err
 	}
 	return cfg, nil
@@ -157,8 +164,17 @@ func Setup(ctx context.Context, opts Options) (*Provider, error) {
 		if err != nil {
 			return nil, fmt.Errorf("OTLP trace exporter: %w", err)
 		}
-		// The sampler and batching follow OTEL_TRACES_SAMPLER and OTEL_BSP_*.
-		p.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+		// The sampler and batching follow OTEL_TRACES_SAMPLER and OTEL_BSP_*;
+		// REBOUND_TRACE_TRIALS samples the trials' spans on top.
+		topts := []sdktrace.TracerProviderOption{sdktrace.WithBatcher(exp), sdktrace.WithResource(res)}
+		if cfg.TrialSampling {
+			base, err := envSampler(os.Getenv)
+			if err != nil {
+				return nil, err
+			}
+			topts = append(topts, sdktrace.WithSampler(trialSampler{ratio: cfg.TraceTrials, base: base}))
+		}
+		p.tp = sdktrace.NewTracerProvider(topts...)
 		otel.SetTracerProvider(p.tp)
 		otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	}
