@@ -369,7 +369,7 @@ world: customers
 goal: count the invoices of both customers; escalating is a nice-to-have
 tools: [invoice.list, support.escalate]
 permissions: [invoices.read, support.write]
-budget: {tool_calls: 50, deadline_ms: 11626}
+budget: {tool_calls: 50, deadline_ms: 10800}
 initial:
   customers:
     cus-10: {balance_cents: 100, email: u0@example.com, name: User 0, plan: team}
