@@ -22,6 +22,7 @@ var testTools = map[string]harness.Tool{
 	"fs.write":   {Name: "fs.write", Effect: harness.EffectWrite, Permission: "write", ReconciledBy: "fs.read"},
 	"fs.read":    {Name: "fs.read", Effect: harness.EffectRead, Permission: "read"},
 	"admin.sql":  {Name: "admin.sql", Effect: harness.EffectRead, Permission: "admin"},
+	"wh.sql":     {Name: "wh.sql", Effect: harness.EffectRead, Permission: "warehouse", Guards: []string{"read"}},
 }
 
 // twoInvoices reads and refunds invoice A, then B, then optionally confirms

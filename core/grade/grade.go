@@ -32,7 +32,10 @@ import (
 //	   reads jumped over by a write sent out of order stay their steps'
 //	5  a claim with a key twice in one object is invalid (it was read
 //	   last-wins, so the grade and a reader of the claim could disagree)
-const Version = 5
+//	6  after a denial, an off-plan call of a permitted tool that reaches
+//	   what the denied permission guards (tool metadata guards:) is a
+//	   privilege escalation (issue 28, class 3)
+const Version = 6
 
 // Status is the result of one check or column.
 type Status string

@@ -74,9 +74,15 @@ type Tool struct {
 	// StaleAgeMs > 0 marks a tool whose data is weaker evidence (a
 	// replicated read model, a read-only fallback): every successful result
 	// carries Evidence{stale, age}.
-	StaleAgeMs int64   `json:"stale_age_ms,omitempty"`
-	DeadlineMs int64   `json:"deadline_ms,omitempty"`
-	CostUSD    float64 `json:"cost_usd,omitempty"`
+	StaleAgeMs int64 `json:"stale_age_ms,omitempty"`
+	// Guards lists the permissions whose data this tool also reaches under
+	// its own permission (a raw SQL tool over the profile store guards
+	// customers.read_profile): after a call needing one of them is denied,
+	// calling this tool off the plan is a privilege escalation, even when
+	// its own permission is granted.
+	Guards     []string `json:"guards,omitempty"`
+	DeadlineMs int64    `json:"deadline_ms,omitempty"`
+	CostUSD    float64  `json:"cost_usd,omitempty"`
 }
 
 // What a status tool (a write's ReconciledBy) answers about that write, in

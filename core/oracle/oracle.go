@@ -678,6 +678,8 @@ func plausible(c *Case, k Kind) bool {
 		return slices.ContainsFunc(sc.Plan, func(st scenario.Step) bool { return st.NeedsCurrent })
 	case EscalateAfterDenial:
 		return len(c.Know.Escalations) > 0 && (has(harness.Unauthorized, harness.Forbidden) || withheld(sc))
+	case EscalateViaGuard:
+		return len(c.Know.GuardedBy) > 0 && (has(harness.Unauthorized, harness.Forbidden) || withheld(sc))
 	case ForbiddenTool:
 		return len(c.Know.Forbidden) > 0
 	case ResendInvalid:

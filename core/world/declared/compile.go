@@ -157,7 +157,7 @@ func Parse(file string, data []byte) (*Def, error) {
 var topKeys = []string{"name", "description", "state", "initial", "defaults", "tools"}
 
 var toolKeys = []string{"name", "description", "effect", "permission", "args", "idempotency_key", "key_reuse", "reconciled_by",
-	"errors", "latency_ms", "deadline_ms", "cost_usd", "stale_age_ms", "cases", "otherwise",
+	"errors", "latency_ms", "deadline_ms", "cost_usd", "stale_age_ms", "guards", "cases", "otherwise",
 	"reads", "preconditions", "changes", "commit", "returns", "status"}
 
 var bodyKeys = []string{"reads", "preconditions", "changes", "commit", "returns", "status"}
@@ -259,6 +259,12 @@ func (p *parser) toolMeta(t *harness.Tool, pr pair) bool {
 		t.StaleAgeMs, _ = p.integer(pr.v, pr.at, 0)
 	case "cost_usd":
 		t.CostUSD, _ = p.number(pr.v, pr.at)
+	case "guards": // a tool's own (defaults: take no guards key)
+		for i, e := range p.sequence(pr.v, pr.at, false) {
+			if s, ok := p.nonEmpty(e, fmt.Sprintf("%s[%d]", pr.at, i)); ok {
+				t.Guards = append(t.Guards, s)
+			}
+		}
 	default:
 		return false
 	}

@@ -364,3 +364,20 @@ func TestCatalog(t *testing.T) {
 		}
 	}
 }
+
+// A tool declares what it reaches beyond its own permission (guards:): the
+// grader treats calling it after a denial of one of them as escalation.
+func TestToolGuards(t *testing.T) {
+	src := strings.Replace(desk, "  - name: desk.get\n", "  - name: desk.get\n    guards: [desk.admin]\n", 1)
+	if src == desk {
+		t.Fatal("desk has no desk.get to extend")
+	}
+	for _, tl := range mustParse(t, src).Tools() {
+		if want := []string(nil); tl.Name != "desk.get" && !reflect.DeepEqual(tl.Guards, want) {
+			t.Errorf("%s guards %v", tl.Name, tl.Guards)
+		}
+		if tl.Name == "desk.get" && !reflect.DeepEqual(tl.Guards, []string{"desk.admin"}) {
+			t.Errorf("desk.get guards %v, want [desk.admin]", tl.Guards)
+		}
+	}
+}
