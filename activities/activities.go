@@ -173,10 +173,11 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 	if isActivity {
 		attempt = uint32(activity.GetInfo(ctx).Attempt)
 	}
-	red, err := a.redactor(plan)
+	rr, err := a.rowRedactor(in.SweepID, plan)
 	if err != nil {
 		return workflows.ShardResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
 	}
+	red := rr.Redactor()
 	if err := a.checkOnce(in.SweepID, plan); err != nil {
 		// This worker cannot run the plan (an agent it does not know, a
 		// world that refuses the initial state): retrying will not help.
@@ -277,7 +278,7 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 			prog.skip(next, att)
 			continue
 		}
-		row, calls, paid, err := a.runTrial(ctx, spec, attempt, red, prog)
+		row, calls, paid, err := a.runTrial(ctx, spec, attempt, rr, prog)
 		if err != nil {
 			if ferr := flush(); ferr != nil {
 				return workflows.ShardResult{}, errors.Join(err, ferr)
@@ -466,7 +467,8 @@ func (a *Activities) heartbeatEvery() time.Duration {
 
 // runTrial runs one trial and returns its rows; paid says it called a
 // model (its row is written at once).
-func (a *Activities) runTrial(ctx context.Context, spec trial.Spec, attempt uint32, red *redact.Redactor, prog *shardProgress) (record.Trial, []record.ToolCall, bool, error) {
+func (a *Activities) runTrial(ctx context.Context, spec trial.Spec, attempt uint32, rr *RowRedactor, prog *shardProgress) (record.Trial, []record.ToolCall, bool, error) {
+	red := rr.Redactor()
 	ag, err := a.resolve(spec.Arm)
 	if err != nil {
 		return record.Trial{}, nil, false, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
@@ -516,7 +518,7 @@ func (a *Activities) runTrial(ctx context.Context, spec trial.Spec, attempt uint
 		return record.Trial{}, nil, paid, errors.New(red.String(err.Error()))
 	}
 	span.SetAttributes(attribute.String("rebound.trial_id", res.TrialID), attribute.Int("rebound.tool_calls", res.Verdict.Counts.ToolCalls))
-	t, cs := Rows(res, red)
+	t, cs := rr.Rows(res)
 	t.ActivityAttempt = attempt
 	recordTrial(ctx, t, cs)
 	return t, cs, paid, nil
@@ -605,6 +607,19 @@ func (a *Activities) resolve(arm scenario.Arm) (agent.Agent, error) {
 		return a.Agents(arm)
 	}
 	return armpkg.Resolve(arm)
+}
+
+// rowRedactor returns the row redactor of a sweep, built once per cached
+// plan on this worker: its redactor's memo of strings and its memo of
+// documents stay warm from one shard to the next.
+func (a *Activities) rowRedactor(sweepID string, plan *scenario.Resolved) (*RowRedactor, error) {
+	return a.sweepCache().rowRedactor(sweepID, plan, func(p *scenario.Resolved) (*RowRedactor, error) {
+		red, err := a.redactor(p)
+		if err != nil {
+			return nil, err
+		}
+		return NewRowRedactor(red), nil
+	})
 }
 
 // Redactor returns the redactor of a sweep's rows: the same one for every

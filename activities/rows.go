@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 
 	"rebound/core/agent"
 	"rebound/core/bounds"
@@ -23,25 +24,59 @@ import (
 // graded on its full data, and its stored text never exceeds the bound,
 // whatever the agent made it record.
 func Rows(r *trial.Result, red *redact.Redactor) (record.Trial, []record.ToolCall) {
+	return rows(r, red, nil)
+}
+
+// RowRedactor converts the trial results of one sweep into rows, as Rows
+// does, with one redactor and a memo of the JSON documents it redacted.
+// The documents of a sweep repeat: in a 60,760-trial library sweep the
+// trials held 882 distinct evidence documents, 661 verdicts and 6,685
+// fault schedules, their 206,895 tool calls 66 distinct argument and 206
+// result documents. Redacting a document (decoded into plain values, every
+// string run through every rule, encoded again) costs far more than
+// encoding it, so a document already seen is looked up by its encoding
+// and never redacted twice. Redaction is a pure function of the text for
+// a given redactor, so the rows are exactly those Rows returns (tested).
+// Safe for concurrent use; a worker keeps one per sweep.
+type RowRedactor struct {
+	red  *redact.Redactor
+	docs *docMemo
+}
+
+// NewRowRedactor returns a RowRedactor over red, with an empty memo.
+func NewRowRedactor(red *redact.Redactor) *RowRedactor {
+	return &RowRedactor{red: red, docs: newDocMemo()}
+}
+
+// Redactor is the redactor the rows are redacted with.
+func (rr *RowRedactor) Redactor() *redact.Redactor { return rr.red }
+
+// Rows converts a trial result into its storage rows (see Rows).
+func (rr *RowRedactor) Rows(r *trial.Result) (record.Trial, []record.ToolCall) {
+	return rows(r, rr.red, rr.docs)
+}
+
+// rows is Rows with the documents redacted through docs (nil: no memo).
+func rows(r *trial.Result, red *redact.Redactor, docs *docMemo) (record.Trial, []record.ToolCall) {
 	v := r.Verdict
 	t := record.Trial{
 		SweepID: r.SweepID, TrialID: r.TrialID, Scenario: r.Scenario, ScenarioHash: r.ScenarioHash,
 		Variant: r.Variant, Arm: r.Arm, Agent: r.Agent, Seed: r.Seed, Recoverable: r.Recoverable,
 		DeclaredRecoverable: r.DeclaredRecoverable, GraderVersion: uint32(r.GraderVersion),
-		ToolCostUSD: r.ToolCostUSD, Evidence: EvidenceJSON(r.Evidence(), red),
+		ToolCostUSD: r.ToolCostUSD, Evidence: docs.json(red, r.Evidence()),
 		FaultClasses: r.Schedule.Classes(),
 		ToolCalls:    uint32(v.Counts.ToolCalls), Retries: uint32(v.Counts.Retries),
 		UnnecessaryCalls: uint32(v.Counts.UnnecessaryCalls), Replans: uint32(v.Counts.Replans),
 		SimElapsedMS: uint64(r.EndMs), WallUS: uint64(r.Wall.Microseconds()),
 		Tokens: uint64(r.Outcome.Tokens), CostUSD: r.Outcome.Cost, Weight: r.Weight,
-		Claim:          redactClaim(red, r.Outcome.Claim),
+		Claim:          docs.claim(red, r.Outcome.Claim),
 		Answer:         red.String(r.Outcome.Answer),
 		Recording:      redactText(red, r.Recording),
 		Process:        processJSON(r.Outcome.Process, red),
 		Unsealed:       r.Outcome.Process != nil && r.Outcome.Process.Sandbox == agent.SandboxNone,
 		PromptHash:     r.PromptHash,
-		Verdicts:       red.JSON(v),
-		FaultSchedule:  red.JSON(r.Schedule),
+		Verdicts:       docs.json(red, v),
+		FaultSchedule:  docs.json(red, r.Schedule),
 		CatalogVersion: r.CatalogVersion,
 	}
 	if t.FaultClasses == nil {
@@ -60,9 +95,9 @@ func Rows(r *trial.Result, red *redact.Redactor) (record.Trial, []record.ToolCal
 		}
 		calls = append(calls, record.ToolCall{
 			SweepID: r.SweepID, TrialID: r.TrialID, CallIndex: uint32(a.Index), Tool: red.String(a.Tool),
-			Args: red.JSON(a.Args), Effect: string(a.Effect), FaultClass: fault, OK: a.Result.OK,
+			Args: docs.json(red, a.Args), Effect: string(a.Effect), FaultClass: fault, OK: a.Result.OK,
 			Code: red.String(a.Result.Code), Retryable: a.Result.Retryable, RetryAfterMS: uint64(max(a.Result.RetryAfterMs, 0)),
-			Committed: committed[a.Index], AtMS: uint64(a.AtMs), Result: red.JSON(a.Result),
+			Committed: committed[a.Index], AtMS: uint64(a.AtMs), Result: docs.json(red, a.Result),
 		})
 	}
 	fitRows(&t, calls, textLimit(len(calls)))
@@ -214,4 +249,67 @@ func mustJSON(v any) string {
 		return `{"error":"unserializable"}`
 	}
 	return string(b)
+}
+
+// docMemo remembers what JSON documents redact to, keyed by their text,
+// for one redactor. Bounded: documents over docMemoMaxLen are never
+// remembered, and when the texts held reach docMemoMaxBytes it starts
+// over (a sweep's working set is a few thousand documents of a few KB).
+// A nil *docMemo redacts every document afresh.
+type docMemo struct {
+	mu    sync.Mutex
+	m     map[string]string
+	bytes int
+}
+
+const (
+	docMemoMaxLen   = 64 << 10
+	docMemoMaxBytes = 16 << 20
+)
+
+func newDocMemo() *docMemo { return &docMemo{m: map[string]string{}} }
+
+// json is red.JSON(v): v encoded, then redacted as JSON text.
+func (d *docMemo) json(red *redact.Redactor, v any) string {
+	if d == nil {
+		return red.JSON(v)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return red.JSON(v) // its own answer for what does not encode
+	}
+	return d.text(red, b)
+}
+
+// claim is redactClaim(red, claim).
+func (d *docMemo) claim(red *redact.Redactor, claim string) string {
+	if d == nil || claim == "" {
+		return redactClaim(red, claim)
+	}
+	return d.text(red, []byte(claim))
+}
+
+// text is red.JSONText(string(doc)), remembered.
+func (d *docMemo) text(red *redact.Redactor, doc []byte) string {
+	if len(doc) > docMemoMaxLen {
+		return red.JSONText(string(doc))
+	}
+	d.mu.Lock()
+	out, ok := d.m[string(doc)]
+	d.mu.Unlock()
+	if ok {
+		return out
+	}
+	key := string(doc)
+	out = red.JSONText(key)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.bytes+len(key)+len(out) > docMemoMaxBytes {
+		d.m, d.bytes = map[string]string{}, 0
+	}
+	if _, ok := d.m[key]; !ok {
+		d.m[key] = out
+		d.bytes += len(key) + len(out)
+	}
+	return out
 }

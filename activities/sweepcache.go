@@ -18,8 +18,9 @@ const sweepCacheCap = 8
 type sweepEntry struct {
 	id      string
 	plan    *scenario.Resolved
-	checked bool  // CheckPlan ran on plan
-	check   error // its verdict
+	checked bool         // CheckPlan ran on plan
+	check   error        // its verdict
+	rows    *RowRedactor // the redactor of plan's rows, once built
 }
 
 // sweepCache is a least-recently-used cache of sweeps, safe for concurrent
@@ -86,6 +87,35 @@ func (c *sweepCache) check(id string, p *scenario.Resolved, run func(*scenario.R
 		}
 	}
 	return err
+}
+
+// rowRedactor returns the row redactor of the cached plan p of a sweep,
+// building it once while p stays cached. A plan that is not (or no longer)
+// cached gets a new one each time.
+func (c *sweepCache) rowRedactor(id string, p *scenario.Resolved, build func(*scenario.Resolved) (*RowRedactor, error)) (*RowRedactor, error) {
+	c.mu.Lock()
+	if e, ok := c.byID[id]; ok {
+		if se := e.Value.(*sweepEntry); se.plan == p && se.rows != nil {
+			c.mu.Unlock()
+			return se.rows, nil
+		}
+	}
+	c.mu.Unlock()
+	rr, err := build(p)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.byID[id]; ok {
+		if se := e.Value.(*sweepEntry); se.plan == p {
+			if se.rows == nil {
+				se.rows = rr
+			}
+			return se.rows, nil
+		}
+	}
+	return rr, nil
 }
 
 // drop forgets a sweep.

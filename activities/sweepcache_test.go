@@ -70,6 +70,35 @@ func TestSweepCacheChecksOncePerPlan(t *testing.T) {
 	}
 }
 
+func TestSweepCacheBuildsRowRedactorOncePerPlan(t *testing.T) {
+	c := newSweepCache(2)
+	p := c.putPlan("s", &scenario.Resolved{})
+	builds := 0
+	build := func(*scenario.Resolved) (*RowRedactor, error) { builds++; return NewRowRedactor(nil), nil }
+	first, err := c.rowRedactor("s", p, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if rr, _ := c.rowRedactor("s", p, build); rr != first {
+			t.Fatal("another row redactor for the same cached plan")
+		}
+	}
+	if builds != 1 {
+		t.Fatalf("built %d row redactors for one cached plan", builds)
+	}
+	// Dropped and reloaded: a new plan gets a new redactor; an uncached
+	// sweep gets one per call.
+	c.drop("s")
+	p2 := c.putPlan("s", &scenario.Resolved{})
+	if rr, _ := c.rowRedactor("s", p2, build); rr == first || builds != 2 {
+		t.Fatalf("reloaded plan: same redactor=%v builds=%d", rr == first, builds)
+	}
+	if _, err := c.rowRedactor("other", p2, build); err != nil || builds != 3 {
+		t.Fatalf("uncached sweep: err=%v builds=%d", err, builds)
+	}
+}
+
 // countingStore counts plan reads and accepts the final status.
 type countingStore struct {
 	*memStore

@@ -387,6 +387,7 @@ func ceiling(ctx context.Context, planPath string, keep int) (inProcess, error) 
 	if err != nil {
 		return res, err
 	}
+	rr := activities.NewRowRedactor(red) // one per sweep, as a worker keeps it
 	workers := runtime.GOMAXPROCS(0)
 	keep = min(keep, n)
 	res.rows = make([]record.Trial, keep)
@@ -413,7 +414,7 @@ func ceiling(ctx context.Context, planPath string, keep int) (inProcess, error) 
 					mu.Unlock()
 					return
 				}
-				row, calls := activities.Rows(r, red)
+				row, calls := rr.Rows(r)
 				if i < keep {
 					res.rows[i], kept[i] = row, calls
 				}
