@@ -179,6 +179,11 @@ func writePlantedPlan(t *testing.T, texts [][]plantedText) (*scenario.Resolved, 
 		}
 	}
 	for i, pt := range texts[placePlanArgs] {
+		// The world knows the plan's SKUs: a sweep refuses a scenario whose
+		// reference plan cannot reach its goal without faults.
+		if _, ok := skus[pt.pieces[0]]; !ok {
+			skus[pt.pieces[0]] = map[string]any{"available": 1}
+		}
 		args := map[string]any{"sku": pt.pieces[0]}
 		for j, piece := range pt.pieces[1:] {
 			args[fmt.Sprintf("sku%d", j+2)] = piece
