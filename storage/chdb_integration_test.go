@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"rebound/core/outcome"
+	"rebound/internal/buildinfo"
 	"rebound/internal/sweepstatus"
 	"rebound/results/record"
 	"rebound/storage/chdb"
@@ -696,5 +697,36 @@ func TestAdHocQuery(t *testing.T) {
 	}
 	if _, err := st.Query(ctx, "SELECT no_such_column FROM system.one"); err == nil {
 		t.Fatal("a bad query succeeded")
+	}
+}
+
+// A new sweep records the build that registered it (migration 11); a
+// status rewrite, read back or given afresh, keeps it.
+func TestSweepReboundVersion(t *testing.T) {
+	st := openTestStore(t)
+	ctx := context.Background()
+	want := buildinfo.Get().Short()
+	if err := st.PutSweep(ctx, record.Sweep{SweepID: "v", Name: "v", Status: sweepstatus.Running}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Sweep(ctx, "v")
+	if err != nil || got.ReboundVersion != want {
+		t.Fatalf("new sweep: version %q (%v), want %q", got.ReboundVersion, err, want)
+	}
+	got.Status = sweepstatus.Completed
+	got.ReboundVersion = got.ReboundVersion + "-read-back"
+	if err := st.PutSweep(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutSweep(ctx, record.Sweep{SweepID: "v", Name: "v", Status: sweepstatus.Completed}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = st.Sweep(ctx, "v")
+	if err != nil || got.ReboundVersion != want+"-read-back" || got.Status != sweepstatus.Completed {
+		t.Fatalf("after rewrites: %+v (%v)", got, err)
+	}
+	all, err := st.Sweeps(ctx, 0)
+	if err != nil || len(all) != 1 || all[0].ReboundVersion != want+"-read-back" {
+		t.Fatalf("Sweeps: %+v (%v)", all, err)
 	}
 }

@@ -15,7 +15,7 @@ import (
 var (
 	sweepCols = []string{
 		"sweep_id", "name", "plan_hash", "plan_json", "trials_planned", "arms", "status",
-		"created_at", "updated_at",
+		"rebound_version", "created_at", "updated_at",
 	}
 	trialCols = []string{
 		"sweep_id", "trial_id", "scenario", "scenario_hash", "variant", "arm", "agent", "seed",
@@ -74,15 +74,16 @@ func selectList(cols []string) string {
 // transport's JSONEachRow. Time columns are read as Int64 milliseconds.
 
 type sweepRow struct {
-	SweepID       string   `ch:"sweep_id" json:"sweep_id"`
-	Name          string   `ch:"name" json:"name"`
-	PlanHash      string   `ch:"plan_hash" json:"plan_hash"`
-	PlanJSON      string   `ch:"plan_json" json:"plan_json"`
-	TrialsPlanned uint64   `ch:"trials_planned" json:"trials_planned"`
-	Arms          []string `ch:"arms" json:"arms"`
-	Status        string   `ch:"status" json:"status"`
-	CreatedAtMS   int64    `ch:"created_at_ms" json:"created_at_ms"`
-	UpdatedAtMS   int64    `ch:"updated_at_ms" json:"updated_at_ms"`
+	SweepID        string   `ch:"sweep_id" json:"sweep_id"`
+	Name           string   `ch:"name" json:"name"`
+	PlanHash       string   `ch:"plan_hash" json:"plan_hash"`
+	PlanJSON       string   `ch:"plan_json" json:"plan_json"`
+	TrialsPlanned  uint64   `ch:"trials_planned" json:"trials_planned"`
+	Arms           []string `ch:"arms" json:"arms"`
+	Status         string   `ch:"status" json:"status"`
+	ReboundVersion string   `ch:"rebound_version" json:"rebound_version"`
+	CreatedAtMS    int64    `ch:"created_at_ms" json:"created_at_ms"`
+	UpdatedAtMS    int64    `ch:"updated_at_ms" json:"updated_at_ms"`
 }
 
 type trialRow struct {
@@ -240,7 +241,7 @@ func sweepValues(s record.Sweep) ([]any, error) {
 	}
 	return []any{
 		text(s.SweepID), text(s.Name), text(s.PlanHash), text(s.PlanJSON), s.TrialsPlanned,
-		texts(s.Arms), text(s.Status), utcMilli(s.CreatedAt), utcMilli(s.UpdatedAt),
+		texts(s.Arms), text(s.Status), text(s.ReboundVersion), utcMilli(s.CreatedAt), utcMilli(s.UpdatedAt),
 	}, nil
 }
 
@@ -281,7 +282,7 @@ func toolCallValues(c record.ToolCall, writtenAt time.Time) ([]any, error) {
 func (r sweepRow) sweep() record.Sweep {
 	return record.Sweep{
 		SweepID: r.SweepID, Name: r.Name, PlanHash: r.PlanHash, PlanJSON: r.PlanJSON,
-		TrialsPlanned: r.TrialsPlanned, Arms: nonNil(r.Arms), Status: r.Status,
+		TrialsPlanned: r.TrialsPlanned, Arms: nonNil(r.Arms), Status: r.Status, ReboundVersion: r.ReboundVersion,
 		CreatedAt: fromMilli(r.CreatedAtMS), UpdatedAt: fromMilli(r.UpdatedAtMS),
 	}
 }

@@ -461,6 +461,12 @@ var ddlTrialsIDIndex = []string{
 	`ALTER TABLE {{db}}.trials MATERIALIZE INDEX idx_trial_id_set`,
 }
 
+// Migration 11: the build that registered a sweep (internal/buildinfo's
+// Short: "v1.2.3+3fa2c1d4e5b6", or "devel+..." for a build of a checkout),
+// written by PutSweep, shown by rebound trial show. Sweeps stored before
+// read the empty string (not known): a build that did not say registered them.
+const ddlSweepsReboundVersion = `ALTER TABLE {{db}}.sweeps ADD COLUMN IF NOT EXISTS rebound_version String AFTER status`
+
 var migrations = []migration{
 	{
 		Version: 1,
@@ -528,6 +534,11 @@ var migrations = []migration{
 		Version:    10,
 		Name:       "trials: a bloom filter on trial_id for sets of ids (a shard's checkpoint)",
 		Statements: ddlTrialsIDIndex,
+	},
+	{
+		Version:    11,
+		Name:       "sweeps: rebound_version (the build that registered the sweep)",
+		Statements: []string{ddlSweepsReboundVersion},
 	},
 }
 

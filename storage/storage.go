@@ -45,7 +45,9 @@ type Store interface {
 	// not yet recorded in schema_migrations. Idempotent.
 	Migrate(ctx context.Context) error
 	// PutSweep upserts a sweep; UpdatedAt is set to the time of the write, and
-	// a zero CreatedAt keeps the stored one (or becomes now for a new sweep).
+	// a zero CreatedAt keeps the stored one (or becomes now for a new sweep,
+	// whose empty ReboundVersion becomes this process's build; a zero
+	// CreatedAt also keeps the stored ReboundVersion when none is given).
 	PutSweep(ctx context.Context, s record.Sweep) error
 	// Sweep returns one sweep, record.ErrNotFound when absent.
 	Sweep(ctx context.Context, id string) (record.Sweep, error)

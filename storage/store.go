@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"rebound/core/outcome"
+	"rebound/internal/buildinfo"
 	"rebound/internal/sweepstatus"
 	"rebound/results/record"
 )
@@ -143,12 +144,22 @@ func (s *store) PutSweep(ctx context.Context, sw record.Sweep) error {
 		switch {
 		case err == nil:
 			sw.CreatedAt = old.CreatedAt
+			if sw.ReboundVersion == "" {
+				sw.ReboundVersion = old.ReboundVersion
+			}
 		case errors.Is(err, record.ErrNotFound):
+			// A new sweep: stamped with this process's build (the worker
+			// that registers it), unless the caller says otherwise.
 			sw.CreatedAt = now
+			if sw.ReboundVersion == "" {
+				sw.ReboundVersion = buildinfo.Get().Short()
+			}
 		default:
 			return err
 		}
 	}
+	// A rewrite (a status, a retried register) keeps the first build: the
+	// row read back carries it, and an empty one is written as it is.
 	sw.UpdatedAt = now
 	vals, err := sweepValues(sw)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"rebound/internal/buildinfo"
 	"rebound/internal/devstack/devstacktest"
 )
 
@@ -185,6 +186,11 @@ func TestJSONOutputOfEveryCommand(t *testing.T) {
 	}
 	if v := run("trial show (passing)", exitOK, append([]string{"trial", "show", passing}, local...)...).(map[string]any); !isEmptyList(v["failed_checks"]) {
 		t.Errorf("trial show of a passing trial: failed_checks %v, want []", v["failed_checks"])
+	} else if v["rebound_version"] != buildinfo.Get().Short() || v["sweep_id"] != sweep || v["grader_version"].(float64) < 1 {
+		t.Errorf("trial show: the builds are not shown: rebound_version %v, sweep_id %v, grader_version %v", v["rebound_version"], v["sweep_id"], v["grader_version"])
+	}
+	if code, out, _ := runCLI(t, append([]string{"trial", "show", passing}, local...)...); code != exitOK || !strings.Contains(out, "build: sweep "+sweep+" registered by rebound "+buildinfo.Get().Short()+"; graded by grader v") {
+		t.Errorf("trial show (text) does not show the builds:\n%s", out)
 	}
 	run("trial show (failing)", exitOK, append([]string{"trial", "show", failing}, local...)...)
 	cover("trial show")

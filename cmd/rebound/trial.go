@@ -1,9 +1,16 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
+
 	"github.com/spf13/cobra"
 
+	"rebound/results/artifact"
+	"rebound/results/record"
 	"rebound/results/replay"
+	"rebound/storage"
 )
 
 const trialAbout = `Shows the compact failure artifact of one stored trial: the goal, the allowed
@@ -45,13 +52,59 @@ func newTrialShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if output == "json" {
-				return writeJSON(cmd.OutOrStdout(), a, true)
+			shown, err := withBuild(cmd.Context(), store, a)
+			if err != nil {
+				return err
 			}
-			return a.WriteText(cmd.OutOrStdout())
+			if output == "json" {
+				return writeJSON(cmd.OutOrStdout(), shown, true)
+			}
+			if err := a.WriteText(cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), shown.buildLine())
+			return err
 		},
 	}
 	conn.storageFlags(cmd.Flags())
 	outputFlag(cmd.Flags(), &output)
 	return cmd
+}
+
+// shownTrial is trial show's JSON: the artifact, and which builds made it.
+type shownTrial struct {
+	artifact.Artifact
+	// SweepID is the trial's sweep; ReboundVersion the build that
+	// registered it ("" for a sweep stored before builds were recorded);
+	// GraderVersion the grader that scored the trial.
+	SweepID        string `json:"sweep_id"`
+	ReboundVersion string `json:"rebound_version"`
+	GraderVersion  uint32 `json:"grader_version"`
+}
+
+// withBuild adds to an artifact the builds of its sweep and its grader.
+func withBuild(ctx context.Context, store storage.Store, a artifact.Artifact) (shownTrial, error) {
+	t, _, err := store.Trial(ctx, a.TrialID)
+	if err != nil {
+		return shownTrial{}, err
+	}
+	out := shownTrial{Artifact: a, SweepID: t.SweepID, GraderVersion: t.GraderVersion}
+	sw, err := store.Sweep(ctx, t.SweepID)
+	switch {
+	case err == nil:
+		out.ReboundVersion = sw.ReboundVersion
+	case !errors.Is(err, record.ErrNotFound):
+		return shownTrial{}, err
+	}
+	return out, nil
+}
+
+func (s shownTrial) buildLine() string {
+	v := s.ReboundVersion
+	if v == "" {
+		v = "a build that did not record its version"
+	} else {
+		v = "rebound " + v
+	}
+	return fmt.Sprintf("build: sweep %s registered by %s; graded by grader v%d", s.SweepID, v, s.GraderVersion)
 }

@@ -33,8 +33,12 @@ type Sweep struct {
 	TrialsPlanned uint64
 	Arms          []string
 	Status        string // one of package sweepstatus
-	CreatedAt     time.Time
-	UpdatedAt     time.Time // version: PutSweep sets it to the time of the write
+	// ReboundVersion is the build that registered the sweep
+	// (buildinfo.Info.Short); PutSweep stamps it when empty. "" for sweeps
+	// stored before the column.
+	ReboundVersion string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time // version: PutSweep sets it to the time of the write
 }
 
 // Trial is one row of the trials table: one run of one arm on one scenario
