@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -94,7 +95,13 @@ func (c *connection) openReadOnlyStore(ctx context.Context) (storage.Store, erro
 // (runner.Dial): nothing this process hands to Temporal is stored there in
 // the clear. A bad key or TLS setting is the user's to fix (exit 2).
 func (c *connection) dialTemporal(ctx context.Context, address string, redactionKey []byte) (runner.Client, error) {
-	o := runner.DialOptions{Address: address, Namespace: c.namespace, RedactionKey: redactionKey}
+	return c.dialTemporalLogged(ctx, address, redactionKey, nil)
+}
+
+// dialTemporalLogged is dialTemporal with the SDK's logs going to log (nil:
+// kept quiet, warnings and errors on stderr).
+func (c *connection) dialTemporalLogged(ctx context.Context, address string, redactionKey []byte, log *slog.Logger) (runner.Client, error) {
+	o := runner.DialOptions{Address: address, Namespace: c.namespace, RedactionKey: redactionKey, Logger: log}
 	// TLS and the API key are for a cluster; the embedded dev server
 	// listens on loopback in plain text.
 	if c.temporalAddress != "" {

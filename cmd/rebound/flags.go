@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"rebound/internal/logging"
 	"rebound/internal/runner"
 	"rebound/storage"
 )
@@ -75,6 +76,19 @@ type connection struct {
 	// limits bound the statements of a read-only store (rebound sql's
 	// flags; zero: storage.DefaultLimits).
 	limits storage.Limits
+	// log is --log-format and --log-level: the worker's log, and the
+	// embedded dev server's (temporal.log).
+	log logging.Options
+}
+
+// logFlags adds --log-format and --log-level (default level def) for the
+// log that what names.
+func (c *connection) logFlags(fs *pflag.FlagSet, def, what string) {
+	choiceFlag(fs, &c.log.Format, "log-format", what+": text (key=value lines) or json (one object a line)", logging.Formats...)
+	fromEnv(fs, "log-format", "REBOUND_LOG_FORMAT")
+	levels := append([]string{def}, slices.DeleteFunc(slices.Clone(logging.Levels), func(l string) bool { return l == def })...)
+	choiceFlag(fs, &c.log.Level, "log-level", what+": the least severe level kept", levels...)
+	fromEnv(fs, "log-level", "REBOUND_LOG_LEVEL")
 }
 
 func (c *connection) temporalFlags(fs *pflag.FlagSet) {
@@ -113,11 +127,13 @@ func (c *connection) storageFlags(fs *pflag.FlagSet) {
 	fromEnv(fs, "chdb-lib", "REBOUND_CHDB_LIB")
 }
 
-// devServerFlag adds --temporal-bin, for commands that start the embedded
-// dev server when no --temporal-address is given.
+// devServerFlag adds --temporal-bin, and the dev server's --log-format and
+// --log-level, for commands that start the embedded dev server when no
+// --temporal-address is given.
 func (c *connection) devServerFlag(fs *pflag.FlagSet) {
 	fs.StringVar(&c.temporalBin, "temporal-bin", "", "Temporal CLI for the embedded dev server, used without --temporal-address (default: the repo's .cache, installed by make setup)")
 	fromEnv(fs, "temporal-bin", "REBOUND_TEMPORAL_BIN")
+	c.logFlags(fs, "warn", "the embedded dev server's log, DATA_DIR/temporal.log (its banner relayed as records)")
 }
 
 // choice is a string flag restricted to a list of values.

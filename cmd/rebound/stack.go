@@ -19,7 +19,7 @@ func startTemporal(ctx context.Context, conn *connection, status *status) (strin
 	if conn.temporalAddress != "" {
 		return conn.temporalAddress, func() {}, nil
 	}
-	address, stop, err := runner.StartDevServer(ctx, runner.DevServerOptions{Bin: conn.temporalBin, DataDir: conn.dataDir, Namespace: conn.namespace}, status.linef)
+	address, stop, err := runner.StartDevServer(ctx, runner.DevServerOptions{Bin: conn.temporalBin, DataDir: conn.dataDir, Namespace: conn.namespace, Log: conn.log}, status.linef)
 	if runner.IsConfigError(err) {
 		return "", nil, usageError{err}
 	}

@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel"
 
+	"rebound/internal/buildinfo"
+	"rebound/internal/logging"
 	"rebound/internal/runner"
 	"rebound/internal/telemetry"
 	"rebound/storage"
@@ -55,6 +58,7 @@ func newWorkerCmd() *cobra.Command {
 	intFlag(fs, &concurrency, "max-concurrent-shards", 0, 0, 4096, "shard activities this worker runs at once (0: two per CPU)")
 	durationFlag(fs, &stopTimeout, "stop-timeout", runner.DefaultStopTimeout, 0, time.Hour, "on Ctrl-C, how long running shards may finish before they keep what they stored and hand the rest back")
 	fs.StringVar(&listen, "listen", "", "serve /metrics (Prometheus), /healthz and /readyz on ADDR, e.g. :9090 (default off)")
+	conn.logFlags(fs, "info", "the worker's log on stderr (its own records and the Temporal SDK's)")
 	return cmd
 }
 
@@ -64,10 +68,15 @@ func runWorker(ctx context.Context, conn *connection, concurrency int, stopTimeo
 	if err != nil {
 		return err
 	}
+	log, err := logging.New(stderr, conn.log)
+	if err != nil {
+		return usageError{err}
+	}
 	tel, err := setupTelemetry(ctx, listen != "", stderr)
 	if err != nil {
 		return err
 	}
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Error("telemetry", "err", err) }))
 	defer shutdownTelemetry(tel, stderr)
 	// ready holds the store and Temporal's health once the worker polls:
 	// /readyz checks the store, and that the frontend answered within
@@ -91,14 +100,14 @@ func runWorker(ctx context.Context, conn *connection, concurrency int, stopTimeo
 			return usageError{err}
 		}
 		defer srv.Close(context.Background())
-		fmt.Fprintf(stderr, "serving /metrics, /healthz and /readyz on %s\n", srv.Addr())
+		log.Info("serving /metrics, /healthz and /readyz on "+srv.Addr(), "listen", srv.Addr())
 	}
 	store, err := conn.openStore(ctx)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	c, err := conn.dialTemporal(ctx, conn.temporalAddress, key)
+	c, err := conn.dialTemporalLogged(ctx, conn.temporalAddress, key, log)
 	if err != nil {
 		return err
 	}
@@ -115,13 +124,17 @@ func runWorker(ctx context.Context, conn *connection, concurrency int, stopTimeo
 	// Every worker of the queue paces its model requests at 1/W of each
 	// provider's limits, W being the workers polling the queue.
 	go runner.ShareProviderLimits(ctx, c, conn.taskQueue, 15*time.Second)
-	fmt.Fprintf(stderr, "worker polling task queue %q on %s (namespace %s), storing to %s; Ctrl-C to stop\n",
-		conn.taskQueue, conn.temporalAddress, conn.namespace, storeLabel(*conn))
+	log.Info(fmt.Sprintf("worker polling task queue %q on %s (namespace %s), storing to %s; Ctrl-C to stop", conn.taskQueue, conn.temporalAddress, conn.namespace, storeLabel(*conn)),
+		"task_queue", conn.taskQueue, "temporal_address", conn.temporalAddress, "namespace", conn.namespace, "store", storeLabel(*conn),
+		"version", buildinfo.Get().Short())
 	<-ctx.Done()
 	ready.Store(nil)
-	fmt.Fprintf(stderr, "worker stopping: running shards get %s to finish, then hand the rest back\n", stopTimeout)
+	log.Info(fmt.Sprintf("worker stopping: running shards get %s to finish, then hand the rest back", stopTimeout), "stop_timeout", stopTimeout.String())
 	// The store (closed by the deferred Close) outlives the last write.
-	stopWorker(w, newStatus(stderr))
+	if !w.Stop() {
+		log.Warn("a shard was still writing 30s after the worker stopped")
+	}
+	log.Info("worker stopped")
 	return nil
 }
 

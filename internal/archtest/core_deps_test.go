@@ -25,6 +25,7 @@ var corePackages = []string{
 	"./internal/childproc/...",
 	"./internal/endpoint/...",
 	"./internal/fileerr/...",
+	"./internal/logging/...",
 	"./internal/redact/...",
 	"./internal/sweepstatus/...",
 	"./internal/strictjson/...",

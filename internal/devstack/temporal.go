@@ -55,6 +55,8 @@ type Options struct {
 	LogWriter io.Writer
 	// LogLevel of the server: debug, info, warn (default) or error.
 	LogLevel string
+	// LogFormat of the server's log: text (default) or json.
+	LogFormat string
 	// UI starts the Web UI on a free loopback port (see UIAddress); by default
 	// the server runs headless.
 	UI bool
@@ -246,6 +248,9 @@ func (t *Temporal) launch(ctx context.Context) error {
 		"--port", strconv.Itoa(port),
 		"--db-filename", filepath.Join(t.dataDir, DBFileName),
 		"--log-level", t.opts.LogLevel,
+	}
+	if t.opts.LogFormat != "" {
+		args = append(args, "--log-format", t.opts.LogFormat)
 	}
 	uiAddr := ""
 	if t.opts.UI {

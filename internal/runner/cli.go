@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -19,6 +20,7 @@ import (
 
 	"rebound/activities"
 	"rebound/internal/devstack"
+	"rebound/internal/logging"
 	"rebound/internal/sweepstatus"
 	"rebound/storage"
 	"rebound/workflows"
@@ -44,6 +46,10 @@ type DialOptions struct {
 	Security *Security
 	// Getenv reads the API key's variable (nil: os.Getenv).
 	Getenv func(string) string
+	// Logger, when set, receives the SDK's logs at its own level (the
+	// worker's --log-format and --log-level), tagged component=temporal-sdk,
+	// until ctx ends; nil keeps them quiet (warnings and errors on stderr).
+	Logger *slog.Logger
 }
 
 // Dial connects to Temporal with the payload codec and the OpenTelemetry
@@ -53,7 +59,11 @@ type DialOptions struct {
 // the configuration (the redaction key, TLS files, the API key variable)
 // satisfies IsConfigError.
 func Dial(ctx context.Context, o DialOptions) (Client, error) {
-	opts, err := SecureClientOptions(client.Options{HostPort: o.Address, Namespace: o.Namespace, Logger: quietLogger{ctx}}, o.RedactionKey)
+	var logger log.Logger = quietLogger{ctx}
+	if o.Logger != nil {
+		logger = log.NewStructuredLogger(slog.New(untilDone{ctx, o.Logger.Handler()}).With("component", "temporal-sdk"))
+	}
+	opts, err := SecureClientOptions(client.Options{HostPort: o.Address, Namespace: o.Namespace, Logger: logger}, o.RedactionKey)
 	if err != nil {
 		return nil, configError{err}
 	}
@@ -109,6 +119,26 @@ func (l quietLogger) Error(msg string, kv ...any) {
 
 var _ log.Logger = quietLogger{}
 
+// untilDone is a slog.Handler that stops once ctx ends, as quietLogger
+// does: an interrupted worker's in-flight activities all report their
+// cancellation.
+type untilDone struct {
+	ctx context.Context
+	slog.Handler
+}
+
+func (h untilDone) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.ctx.Err() == nil && h.Handler.Enabled(ctx, l)
+}
+
+func (h untilDone) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return untilDone{h.ctx, h.Handler.WithAttrs(attrs)}
+}
+
+func (h untilDone) WithGroup(name string) slog.Handler {
+	return untilDone{h.ctx, h.Handler.WithGroup(name)}
+}
+
 // DevServerOptions are the embedded dev server's.
 type DevServerOptions struct {
 	// Bin is the Temporal CLI; empty: devstack.LocateTemporal (not found is
@@ -118,6 +148,10 @@ type DevServerOptions struct {
 	// SQLite file under DataDir/temporal and its log in DataDir/temporal.log.
 	DataDir   string
 	Namespace string
+	// Log says how the server logs into DataDir/temporal.log: its format
+	// and level (empty: text at warn). Its other lines (its banner,
+	// devstack's notes) are relayed as records of that log.
+	Log logging.Options
 }
 
 // StartDevServer starts the embedded Temporal dev server and returns its
@@ -135,13 +169,25 @@ func StartDevServer(ctx context.Context, o DevServerOptions, notef Notef) (addre
 	if err != nil {
 		return "", nil, err
 	}
-	srv, err := devstack.StartTemporal(ctx, devstack.Options{Bin: bin, DataDir: filepath.Join(o.DataDir, "temporal"), Namespace: o.Namespace, LogWriter: logFile})
+	logOpts := o.Log
+	if logOpts.Level == "" {
+		logOpts.Level = "warn"
+	}
+	relayLog, err := logging.New(logFile, logOpts)
 	if err != nil {
 		logFile.Close()
+		return "", nil, configError{err}
+	}
+	relay := logging.NewLines(relayLog, logFile, logOpts.Format, "source", "temporal-dev-server")
+	closeLog := func() { relay.Close(); logFile.Close() }
+	srv, err := devstack.StartTemporal(ctx, devstack.Options{Bin: bin, DataDir: filepath.Join(o.DataDir, "temporal"), Namespace: o.Namespace,
+		LogWriter: relay, LogLevel: logOpts.Level, LogFormat: logOpts.Format})
+	if err != nil {
+		closeLog()
 		return "", nil, err
 	}
 	notef("Temporal dev server on %s (%.1fs; log in %s)", srv.Address(), time.Since(start).Seconds(), logFile.Name())
-	return srv.Address(), func() { srv.Stop(); logFile.Close() }, nil
+	return srv.Address(), func() { srv.Stop(); closeLog() }, nil
 }
 
 // OpenLog opens (appending) the log file name of the data dir, creating
