@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -1112,6 +1113,11 @@ func TestTemplatesUseDefinedValues(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no templates: %v", err)
 	}
+	tests, err := filepath.Glob(filepath.Join(chartDir, "templates", "tests", "*"))
+	if err != nil || len(tests) == 0 {
+		t.Fatalf("no helm test template: %v", err)
+	}
+	files = append(slices.DeleteFunc(files, func(f string) bool { return filepath.Base(f) == "tests" }), tests...)
 	kinds := map[string]bool{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)

@@ -158,6 +158,77 @@ func TestHelmChart(t *testing.T) {
 			if got := manifest(vols[0].(map[string]any)).at("emptyDir.sizeLimit"); got != "4Gi" {
 				t.Errorf("/tmp emptyDir sizeLimit %v, want the 4Gi default", got)
 			}
+			args := strings.Join(toStrings(c["args"]), " ")
+			if !strings.Contains(args, "--log-format=json") || !strings.Contains(args, "--log-level=info") {
+				t.Errorf("args %q: want the worker logging JSON at info", args)
+			}
+			// GOMEMLIMIT: 90% of the 1Gi memory limit, in bytes.
+			if got := envValue(c, "GOMEMLIMIT"); got != "966367641" {
+				t.Errorf("GOMEMLIMIT %q, want 966367641 (90%% of 1Gi)", got)
+			}
+			// helm test: a pod with the workers' configuration reaching
+			// Temporal and ClickHouse, run only as the test hook.
+			pod, ok := objs["Pod"]
+			if !ok {
+				t.Fatalf("no helm test pod: %v", pod)
+			}
+			if ann, _ := pod.at("metadata.annotations").(map[string]any); ann["helm.sh/hook"] != "test" {
+				t.Errorf("test pod annotations %v, want helm.sh/hook: test", ann)
+			}
+			sel, _ := objs["Deployment"].at("spec.selector.matchLabels").(map[string]any)
+			labels, _ := pod.at("metadata.labels").(map[string]any)
+			matches := len(sel) > 0
+			for k, v := range sel {
+				matches = matches && labels[k] == v
+			}
+			if matches {
+				t.Errorf("the test pod %v carries the workers' selector %v: their ReplicaSet would adopt it", labels, sel)
+			}
+			tc := manifest(pod.at("spec.containers").([]any)[0].(map[string]any))
+			script := strings.Join(toStrings(tc.at("args")), " ")
+			if !strings.Contains(script, "rebound schedule list") || !strings.Contains(script, `rebound sql "SELECT 1`) || tc.at("image") != c["image"] {
+				t.Errorf("test pod: image %v, args %q: want the worker's image checking Temporal and ClickHouse", tc.at("image"), script)
+			}
+			if envValue(map[string]any(tc), "REBOUND_REDACTION_KEY") != "secret:rebound/redaction-key" || envValue(map[string]any(tc), "REBOUND_CLICKHOUSE_DSN") != "secret:rebound/clickhouse-dsn" {
+				t.Errorf("test pod env %v: want the workers' Secret", tc.at("env"))
+			}
+			if manifest(tc.at("securityContext").(map[string]any)).at("privileged") != nil {
+				t.Errorf("the test pod is privileged: %v", tc.at("securityContext"))
+			}
+		}},
+		{"image digest, GOMEMLIMIT given or off", []string{
+			"--set", "image.digest=sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+			"--set", "resources.limits.memory=1536Mi", "--set", "worker.logFormat=text", "--set", "helmTest.enabled=false",
+		}, func(t *testing.T, objs map[string]manifest) {
+			c := worker(t, objs)
+			if c["image"] != "rebound:0.1.0@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" {
+				t.Errorf("image %v, want it pinned by digest", c["image"])
+			}
+			if got := envValue(c, "GOMEMLIMIT"); got != "1449551462" {
+				t.Errorf("GOMEMLIMIT %q, want 1449551462 (90%% of 1536Mi)", got)
+			}
+			if !strings.Contains(strings.Join(toStrings(c["args"]), " "), "--log-format=text") {
+				t.Errorf("args %v: want --log-format=text", c["args"])
+			}
+			if _, ok := objs["Pod"]; ok {
+				t.Error("a test pod is rendered though helmTest.enabled is false")
+			}
+		}},
+		{"GOMEMLIMIT from extraEnv", []string{"--set-json", `extraEnv=[{"name":"GOMEMLIMIT","value":"700MiB"}]`}, func(t *testing.T, objs map[string]manifest) {
+			n := 0
+			for _, e := range worker(t, objs)["env"].([]any) {
+				if e.(map[string]any)["name"] == "GOMEMLIMIT" {
+					n++
+				}
+			}
+			if n != 1 || envValue(worker(t, objs), "GOMEMLIMIT") != "700MiB" {
+				t.Errorf("%d GOMEMLIMIT variables, want extraEnv's alone", n)
+			}
+		}},
+		{"GOMEMLIMIT off", []string{"--set", "worker.goMemLimitPercent=0"}, func(t *testing.T, objs map[string]manifest) {
+			if got := envValue(worker(t, objs), "GOMEMLIMIT"); got != "" {
+				t.Errorf("GOMEMLIMIT %q with goMemLimitPercent 0", got)
+			}
 		}},
 		{"monitoring, volumes, secrets, spread", []string{
 			"--set", "serviceMonitor.enabled=true", "--set", "serviceMonitor.labels.release=prom",
@@ -257,6 +328,19 @@ func TestHelmChartRefuses(t *testing.T) {
 		{[]string{"--set", "tmp.sizeLimit=lots"}, "sizeLimit"},
 		{[]string{"--set", "health.port=70000"}, "port"},
 		{[]string{"--set", "podDisruptionBudget.maxUnavailable=", "--set", "podDisruptionBudget.minAvailable="}, "set maxUnavailable or minAvailable"},
+		// What the worker refuses (--max-concurrent-shards 0..4096) the
+		// chart refuses too, instead of pods that crash-loop.
+		{[]string{"--set", "worker.maxConcurrentShards=100000"}, "maxConcurrentShards"},
+		{[]string{"--set", "worker.maxConcurrentShards=4097"}, "maxConcurrentShards"},
+		{[]string{"--set", "worker.logLevel=loud"}, "logLevel"},
+		{[]string{"--set", "image.digest=sha256:abc"}, "digest"},
+		// A budget no eviction could ever satisfy.
+		{[]string{"--set", "podDisruptionBudget.minAvailable=2"}, "minAvailable 2 with 2 pod(s)"},
+		{[]string{"--set", "replicaCount=3", "--set", "podDisruptionBudget.minAvailable=5"}, "minAvailable 5 with 3 pod(s)"},
+		{[]string{"--set", "autoscaling.enabled=true", "--set", "autoscaling.minReplicas=3", "--set", "podDisruptionBudget.minAvailable=3"}, "minAvailable 3 with 3 pod(s)"},
+		{[]string{"--set", "podDisruptionBudget.minAvailable=100%"}, "minAvailable 100% keeps every pod"},
+		{[]string{"--set", "podDisruptionBudget.maxUnavailable=0"}, "maxUnavailable 0 keeps every pod"},
+		{[]string{"--set", "resources.limits.memory=lots"}, "not a quantity GOMEMLIMIT can follow"},
 	} {
 		_, err := runHelm(t, bin, append([]string{"template", "rel", chartDir}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -272,4 +356,23 @@ func toStrings(v any) []string {
 		out[i], _ = x.(string)
 	}
 	return out
+}
+
+// envValue is the value of the container's variable name: its value, or
+// "secret:NAME/KEY" for one read from a Secret; "" when it is not set.
+func envValue(c map[string]any, name string) string {
+	env, _ := c["env"].([]any)
+	for _, e := range env {
+		m := manifest(e.(map[string]any))
+		if m["name"] != name {
+			continue
+		}
+		if v, ok := m["value"].(string); ok {
+			return v
+		}
+		if ref, ok := m.at("valueFrom.secretKeyRef").(map[string]any); ok {
+			return "secret:" + ref["name"].(string) + "/" + ref["key"].(string)
+		}
+	}
+	return ""
 }
