@@ -107,6 +107,7 @@ func newRoot() *cobra.Command {
 		newMCPStdioCmd(),
 		newVersionCmd(),
 	)
+	registerCompletions(root)
 	return root
 }
 
