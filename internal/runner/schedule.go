@@ -293,15 +293,19 @@ type TriggerResult struct {
 	Running []string `json:"running"`
 }
 
-// TriggerSchedule starts a run now, or skips it when one is still running
-// (two triggers in the same second: the second is skipped), and waits up
-// to wait for Temporal to say which: the schedule's counts of actions
-// taken and skipped move by one.
+// TriggerSchedule starts a run now, or skips it when one is still running,
+// and waits up to wait for Temporal to say which: the schedule's counts of
+// actions taken and skipped move by one. A trigger in the second its last
+// run started waits for the next second (sameSecond), so every run has a
+// sweep id of its own.
 func TriggerSchedule(ctx context.Context, c client.Client, name string, wait time.Duration) (TriggerResult, error) {
 	h := c.ScheduleClient().GetHandle(ctx, ScheduleID(name))
 	before, err := h.Describe(ctx)
 	if err != nil {
 		return TriggerResult{}, scheduleErr(name, err)
+	}
+	if err := sameSecond(ctx, before.Info.RecentActions); err != nil {
+		return TriggerResult{}, err
 	}
 	if err := h.Trigger(ctx, client.ScheduleTriggerOptions{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP}); err != nil {
 		return TriggerResult{}, scheduleErr(name, err)
@@ -320,6 +324,30 @@ func TriggerSchedule(ctx context.Context, c client.Client, name string, wait tim
 			return TriggerResult{}, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+// sameSecond waits, when the schedule's last run started in the current
+// second, until the next one: a run's workflow id (and sweep id) is its
+// start time to the second, and Temporal starts a second run under the id
+// of a run that has already ended, so two triggers in one second of a
+// short sweep would write two runs into one sweep. The margin covers a
+// little clock skew with the server, whose time names the run.
+func sameSecond(ctx context.Context, recent []client.ScheduleActionResult) error {
+	if len(recent) == 0 {
+		return nil
+	}
+	const margin = 150 * time.Millisecond
+	next := recent[len(recent)-1].ScheduleTime.Truncate(time.Second).Add(time.Second + margin)
+	wait := time.Until(next)
+	if wait <= 0 || wait > time.Second+margin {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(wait):
+		return nil
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"rebound/activities"
 	"rebound/core/scenario"
 	"rebound/core/world"
@@ -275,4 +277,31 @@ func TestScheduleAsSeen(t *testing.T) {
 		t.Fatalf("second trigger, the first run still going: %+v", second)
 	}
 	_ = c.CancelWorkflow(ctx, WorkflowID(first.SweepID), "")
+}
+
+// A trigger in the second the schedule's last run started waits for the
+// next second: the run's sweep id is its start time to the second, and a
+// second run under the id of one that ended would share its sweep.
+func TestTriggerWaitsForAFreshSecond(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	start := time.Now()
+	if err := sameSecond(ctx, []client.ScheduleActionResult{{ScheduleTime: now}}); err != nil {
+		t.Fatal(err)
+	}
+	if after := time.Now(); after.Truncate(time.Second).Equal(now.Truncate(time.Second)) {
+		t.Fatalf("sameSecond returned in the second of the last run (%v after %v)", after, now)
+	}
+	if waited := time.Since(start); waited > 1200*time.Millisecond {
+		t.Fatalf("sameSecond waited %v, want under a second and a margin", waited)
+	}
+	start = time.Now()
+	for _, recent := range [][]client.ScheduleActionResult{nil, {{ScheduleTime: now.Add(-5 * time.Second)}}, {{ScheduleTime: now.Add(time.Hour)}}} {
+		if err := sameSecond(ctx, recent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if waited := time.Since(start); waited > 50*time.Millisecond {
+		t.Fatalf("sameSecond waited %v with no run in this second", waited)
+	}
 }
