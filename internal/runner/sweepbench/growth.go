@@ -11,6 +11,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"rebound/activities"
+	"rebound/core/agent"
+	"rebound/core/scenario"
+	"rebound/core/trial"
+	"rebound/core/world"
+	"rebound/internal/redact"
 )
 
 // The growth row: whether a sweep's rate holds as it grows. The trials of
@@ -20,6 +27,16 @@ import (
 // last write, and its CPU per trial is what the rebound process and its
 // children (the Temporal dev server) spent over that time, read from
 // /proc samples taken while it ran.
+//
+// A plan runs its trials scenario by scenario (core/scenario's trial
+// order), so two slices hold different scenarios, and scenarios differ in
+// cost (a files world writes a directory per trial): the slices' raw rates
+// differ for that reason alone. So each slice's trials are also run in
+// process (every -growth-sample-th of them, on one goroutine, with the row
+// conversion a worker adds), and a slice is reported as its end-to-end rate
+// over that in-process rate of the same trials, and as the CPU per trial
+// end to end beyond the in-process time: what rebound adds around a trial.
+// Flat, when nothing a shard does grows with the sweep.
 
 // cpuSample is the CPU time (user + system) of the rebound process and of
 // its descendants at one instant.
@@ -118,7 +135,24 @@ type slice struct {
 	from, to      int // trials [from, to) in write order
 	start, end    time.Time
 	self, descend time.Duration // CPU over [start, end]
+	// inProcess is the time per trial of the slice's trials (a sample of
+	// them) run in process on one goroutine, rows converted; 0 when not
+	// measured.
+	inProcess time.Duration
 }
+
+// share is the slice's end-to-end rate over the in-process rate of its
+// trials (0 when not measured).
+func (s slice) share() float64 {
+	if s.inProcess <= 0 || s.to == s.from {
+		return 0
+	}
+	return s.rate() * s.inProcess.Seconds()
+}
+
+// overhead is the slice's CPU per trial end to end beyond its in-process
+// time per trial.
+func (s slice) overhead() time.Duration { return s.cpuPerTrial() - s.inProcess }
 
 func (s slice) rate() float64 { return rate(s.to-s.from, s.end.Sub(s.start)) }
 
@@ -193,19 +227,76 @@ func storedBatches(ctx context.Context, bin, dataDir string) ([]batch, error) {
 	return bs, nil
 }
 
-// growthLine prints a sweep's slices: rate and CPU per trial of each, and
-// the last slice's rate as a share of the first's.
+// growthLine prints a sweep's slices: rate and CPU per trial of each,
+// against the in-process cost of the same trials when measured, and the
+// last slice as a share of the first.
 func growthLine(ss []slice) string {
 	var parts []string
 	for _, s := range ss {
-		parts = append(parts, fmt.Sprintf("%s: %.0f trials/s, %.2f ms CPU per trial (rebound %.2f, dev server %.2f)",
-			trialRange(s.from, s.to), s.rate(), ms(s.cpuPerTrial()), ms(perTrial(s.self, s.to-s.from)), ms(perTrial(s.descend, s.to-s.from))))
+		p := fmt.Sprintf("%s: %.0f trials/s, %.2f ms CPU per trial (rebound %.2f, dev server %.2f)",
+			trialRange(s.from, s.to), s.rate(), ms(s.cpuPerTrial()), ms(perTrial(s.self, s.to-s.from)), ms(perTrial(s.descend, s.to-s.from)))
+		if s.inProcess > 0 {
+			p += fmt.Sprintf(", in process %.0f trials/s = %.0f%% of it end to end, %.2f ms CPU per trial beyond it",
+				1/s.inProcess.Seconds(), 100*s.share(), ms(s.overhead()))
+		}
+		parts = append(parts, p)
 	}
-	line := strings.Join(parts, "; ")
+	line := strings.Join(parts, ";\n  ")
 	if len(ss) >= 2 && ss[0].rate() > 0 {
-		line += fmt.Sprintf("; last slice at %.0f%% of the first's rate", 100*ss[len(ss)-1].rate()/ss[0].rate())
+		first, last := ss[0], ss[len(ss)-1]
+		line += fmt.Sprintf(";\n  last slice at %.0f%% of the first's rate", 100*last.rate()/first.rate())
+		if first.share() > 0 && last.share() > 0 {
+			line += fmt.Sprintf(", %.0f%% of it against the in-process rate of each one's trials", 100*last.share()/first.share())
+		}
 	}
 	return line
+}
+
+// sliceCosts runs every every-th trial of each slice of the plan at
+// planPath in process (one goroutine, rows converted as a worker converts
+// them) and sets the slices' inProcess. Slices count trials in the order
+// they were written, which is the plan's order up to the shards in flight.
+func sliceCosts(ctx context.Context, planPath string, ss []slice, every int) error {
+	plan, err := scenario.LoadPlan(planPath, world.Catalog)
+	if err != nil {
+		return err
+	}
+	agents := map[string]agent.Agent{}
+	for _, arm := range plan.Arms {
+		ag, err := agent.NewScripted(arm.Agent)
+		if err != nil {
+			return fmt.Errorf("arm %s: %w", arm.Name, err)
+		}
+		agents[arm.Name] = ag
+	}
+	red, err := redact.New(nil, []byte(os.Getenv("REBOUND_REDACTION_KEY")))
+	if err != nil {
+		return err
+	}
+	rr := activities.NewRowRedactor(red)
+	n := plan.TrialCount()
+	every = max(every, 1)
+	for k := range ss {
+		ran := 0
+		start := time.Now()
+		for i := ss[k].from; i < min(ss[k].to, n); i += every {
+			key, err := plan.Trial(i)
+			if err != nil {
+				return err
+			}
+			spec := trial.Spec{SweepID: "growth", Scenario: key.Scenario, Variant: key.Variant, Arm: key.Arm, Seed: key.Seed}
+			r, err := trial.Run(ctx, spec, agents[key.Arm.Name])
+			if err != nil {
+				return fmt.Errorf("trial %d: %w", i, err)
+			}
+			rr.Rows(r)
+			ran++
+		}
+		if ran > 0 {
+			ss[k].inProcess = time.Since(start) / time.Duration(ran)
+		}
+	}
+	return nil
 }
 
 func trialRange(from, to int) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -41,8 +42,22 @@ func TestSlices(t *testing.T) {
 	if len(whole) != 1 || whole[0].to != 1000 || whole[0].end != at(10) {
 		t.Fatalf("whole sweep: %+v", whole)
 	}
-	if got := growthLine(ss); got == "" {
-		t.Fatal("empty growth line")
+	for i := range ss {
+		ss[i].inProcess = 5 * time.Millisecond // 200 trials/s in process
+	}
+	for i, s := range ss {
+		if sh := s.share(); sh < 0.499 || sh > 0.501 {
+			t.Errorf("slice %d: share %.3f, want 0.5 (100/s end to end, 200/s in process)", i, sh)
+		}
+		if o := s.overhead(); o != 10*time.Millisecond {
+			t.Errorf("slice %d: overhead %v, want 10ms", i, o)
+		}
+	}
+	line := growthLine(ss)
+	for _, want := range []string{"trials 0k-0k: 100 trials/s", "in process 200 trials/s = 50% of it end to end", "last slice at 100% of the first's rate, 100% of it against"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("growth line lacks %q:\n%s", want, line)
+		}
 	}
 }
 

@@ -63,6 +63,7 @@ func main() {
 		cpuProfile   = flag.String("cpuprofile", "", "write a CPU profile of this process (the in-process and insert parts) to this file")
 		growth       = flag.Int("growth", 240000, "the growth row: one more end-to-end run of the last plan at this many trials, its rate and CPU per trial per -slice trials (0: none)")
 		slice        = flag.Int("slice", 60000, "trials per slice of the growth row")
+		growthSample = flag.Int("growth-sample", 10, "the growth row runs every Nth trial of each slice in process, to weigh its scenarios")
 	)
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: sweepbench [flags] PLAN...\n")
@@ -87,7 +88,7 @@ func main() {
 	}
 	if err := run(context.Background(), os.Stdout, options{
 		bin: *bin, trials: *trials, insertTrials: *insertTrials, batch: *batch, work: *work, skipE2E: *skipE2E, plans: flag.Args(),
-		growth: *growth, slice: max(*slice, 1),
+		growth: *growth, slice: max(*slice, 1), growthSample: max(*growthSample, 1),
 	}); err != nil {
 		fmt.Fprintln(os.Stderr, "sweepbench:", err)
 		pprof.StopCPUProfile()
@@ -105,6 +106,7 @@ type options struct {
 	plans        []string
 	growth       int // trials of the growth run (0: none)
 	slice        int
+	growthSample int
 }
 
 func run(ctx context.Context, out io.Writer, o options) error {
@@ -167,7 +169,10 @@ func run(ctx context.Context, out io.Writer, o options) error {
 			return fmt.Errorf("%s growth: %w", src, err)
 		}
 		printE2E(out, e, scaled.Trials)
-		fmt.Fprintf(out, "growth, per %d trials in the order they were stored: %s\n", o.slice, growthLine(e.slices))
+		if err := sliceCosts(ctx, scaled.Path, e.slices, o.growthSample); err != nil {
+			return fmt.Errorf("%s growth, in process: %w", src, err)
+		}
+		fmt.Fprintf(out, "growth, per %d trials in the order they were stored (in process: every %dth trial of the slice):\n  %s\n", o.slice, o.growthSample, growthLine(e.slices))
 		// The data dir of a large run is large: gone as soon as it is read.
 		_ = os.RemoveAll(filepath.Join(dir, "data"))
 	}
