@@ -150,8 +150,9 @@ func run(ctx context.Context, out io.Writer, o options) error {
 		if err != nil {
 			return fmt.Errorf("%s insert: %w", src, err)
 		}
-		fmt.Fprintf(out, "embedded insert (chDB, %d trials per insert): %d trials with %d tool-call rows in %.2fs = %.0f tool-call rows/s (%.0f trials/s)\n",
-			o.batch, len(c.rows), ins.callRows, ins.elapsed.Seconds(), rate(ins.callRows, ins.elapsed), rate(len(c.rows), ins.elapsed))
+		fmt.Fprintf(out, "embedded insert (chDB, %d trials per insert): %d trials with %d tool-call rows in %.2fs = %.0f tool-call rows/s (%.0f trials/s); merged after %.2fs, %.3f ms CPU per trial with the merges\n",
+			o.batch, len(c.rows), ins.callRows, ins.elapsed.Seconds(), rate(ins.callRows, ins.elapsed), rate(len(c.rows), ins.elapsed),
+			ins.merged.Seconds(), ms(perTrial(ins.cpu, len(c.rows))))
 	}
 	if o.growth > 0 && !o.skipE2E {
 		src := o.plans[len(o.plans)-1]
@@ -440,6 +441,11 @@ func ceiling(ctx context.Context, planPath string, keep int) (inProcess, error) 
 type inserted struct {
 	callRows int
 	elapsed  time.Duration
+	// cpu is this process's CPU time from the first insert until the
+	// engine merged every part the inserts made (merges run in the
+	// background, in this process); merged is that moment.
+	cpu    time.Duration
+	merged time.Duration
 }
 
 // insertRate writes the rows to a fresh embedded store, batch trials (and
@@ -458,7 +464,7 @@ func insertRate(ctx context.Context, rows []record.Trial, calls []record.ToolCal
 		byTrial[c.TrialID] = append(byTrial[c.TrialID], c)
 	}
 	batch = max(batch, 1)
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	for i := 0; i < len(rows); i += batch {
 		part := rows[i:min(i+batch, len(rows))]
 		var pc []record.ToolCall
@@ -470,6 +476,10 @@ func insertRate(ctx context.Context, rows []record.Trial, calls []record.ToolCal
 		}
 	}
 	elapsed := time.Since(start)
+	if err := mergesDone(ctx, st); err != nil {
+		return inserted{}, err
+	}
+	merged, cpu := time.Since(start), processCPU()-cpu0
 	stored, err := st.CountTrials(ctx, "bench")
 	if err != nil {
 		return inserted{}, err
@@ -477,5 +487,30 @@ func insertRate(ctx context.Context, rows []record.Trial, calls []record.ToolCal
 	if stored != uint64(len(rows)) {
 		return inserted{}, fmt.Errorf("stored %d trials, wrote %d", stored, len(rows))
 	}
-	return inserted{callRows: len(calls), elapsed: elapsed}, nil
+	return inserted{callRows: len(calls), elapsed: elapsed, cpu: cpu, merged: merged}, nil
+}
+
+// mergesDone waits until the embedded engine runs no merge, three polls in
+// a row.
+func mergesDone(ctx context.Context, st storage.Store) error {
+	for quiet := 0; quiet < 3; {
+		tab, err := st.Query(ctx, "SELECT count() AS n FROM system.merges")
+		if err != nil {
+			return err
+		}
+		if len(tab.Rows) == 1 && len(tab.Rows[0]) == 1 && fmt.Sprint(tab.Rows[0][0]) == "0" {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
+}
+
+// processCPU is this process's user + system time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
