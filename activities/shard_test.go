@@ -168,12 +168,12 @@ func (s slowAgent) Run(ctx context.Context, env agent.Env, task agent.Task) (age
 }
 
 // Scripted rows wait at most flushEvery: slow scripted trials are written
-// once a second's worth has accumulated, not only at the end of the shard.
+// once flushEvery's worth has accumulated, not only at the end of the shard.
 func TestScriptedBatchesAreTimeBounded(t *testing.T) {
 	st := shardStore(t, "  - {name: careful, agent: careful}", 6)
 	a := &Activities{Store: st, RedactionKey: testKey, Agents: func(scenario.Arm) (agent.Agent, error) {
 		ag, err := agent.NewScripted("careful")
-		return slowAgent{ag, 400 * time.Millisecond}, err
+		return slowAgent{ag, 600 * time.Millisecond}, err
 	}}
 	if _, err := a.RunShard(context.Background(), workflows.ShardInput{SweepID: "s", From: 0, To: 6}); err != nil {
 		t.Fatal(err)
@@ -182,8 +182,9 @@ func TestScriptedBatchesAreTimeBounded(t *testing.T) {
 	for _, w := range st.writes {
 		sizes = append(sizes, len(w))
 	}
-	// Six trials of 0.4 s take 2.4 s: a batch closes once its first row
-	// is a second old, so they cannot all wait for the end of the shard.
+	// Six trials of 0.6 s take 3.6 s: a batch closes once its first row
+	// is flushEvery (2 s) old, so they cannot all wait for the end of the
+	// shard.
 	total := 0
 	for _, n := range sizes {
 		total += n
