@@ -17,7 +17,9 @@
 //   - the growth row: the last plan once more at -growth trials end to end,
 //     cut into slices of -slice trials in the order they were stored, with
 //     each slice's rate and CPU per trial (growth.go): flat when nothing
-//     a shard does grows with the sweep.
+//     a shard does grows with the sweep; then the same with the plan's
+//     arms on one scenario (-growth-scenario), whose slices hold the same
+//     trials.
 //
 // It is a program, not a timed test: the numbers depend on the machine.
 package main
@@ -64,6 +66,7 @@ func main() {
 		growth       = flag.Int("growth", 240000, "the growth row: one more end-to-end run of the last plan at this many trials, its rate and CPU per trial per -slice trials (0: none)")
 		slice        = flag.Int("slice", 60000, "trials per slice of the growth row")
 		growthSample = flag.Int("growth-sample", 10, "the growth row runs every Nth trial of each slice in process, to weigh its scenarios")
+		growthOne    = flag.String("growth-scenario", "examples/scenarios/refund-timeout-after-send.yaml", "the growth row also runs the last plan's arms on this one scenario at -growth trials, so that every slice holds the same trials (empty: not)")
 	)
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: sweepbench [flags] PLAN...\n")
@@ -88,7 +91,7 @@ func main() {
 	}
 	if err := run(context.Background(), os.Stdout, options{
 		bin: *bin, trials: *trials, insertTrials: *insertTrials, batch: *batch, work: *work, skipE2E: *skipE2E, plans: flag.Args(),
-		growth: *growth, slice: max(*slice, 1), growthSample: max(*growthSample, 1),
+		growth: *growth, slice: max(*slice, 1), growthSample: max(*growthSample, 1), growthOne: *growthOne,
 	}); err != nil {
 		fmt.Fprintln(os.Stderr, "sweepbench:", err)
 		pprof.StopCPUProfile()
@@ -107,6 +110,7 @@ type options struct {
 	growth       int // trials of the growth run (0: none)
 	slice        int
 	growthSample int
+	growthOne    string // the scenario of the second growth run ("": none)
 }
 
 func run(ctx context.Context, out io.Writer, o options) error {
@@ -156,28 +160,50 @@ func run(ctx context.Context, out io.Writer, o options) error {
 	}
 	if o.growth > 0 && !o.skipE2E {
 		src := o.plans[len(o.plans)-1]
-		dir := filepath.Join(work, "growth")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := growthRow(ctx, out, o, src, "", filepath.Join(work, "growth")); err != nil {
 			return err
 		}
-		scaled, err := ScalePlan(src, o.growth, dir)
-		if err != nil {
-			return err
+		if o.growthOne != "" {
+			if err := growthRow(ctx, out, o, src, o.growthOne, filepath.Join(work, "growth-one")); err != nil {
+				return err
+			}
 		}
-		fmt.Fprintf(out, "\n== growth: %s, %d seeds, %d trials (%s)\n", src, scaled.Seeds, scaled.Trials, scaled.Path)
-		e, err := endToEnd(ctx, o.bin, scaled.Path, filepath.Join(dir, "data"), o.slice)
-		if err != nil {
-			return fmt.Errorf("%s growth: %w", src, err)
-		}
-		printE2E(out, e, scaled.Trials)
-		if err := sliceCosts(ctx, scaled.Path, e.slices, o.growthSample); err != nil {
-			return fmt.Errorf("%s growth, in process: %w", src, err)
-		}
-		fmt.Fprintf(out, "growth, per %d trials in the order they were stored (in process: every %dth trial of the slice):\n  %s\n", o.slice, o.growthSample, growthLine(e.slices))
-		// The data dir of a large run is large: gone as soon as it is read.
-		_ = os.RemoveAll(filepath.Join(dir, "data"))
 	}
 	return nil
+}
+
+// growthRow runs the plan at src (or its arms on the one scenario only) at
+// o.growth trials end to end and prints its slices.
+func growthRow(ctx context.Context, out io.Writer, o options, src, only, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var (
+		scaled Scaled
+		err    error
+		what   = src
+	)
+	if only == "" {
+		scaled, err = ScalePlan(src, o.growth, dir)
+	} else {
+		scaled, err = ScaleScenario(src, only, o.growth, dir)
+		what = fmt.Sprintf("%s's arms on %s alone", src, only)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\n== growth: %s, %d seeds, %d trials (%s)\n", what, scaled.Seeds, scaled.Trials, scaled.Path)
+	e, err := endToEnd(ctx, o.bin, scaled.Path, filepath.Join(dir, "data"), o.slice)
+	if err != nil {
+		return fmt.Errorf("%s growth: %w", what, err)
+	}
+	printE2E(out, e, scaled.Trials)
+	if err := sliceCosts(ctx, scaled.Path, e.slices, o.growthSample); err != nil {
+		return fmt.Errorf("%s growth, in process: %w", what, err)
+	}
+	fmt.Fprintf(out, "growth, per %d trials in the order they were stored (in process: every %dth trial of the slice):\n  %s\n", o.slice, o.growthSample, growthLine(e.slices))
+	// The data dir of a large run is large: gone as soon as it is read.
+	return os.RemoveAll(filepath.Join(dir, "data"))
 }
 
 // printE2E prints an end-to-end run: rates, CPU per trial, RSS.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -27,7 +28,23 @@ type Scaled struct {
 // seed list, LLM or command arms, prompts or a judge is refused: only
 // scripted plans scale without side effects.
 func ScalePlan(src string, trials int, dir string) (Scaled, error) {
-	plan, err := scenario.LoadPlan(src, world.Catalog)
+	return scalePlan(src, "", trials, dir)
+}
+
+// ScaleScenario is ScalePlan with the plan's scenarios replaced by the one
+// scenario file only (its arms, shard size and concurrency kept): a sweep
+// whose every slice holds the same trials, so that the rates of its slices
+// compare as they are. The copy is named after the plan, with "-one".
+func ScaleScenario(src, only string, trials int, dir string) (Scaled, error) {
+	abs, err := filepath.Abs(only)
+	if err != nil {
+		return Scaled{}, err
+	}
+	return scalePlan(src, abs, trials, dir)
+}
+
+func scalePlan(src, only string, trials int, dir string) (Scaled, error) {
+	plan, err := loadPlanWith(src, only)
 	if err != nil {
 		return Scaled{}, err
 	}
@@ -40,6 +57,10 @@ func ScalePlan(src string, trials int, dir string) (Scaled, error) {
 		}
 	}
 	perSeed := plan.TrialCount() / len(plan.Seeds)
+	if only != "" {
+		// The one scenario's variants times the arms.
+		perSeed = len(plan.Scenarios[0].Variants) * len(plan.Arms)
+	}
 	if perSeed == 0 {
 		return Scaled{}, fmt.Errorf("%s: the plan has no trials", src)
 	}
@@ -76,6 +97,9 @@ func ScalePlan(src string, trials int, dir string) (Scaled, error) {
 					s.Value = filepath.Join(base, s.Value)
 				}
 			}
+			if only != "" {
+				val.Content = []*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: only}}
+			}
 			sawScenarios = true
 		case "seeds":
 			if val.Kind != yaml.ScalarNode {
@@ -93,6 +117,9 @@ func ScalePlan(src string, trials int, dir string) (Scaled, error) {
 		return Scaled{}, err
 	}
 	path := filepath.Join(dir, filepath.Base(src))
+	if only != "" {
+		path = filepath.Join(dir, strings.TrimSuffix(filepath.Base(src), filepath.Ext(src))+"-one"+filepath.Ext(src))
+	}
 	if err := os.WriteFile(path, out, 0o644); err != nil {
 		return Scaled{}, err
 	}
@@ -105,6 +132,25 @@ func ScalePlan(src string, trials int, dir string) (Scaled, error) {
 			src, scaled.TrialCount(), seeds*perSeed, scaled.ShardSize, scaled.Concurrency, plan.ShardSize, plan.Concurrency)
 	}
 	return Scaled{Path: path, Seeds: seeds, Trials: scaled.TrialCount()}, nil
+}
+
+// loadPlanWith loads the plan at src, or, with only set, the plan with its
+// scenarios replaced by that one scenario file.
+func loadPlanWith(src, only string) (*scenario.Resolved, error) {
+	if only == "" {
+		return scenario.LoadPlan(src, world.Catalog)
+	}
+	plan, err := scenario.LoadPlan(src, world.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := scenario.LoadScenario(only, world.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	one := *plan
+	one.Scenarios = []*scenario.Scenario{sc}
+	return &one, nil
 }
 
 // scenarioScripted checks that an arm runs a scripted reference agent.

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -61,5 +62,23 @@ func TestVmRSSOfThisProcess(t *testing.T) {
 	v, err := vmRSS(os.Getpid())
 	if err != nil || v < 1<<20 {
 		t.Fatalf("vmRSS = %d, %v", v, err)
+	}
+}
+
+func TestScaleScenario(t *testing.T) {
+	got, err := ScaleScenario("../../../examples/plans/library.yaml", "../../../examples/scenarios/refund-timeout-after-send.yaml", 240000, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One scenario, one variant, the library's eight arms: 8 trials a seed.
+	if got.Seeds != 30000 || got.Trials != 240000 || filepath.Base(got.Path) != "library-one.yaml" {
+		t.Fatalf("got %+v, want 30000 seeds, 240000 trials in library-one.yaml", got)
+	}
+	raw, err := os.ReadFile(got.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), "*.yaml") || !strings.Contains(string(raw), "refund-timeout-after-send.yaml") {
+		t.Fatalf("the copy keeps the plan's scenarios:\n%s", raw)
 	}
 }
