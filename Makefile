@@ -89,17 +89,19 @@ chart: setup ## helm lint --strict and helm template of helm/rebound (assertions
 	$(REBOUND_HELM_BIN) lint --strict helm/rebound
 	$(REBOUND_HELM_BIN) template rebound helm/rebound >/dev/null
 
-# Sweeps at scale (README, "Benchmarks of sweeps"): each plan scaled by its
-# seeds to about BENCH_TRIALS trials, run end to end with `rebound run` on
-# the embedded stack (trials/s, peak RSS), beside the in-process ceiling of
-# the same trials and the embedded insert rate of their tool-call rows.
+# Sweeps at scale (docs/development.md, "Benchmarks of sweeps"): each plan
+# scaled by its seeds to about BENCH_TRIALS trials, run end to end with
+# `rebound run` on the embedded stack (trials/s, CPU per trial, peak RSS),
+# beside the in-process ceiling of the same trials and the embedded insert
+# rate of their tool-call rows; then the growth rows, the last plan at
+# 240,000 trials in 60,000-trial slices (BENCH_ARGS=-growth=0 skips them).
 BENCH_PLANS  ?= examples/plans/quickstart.yaml examples/plans/library.yaml
 BENCH_TRIALS ?= 60720
 BENCH_ARGS   ?=
 # The worker of `rebound run` needs a redaction key; an explicit one wins.
 REBOUND_REDACTION_KEY ?= sweepbench-redaction-key-not-a-secret-0123
 
-bench-sweep: setup build ## sweep benchmarks: BENCH_PLANS at BENCH_TRIALS trials end to end, in process, inserts
+bench-sweep: setup build ## sweep benchmarks: BENCH_PLANS at BENCH_TRIALS trials end to end, in process, inserts; growth (about 2.5 min)
 	$(TOOLS_ENV) REBOUND_REDACTION_KEY="$(REBOUND_REDACTION_KEY)" \
 		$(GO) run ./internal/runner/sweepbench -rebound $(REBOUND) -trials $(BENCH_TRIALS) $(BENCH_ARGS) $(BENCH_PLANS)
 
@@ -112,7 +114,7 @@ ORACLE_SEED ?= 1000000
 oracle: ## long oracle run: ORACLE_N generated scenarios against the grader (default 200000)
 	$(GO) test ./core/oracle/ -run Generated -count=1 -timeout 0 -v -args -n $(ORACLE_N) -seed $(ORACLE_SEED)
 
-bench: bench-read bench-sweep ## every benchmark: reads at a million trials, then sweeps at 60,720 trials (about 20 min)
+bench: bench-read bench-sweep ## every benchmark: reads at a million trials, then sweeps at 60,720 and 240,000 trials (about 3 min)
 
 bench-read: setup build ## report and compare over a synthetic 1,000,000-trial sweep (time, peak RSS)
 	$(TOOLS_ENV) REBOUND_BIN="$(REBOUND)" $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./results/report/readbench/
