@@ -9,8 +9,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"rebound/internal/devstack/devstacktest"
 )
 
 // A sweep over declared worlds, end to end on the embedded stack: `rebound
@@ -21,12 +19,7 @@ import (
 // every trial is stored with the declared world's catalog version. The
 // twins' stored outcomes equal their built-in originals', trial by trial.
 func TestRunOnDeclaredWorlds(t *testing.T) {
-	bin := devstacktest.TemporalBin(t)
-	lib := devstacktest.ChDBLib(t)
-	t.Setenv("REBOUND_TEMPORAL_BIN", bin)
-	t.Setenv("REBOUND_CHDB_LIB", lib)
-	t.Setenv("REBOUND_TEMPORAL_ADDRESS", "")
-	t.Setenv("REBOUND_CLICKHOUSE_DSN", "")
+	embeddedStack(t)
 	dir := t.TempDir()
 	examples, err := filepath.Abs("../../examples/scenarios")
 	if err != nil {

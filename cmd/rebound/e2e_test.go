@@ -12,6 +12,17 @@ import (
 	"rebound/internal/devstack/devstacktest"
 )
 
+// embeddedStack points the commands a test dispatches at the embedded
+// stack: the dev server and libchdb from the cache, no cluster or server
+// from the environment.
+func embeddedStack(t *testing.T) {
+	t.Helper()
+	t.Setenv("REBOUND_TEMPORAL_BIN", devstacktest.TemporalBin(t))
+	t.Setenv("REBOUND_CHDB_LIB", devstacktest.ChDBLib(t))
+	t.Setenv("REBOUND_TEMPORAL_ADDRESS", "")
+	t.Setenv("REBOUND_CLICKHOUSE_DSN", "")
+}
+
 // The CLI end to end, as a user runs it: `rebound run` on the embedded
 // stack (its own Temporal dev server and chDB), then `rebound gate` on the
 // stored sweep. A regression seeded between two reference agents fails the
@@ -20,12 +31,7 @@ import (
 // (scenario, variant), so the plan runs the whole example library: a handful
 // of cases copied over seeds would be a handful of evidence.
 func TestRunThenGate(t *testing.T) {
-	bin := devstacktest.TemporalBin(t)
-	lib := devstacktest.ChDBLib(t)
-	t.Setenv("REBOUND_TEMPORAL_BIN", bin)
-	t.Setenv("REBOUND_CHDB_LIB", lib)
-	t.Setenv("REBOUND_TEMPORAL_ADDRESS", "")
-	t.Setenv("REBOUND_CLICKHOUSE_DSN", "")
+	embeddedStack(t)
 	dir := t.TempDir()
 	plan := filepath.Join(dir, "plan.yaml")
 	scenarios, err := filepath.Abs("../../examples/scenarios")
@@ -127,12 +133,7 @@ func TestRunThenGate(t *testing.T) {
 // A command arm as a user runs it: `rebound run` starts the process once per
 // trial, and `rebound trial show` prints its exit and its redacted output.
 func TestRunCommandArmThenTrialShow(t *testing.T) {
-	bin := devstacktest.TemporalBin(t)
-	lib := devstacktest.ChDBLib(t)
-	t.Setenv("REBOUND_TEMPORAL_BIN", bin)
-	t.Setenv("REBOUND_CHDB_LIB", lib)
-	t.Setenv("REBOUND_TEMPORAL_ADDRESS", "")
-	t.Setenv("REBOUND_CLICKHOUSE_DSN", "")
+	embeddedStack(t)
 	t.Setenv("CMD_E2E_TOKEN", "tok-cmd-e2e-9f8e7d6c5b4a")
 	dir := t.TempDir()
 	sc, err := filepath.Abs("../../examples/scenarios/charge-502-twice.yaml")

@@ -18,18 +18,11 @@ import (
 // trial whose write answer was lost reproduces its verdicts offline, from
 // the recording, without the server.
 func TestRunUpstreamScenarioThenReplay(t *testing.T) {
-	bin := devstacktest.TemporalBin(t)
-	lib := devstacktest.ChDBLib(t)
-	if _, err := os.Stat("../../.cache/upstreams/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"); err != nil {
-		devstacktest.Unavailable(t, err)
-	}
+	embeddedStack(t)
+	devstacktest.ReferenceServers(t)
 	if err := sandbox.Check(); err != nil {
 		devstacktest.Unavailable(t, err)
 	}
-	t.Setenv("REBOUND_TEMPORAL_BIN", bin)
-	t.Setenv("REBOUND_CHDB_LIB", lib)
-	t.Setenv("REBOUND_TEMPORAL_ADDRESS", "")
-	t.Setenv("REBOUND_CLICKHOUSE_DSN", "")
 	dir := t.TempDir()
 	sc, err := filepath.Abs("../../examples/upstreams/scenarios/fs-config-write.yaml")
 	if err != nil {

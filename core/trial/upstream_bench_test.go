@@ -2,7 +2,6 @@ package trial
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"rebound/core/agent"
@@ -21,9 +20,7 @@ import (
 // and compare ns/op within one run (a trial starts the server twice: the
 // trial's world and the path probe's, once per variant and seed).
 func BenchmarkUpstreamTrial(b *testing.B) {
-	if _, err := os.Stat("../../.cache/upstreams/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"); err != nil {
-		devstacktest.Unavailable(b, err)
-	}
+	devstacktest.ReferenceServers(b)
 	careful, err := agent.NewScripted("careful")
 	if err != nil {
 		b.Fatal(err)

@@ -3,7 +3,6 @@ package trial
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
@@ -21,9 +20,7 @@ import (
 // server through the harness (the first write's answer lost), and the
 // verdict is a recovery read from the server's state.
 func TestLLMArmOnAnUpstream(t *testing.T) {
-	if _, err := os.Stat("../../.cache/upstreams/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"); err != nil {
-		devstacktest.Unavailable(t, err)
-	}
+	devstacktest.ReferenceServers(t)
 	if err := sandbox.Check(); err != nil {
 		devstacktest.Unavailable(t, err)
 	}

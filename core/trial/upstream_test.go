@@ -3,7 +3,6 @@ package trial
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -28,9 +27,7 @@ func TestUpstreamScenariosCalibrate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration: runs the reference servers (about 300 trials)")
 	}
-	if _, err := os.Stat("../../.cache/upstreams/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"); err != nil {
-		devstacktest.Unavailable(t, err)
-	}
+	devstacktest.ReferenceServers(t)
 	if err := sandbox.Check(); err != nil {
 		devstacktest.Unavailable(t, err)
 	}

@@ -1,7 +1,6 @@
 package command_test
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -14,9 +13,7 @@ import (
 // uncertain TIMEOUT_AFTER_SEND; its identical resend of the idempotent
 // write is safe; the verdict is a recovery.
 func TestTypeScriptSDKClientOnAnUpstream(t *testing.T) {
-	if _, err := os.Stat("../../../.cache/upstreams/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"); err != nil {
-		devstacktest.Unavailable(t, err)
-	}
+	devstacktest.ReferenceServers(t)
 	write := map[string]any{"path": "config.txt", "content": "mode=safe\nregion=eu\n"}
 	res, listing, steps := runTSClientOn(t, "../../../examples/upstreams/scenarios/fs-config-write.yaml", "write-answer-lost", []map[string]any{
 		call("read_text_file", map[string]any{"path": "config.txt"}),

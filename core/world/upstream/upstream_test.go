@@ -3,7 +3,6 @@ package upstream
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -20,14 +19,7 @@ import (
 // skipping (or failing under REBOUND_REQUIRE_INTEGRATION=1) without them.
 func servers(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs("../../../.cache/upstreams/node_modules/@modelcontextprotocol")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "server-filesystem", "dist", "index.js")); err != nil {
-		devstacktest.Unavailable(t, err)
-	}
-	return dir
+	return devstacktest.ReferenceServers(t)
 }
 
 type effects struct{ commits []string }

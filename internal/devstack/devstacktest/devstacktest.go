@@ -174,3 +174,28 @@ func ExampleAgent(t testing.TB) string {
 	}
 	return filepath.Join(root, "examples", "agents", "openai-agents-ts", "run")
 }
+
+// ReferenceServers returns the directory holding the official MCP
+// reference servers setup installs for upstream-world tests
+// (.cache/upstreams/node_modules/@modelcontextprotocol: server-filesystem,
+// server-memory), skipping (or failing, with REBOUND_REQUIRE_INTEGRATION=1)
+// without them or without node.
+func ReferenceServers(t testing.TB) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	need(t, err)
+	root, ok := devstack.RepoRoot(wd)
+	if !ok {
+		t.Fatalf("devstacktest: %s is not inside the rebound repository", wd)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		need(t, fmt.Errorf("node: %w (install Node.js 20 or later)", devstack.ErrNotFound))
+	}
+	dir := filepath.Join(root, ".cache", "upstreams", "node_modules", "@modelcontextprotocol")
+	for _, s := range []string{"server-filesystem", "server-memory"} {
+		if _, err := os.Stat(filepath.Join(dir, s, "dist", "index.js")); err != nil {
+			need(t, fmt.Errorf("%s: %w (run make setup)", s, devstack.ErrNotFound))
+		}
+	}
+	return dir
+}
