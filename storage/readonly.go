@@ -2,8 +2,6 @@ package storage
 
 import (
 	"errors"
-
-	"rebound/storage/chdb"
 )
 
 // ErrReadOnly is matched (errors.Is) by the error of a ReadOnly store's
@@ -31,11 +29,4 @@ func (e *EngineError) Unwrap() error { return e.Err }
 
 // IsReadOnlyRefusal reports whether err is the engine's READONLY error,
 // from the embedded engine or from a server.
-func IsReadOnlyRefusal(err error) bool {
-	var qe *chdb.QueryError
-	if errors.As(err, &qe) && qe.Code == ReadOnlyCode {
-		return true
-	}
-	var ee *EngineError
-	return errors.As(err, &ee) && ee.Code == ReadOnlyCode
-}
+func IsReadOnlyRefusal(err error) bool { return chdbOrEngineCode(err) == ReadOnlyCode }
