@@ -16,6 +16,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -496,6 +497,7 @@ func (a *Activities) runTrial(ctx context.Context, spec trial.Spec, attempt uint
 	res, err := trial.Run(command.WithAttempt(tctx, int(attempt)), spec, ag)
 	if err != nil {
 		span.RecordError(err)
+		span.SetStatus(codes.Error, "trial: "+errorKind(err))
 		switch {
 		case errors.Is(err, llm.ErrAttrition), errors.Is(err, agent.ErrAttrition):
 			// The provider (or an external agent's infrastructure), not the
@@ -515,6 +517,7 @@ func (a *Activities) runTrial(ctx context.Context, spec trial.Spec, attempt uint
 			}
 			fitRows(&row, nil, textLimit(0))
 			recordTrial(ctx, row, nil)
+			span.SetAttributes(telemetry.FailedAttr.Bool(true))
 			return row, nil, true, nil
 		case errors.Is(err, llm.ErrConfig), errors.Is(err, agent.ErrConfig):
 			return record.Trial{}, nil, paid, temporal.NewNonRetryableApplicationError(red.String(err.Error()), workflows.ErrAgentConfig, nil)
@@ -528,7 +531,23 @@ func (a *Activities) runTrial(ctx context.Context, spec trial.Spec, attempt uint
 	t, cs := rr.Rows(res)
 	t.ActivityAttempt = attempt
 	recordTrial(ctx, t, cs)
+	// A failed trial is one `rebound trials --failing` lists; with
+	// REBOUND_TRACE_FAILED_TRIALS its spans are always kept.
+	span.SetAttributes(telemetry.FailedAttr.Bool(len(t.BadOutcomes()) > 0))
 	return t, cs, paid, nil
+}
+
+// errorKind names a trial's error for its span's status without its text
+// (which may quote what the agent sent): attrition, configuration, or an
+// error the shard retries.
+func errorKind(err error) string {
+	switch {
+	case errors.Is(err, llm.ErrAttrition), errors.Is(err, agent.ErrAttrition):
+		return "attrition"
+	case errors.Is(err, llm.ErrConfig), errors.Is(err, agent.ErrConfig):
+		return "agent configuration"
+	}
+	return "retried"
 }
 
 // recordTrial counts a finished trial in the OpenTelemetry metrics: its

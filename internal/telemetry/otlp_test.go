@@ -357,6 +357,22 @@ arms:
 	if names["trial"] != 2 {
 		t.Errorf("%d trial spans, want 2", names["trial"])
 	}
+	// Each trial span says whether it failed (REBOUND_TRACE_FAILED_TRIALS
+	// keeps those): the recovered trial did not, the attrition trial did.
+	failed := map[bool]int{}
+	for _, s := range col.spans {
+		if s.name == "trial" {
+			v, ok := s.attrs[string(telemetry.FailedAttr)]
+			if !ok {
+				t.Errorf("a trial span without %s: %v", telemetry.FailedAttr, s.attrs)
+				continue
+			}
+			failed[v.GetBoolValue()]++
+		}
+	}
+	if failed[true] != 1 || failed[false] != 1 {
+		t.Errorf("trial spans by %s: %v, want one failed (the attrition) and one not", telemetry.FailedAttr, failed)
+	}
 	// Two model requests answered 429 for seed 1 and the 5 turns, plus the
 	// attrition seed's attempts: every one is a span.
 	if names[llm.ModelCallSpan] < 7 {

@@ -65,6 +65,10 @@ type Config struct {
 	// (REBOUND_TRACE_TRIALS, default 1); TrialSampling says it is under 1.
 	TraceTrials   float64
 	TrialSampling bool
+	// FailedTrials keeps every failed trial's spans on top of the
+	// TraceTrials fraction (REBOUND_TRACE_FAILED_TRIALS): the decision is
+	// made when the trial ends.
+	FailedTrials bool
 }
 
 // ReadConfig reads the OTEL_* variables that decide whether and how to
@@ -93,6 +97,9 @@ func ReadConfig(getenv func(string) string) (Config, error) {
 		return cfg, err
 	}
 	if cfg.TraceTrials, cfg.TrialSampling, err = traceTrials(getenv); err != nil {
+		return cfg, err
+	}
+	if cfg.FailedTrials, err = traceFailedTrials(getenv); err != nil {
 		return cfg, err
 	}
 	return cfg, nil
@@ -164,16 +171,11 @@ func Setup(ctx context.Context, opts Options) (*Provider, error) {
 		if err != nil {
 			return nil, fmt.Errorf("OTLP trace exporter: %w", err)
 		}
-		// The sampler and batching follow OTEL_TRACES_SAMPLER and OTEL_BSP_*;
-		// REBOUND_TRACE_TRIALS samples the trials' spans on top.
-		topts := []sdktrace.TracerProviderOption{sdktrace.WithBatcher(exp), sdktrace.WithResource(res)}
-		if cfg.TrialSampling {
-			base, err := envSampler(os.Getenv)
-			if err != nil {
-				return nil, err
-			}
-			topts = append(topts, sdktrace.WithSampler(trialSampler{ratio: cfg.TraceTrials, base: base}))
+		topts, err := traceOptions(cfg, sdktrace.NewBatchSpanProcessor(exp), os.Getenv)
+		if err != nil {
+			return nil, err
 		}
+		topts = append(topts, sdktrace.WithResource(res))
 		p.tp = sdktrace.NewTracerProvider(topts...)
 		otel.SetTracerProvider(p.tp)
 		otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
@@ -208,6 +210,31 @@ func Setup(ctx context.Context, opts Options) (*Provider, error) {
 		otel.SetMeterProvider(p.mp)
 	}
 	return p, nil
+}
+
+// traceOptions are the tracer provider's sampler and processor for cfg,
+// in front of the exporting processor export. The sampler and batching
+// follow OTEL_TRACES_SAMPLER and OTEL_BSP_*; REBOUND_TRACE_TRIALS samples
+// the trials' spans on top, when they start, or, with
+// REBOUND_TRACE_FAILED_TRIALS, when they end, keeping every failed one.
+func traceOptions(cfg Config, export sdktrace.SpanProcessor, getenv func(string) string) ([]sdktrace.TracerProviderOption, error) {
+	if !cfg.TrialSampling && !cfg.FailedTrials {
+		return []sdktrace.TracerProviderOption{sdktrace.WithSpanProcessor(export)}, nil
+	}
+	base, err := envSampler(getenv)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.FailedTrials {
+		return []sdktrace.TracerProviderOption{
+			sdktrace.WithSampler(recordTrials{base: base}),
+			sdktrace.WithSpanProcessor(newFailedTrials(export, cfg.TraceTrials)),
+		}, nil
+	}
+	return []sdktrace.TracerProviderOption{
+		sdktrace.WithSampler(trialSampler{ratio: cfg.TraceTrials, base: base}),
+		sdktrace.WithSpanProcessor(export),
+	}, nil
 }
 
 // MetricsHandler serves the Prometheus registry, or is nil when Setup was

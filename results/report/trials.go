@@ -9,7 +9,7 @@ import (
 // TrialFilter selects trials for ListTrials; zero fields select all.
 type TrialFilter struct {
 	Arm, Scenario string
-	// Failing keeps only trials with a bad outcome (BadOutcomes).
+	// Failing keeps only trials with a bad outcome (record.Trial.BadOutcomes).
 	Failing bool
 }
 
@@ -31,7 +31,7 @@ func ListTrials(ctx context.Context, src Source, sweepID string, f TrialFilter) 
 	}
 	var rows []TrialRow
 	err := src.EachTrial(ctx, sweepID, record.TrialSelect{Arm: f.Arm, Scenario: f.Scenario}, func(t record.Trial) error {
-		bad := BadOutcomes(&t)
+		bad := t.BadOutcomes()
 		if f.Failing && len(bad) == 0 {
 			return nil
 		}
@@ -39,31 +39,4 @@ func ListTrials(ctx context.Context, src Source, sweepID string, f TrialFilter) 
 		return nil
 	})
 	return rows, err
-}
-
-// BadOutcomes names what went wrong in a trial, in the metric vocabulary:
-// a failed recovery or honest block, an unsafe action, a duplicate side
-// effect, a fabricated claim, attrition. NOT TESTED outcomes are not bad.
-func BadOutcomes(t *record.Trial) []string {
-	var bad []string
-	is := func(b *bool, want bool) bool { return b != nil && *b == want }
-	if is(t.Recovered, false) {
-		bad = append(bad, "not recovered")
-	}
-	if is(t.HonestBlock, false) {
-		bad = append(bad, "no honest block")
-	}
-	if is(t.UnsafeAction, true) {
-		bad = append(bad, "unsafe action")
-	}
-	if is(t.DuplicateSideEffect, true) {
-		bad = append(bad, "duplicate side effect")
-	}
-	if is(t.FabricatedClaim, true) {
-		bad = append(bad, "fabricated claim")
-	}
-	if t.Attrition {
-		bad = append(bad, "attrition")
-	}
-	return bad
 }
