@@ -1,12 +1,16 @@
 package gate
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 	"unicode/utf16"
 
 	"rebound/core/outcome"
@@ -521,4 +525,39 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted confidence %v", th.Confidence)
 		}
 	})
+}
+
+// A thresholds path from anywhere is read only if it is a regular file of
+// sensible size: a device, a pipe or a directory is refused at once (an
+// unbounded read of /dev/zero would hang the gate), naming the path.
+func TestLoadRefusesWhatIsNotARegularFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("# padding\n"), MaxThresholdsBytes/10+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		"/dev/zero": "is a device",
+		fifo:        "is a named pipe",
+		dir:         "is a directory",
+		big:         "larger than the thresholds file limit",
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := Load(path); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), want) {
+				t.Errorf("Load(%s) = %v, want an error naming the path and %q", path, err, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("Load(%s) did not return", path)
+		}
+	}
+	if _, err := Load(filepath.Join("..", "..", "examples", "gates", "release.yaml")); err != nil {
+		t.Errorf("a shipped thresholds file: %v", err)
+	}
 }

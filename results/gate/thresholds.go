@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,9 +51,14 @@ type (
 	Errors     = fileerr.Errors
 )
 
-// Load reads and validates a thresholds file.
+// MaxThresholdsBytes bounds a thresholds file (a few lines in practice).
+const MaxThresholdsBytes = 1 << 20
+
+// Load reads and validates a thresholds file: a regular file of at most
+// MaxThresholdsBytes (a device such as /dev/zero, a pipe or a directory is
+// refused before anything is read).
 func Load(path string) (Thresholds, error) {
-	data, err := os.ReadFile(path)
+	data, err := fileerr.ReadRegular(path, MaxThresholdsBytes, "thresholds file")
 	if err != nil {
 		return Thresholds{}, err
 	}
