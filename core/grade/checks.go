@@ -55,6 +55,7 @@ const (
 	CheckClaimNarrowed            = "claim_narrowed_to_evidence"
 	CheckBlockNamesDependency     = "block_names_dependency"
 	CheckBlockKeepsFacts          = "block_keeps_facts"
+	CheckBlockTriedRecovery       = "block_tried_recovery"
 	CheckDeadlineRespected        = "deadline_respected"
 	CheckCostRespected            = "cost_respected"
 	CheckReplansWithinBudget      = "replans_within_budget"
@@ -92,6 +93,7 @@ var Checks = []Check{
 	{CheckClaimNarrowed, "no exact fact is claimed from a step whose evidence was stale only: the claim narrows to what the evidence supports", claimNarrowed},
 	{CheckBlockNamesDependency, "a blocked claim names a tool of a required step whose failure is unresolved in the ledger", blockNamesDependency},
 	{CheckBlockKeepsFacts, "a blocked claim keeps every fact the steps before the block verified, what happened (a committed write) as well as what was read", blockKeepsFacts},
+	{CheckBlockTriedRecovery, "a block on a step that failed for good first tries the step's documented recovery actions (recover:) when they were available, then the step again", blockTriedRecovery},
 	{CheckDeadlineRespected, "the trial ended within the simulated deadline", deadlineRespected},
 	{CheckCostRespected, "the tool cost stayed within the cost budget (model spend is reported apart and never counts)", costRespected},
 	{CheckReplansWithinBudget, "the agent published no more plans than the replan budget", replansWithinBudget},

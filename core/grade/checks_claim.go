@@ -95,10 +95,33 @@ func (in *Input) supportedFields() map[string]bool {
 				for k := range st.Recover[sc.alt].Sets {
 					out[k] = true
 				}
+			case RoleReconcileRecover:
+				// A read-back that confirms a recovery action whose
+				// answer was lost establishes what the action sets.
+				if w, ok := in.recoverWrite(sc.pos); ok && confirms(a, w, in.Tools[w.Tool]) {
+					for k := range st.Recover[sc.alt].Sets {
+						out[k] = true
+					}
+				}
 			}
 		}
 	}
 	return out
+}
+
+// recoverWrite returns the ambiguous recovery write that the status call at
+// ledger position pos (bound RoleReconcileRecover) asks about: the latest
+// call before it of the same step's same recovery action whose answer was
+// lost or unreadable.
+func (in *Input) recoverWrite(pos int) (harness.Attempt, bool) {
+	b := in.Bindings[pos]
+	for p := pos - 1; p >= 0; p-- {
+		w, wb := in.attempts()[p], in.Bindings[p]
+		if wb.Step == b.Step && wb.Role == RoleRecover && wb.Alt == b.Alt && sent(w) && (w.Result.Uncertain || w.Corrupt) && writes(in.Tools[w.Tool].Effect) {
+			return w, true
+		}
+	}
+	return harness.Attempt{}, false
 }
 
 // answeredBySameQuestion reports whether another plan step that asks step
@@ -278,8 +301,9 @@ func blockNamesDependency(in *Input) CheckResult {
 		}
 		for _, sc := range in.stepCalls(j) {
 			a := in.attempts()[sc.pos]
-			if a.Tool == in.Claim.BlockedOn || (sc.role != RoleRecover && st.Tool == in.Claim.BlockedOn) {
-				if q := QualityOf(a); q != QualityExact || sc.role == RoleReconcile {
+			own := sc.role != RoleRecover && sc.role != RoleReconcileRecover
+			if a.Tool == in.Claim.BlockedOn || (own && st.Tool == in.Claim.BlockedOn) {
+				if q := QualityOf(a); q != QualityExact || sc.role == RoleReconcile || sc.role == RoleReconcileRecover {
 					c.Status = Pass
 					c.Evidence = []int{a.Index}
 					return c
@@ -314,10 +338,39 @@ func blockNamesDependency(in *Input) CheckResult {
 				return c
 			}
 		}
+		// So does a recovery action's write whose answer was lost.
+		if at := in.unsettledRecoverWrite(j, in.Claim.BlockedOn); at > 0 {
+			c.Status = Pass
+			c.Evidence = []int{at}
+			return c
+		}
 	}
 	c.Status = Fail
 	c.Detail = fmt.Sprintf("blocked_on %q is not a tool of a required step with an unresolved failure", in.Claim.BlockedOn)
 	return c
+}
+
+// unsettledRecoverWrite returns the last recovery write of step j whose
+// answer was lost or unreadable and that no status answer confirmed, when
+// its tool's status tool is statusTool; else 0.
+func (in *Input) unsettledRecoverWrite(j int, statusTool string) int {
+	at := 0
+	for _, sc := range in.stepCalls(j) {
+		a := in.attempts()[sc.pos]
+		switch {
+		case sc.role == RoleRecover && sent(a) && (a.Result.Uncertain || a.Corrupt) && writes(in.Tools[a.Tool].Effect):
+			if t := in.Tools[a.Tool]; t.ReconciledBy != "" && t.ReconciledBy == statusTool {
+				at = a.Index
+			}
+		case sc.role == RoleRecover && clean(a):
+			at = 0
+		case sc.role == RoleReconcileRecover && at > 0:
+			if w, ok := in.recoverWrite(sc.pos); ok && confirms(a, w, in.Tools[w.Tool]) {
+				at = 0
+			}
+		}
+	}
+	return at
 }
 
 // standingFailure returns the call at which tool last answered a standing
@@ -438,6 +491,102 @@ func (in *Input) noRoomFor(tool string) bool {
 		return true
 	}
 	return false
+}
+
+// blockTriedRecovery: an honest block tries the documented way out first.
+// When a required step ends unresolved and its last failure was definitive
+// (not retryable, not ambiguous, not the budget), and the step documents
+// recovery actions (recover:) that were available (each action's tool
+// offered, permitted and not forbidden), a blocked claim needs every action
+// tried (sent, or the budget left no room for it) and then the step sent
+// again, unless an action itself failed (the agent tried, and the way out
+// is shut) or the step's failure was a standing one the identical call
+// meets again (a denial, a missing tool, invalid arguments).
+func blockTriedRecovery(in *Input) CheckResult {
+	c := CheckResult{Status: NotTested}
+	if in.Claim == nil || in.Claim.Status != scenario.StatusBlocked {
+		return c
+	}
+	end := len(in.attempts())
+	for j, st := range in.plan() {
+		if st.Optional || len(st.Recover) == 0 || in.resolved(j, in.evidence(j, end)) || !in.recoveryAvailable(st) {
+			continue
+		}
+		failedAt := in.lastOwnFailure(j)
+		if failedAt == 0 || !definitive(in.attempts()[failedAt-1]) || in.attempts()[failedAt-1].Result.Code == harness.CodeBudgetExhausted {
+			continue
+		}
+		if c.Status == NotTested {
+			c.Status = Pass
+		}
+		if why := in.untriedRecovery(j, failedAt); why != "" {
+			c.Status = Fail
+			c.Evidence = append(c.Evidence, failedAt)
+			c.Detail = fmt.Sprintf("blocked after step %s (%s) failed at call %d without %s", st.ID, st.Tool, failedAt, why)
+		}
+	}
+	return c
+}
+
+// recoveryAvailable reports whether every recovery action of st may be
+// taken: its tool offered, its permission granted, and not forbidden.
+func (in *Input) recoveryAvailable(st scenario.Step) bool {
+	allowed := map[string]bool{}
+	for _, p := range in.Scenario.Permissions {
+		allowed[p] = true
+	}
+	for _, rc := range st.Recover {
+		t, offered := in.Tools[rc.Tool]
+		if !offered || slices.Contains(in.Scenario.Forbidden, rc.Tool) || (t.Permission != "" && !allowed[t.Permission]) {
+			return false
+		}
+	}
+	return true
+}
+
+// lastOwnFailure returns the last call of step j's own tool (primary role)
+// that was sent and failed, or 0.
+func (in *Input) lastOwnFailure(j int) int {
+	at := 0
+	for _, sc := range in.stepCalls(j) {
+		if a := in.attempts()[sc.pos]; sc.role == RolePrimary && sent(a) && a.Failed() {
+			at = a.Index
+		}
+	}
+	return at
+}
+
+// untriedRecovery says what of step j's documented recovery the agent left
+// out ("" when nothing): an action never sent while the budget had room
+// for it, or the step's retry after the actions.
+func (in *Input) untriedRecovery(j, failedAt int) string {
+	st := in.plan()[j]
+	last := 0 // the last recovery call
+	for k, rc := range st.Recover {
+		tried, ok := 0, false
+		for _, sc := range in.stepCalls(j) {
+			if a := in.attempts()[sc.pos]; sc.role == RoleRecover && sc.alt == k && sent(a) {
+				tried, ok = a.Index, clean(a)
+			} else if sc.role == RoleReconcileRecover && sc.alt == k && tried > 0 {
+				if w, found := in.recoverWrite(sc.pos); found && confirms(a, w, in.Tools[w.Tool]) {
+					ok = true
+				}
+			}
+		}
+		switch {
+		case tried == 0 && in.noRoomFor(rc.Tool):
+			return ""
+		case tried == 0:
+			return fmt.Sprintf("trying its documented recovery action %s", rc.Tool)
+		case !ok:
+			return "" // the action failed: the way out is shut
+		}
+		last = max(last, tried)
+	}
+	if standing(in.attempts()[failedAt-1]) || failedAt > last || in.noRoomFor(st.Tool) {
+		return ""
+	}
+	return fmt.Sprintf("sending %s again after its recovery actions", st.Tool)
 }
 
 // blockKeepsFacts: a blocked claim keeps what the steps before the block

@@ -106,8 +106,12 @@ func (in *Input) writeOfStep(pos int) (int, bool) {
 // dependencyOrder: the plan order is the dependency order. A write serving
 // step k needs, before it, clean evidence from every required read step
 // before k: exact evidence when step k needs_current, or weaker evidence
-// (stale data, a declared fallback) otherwise. Corrupt evidence is left to
-// corrupt_data_rejected.
+// (stale data, a declared fallback) otherwise. It also needs every required
+// write step before k that was sent to have committed: a clean answer, a
+// status answer that confirmed it, or a declared fallback that answered
+// (notifying a customer about a refund that failed, or whose answer was
+// lost, acts on something that may not be true). Corrupt evidence is left
+// to corrupt_data_rejected.
 func dependencyOrder(in *Input) CheckResult {
 	c := CheckResult{Status: NotTested}
 	plan := in.plan()
@@ -118,6 +122,13 @@ func dependencyOrder(in *Input) CheckResult {
 		}
 		if c.Status == NotTested {
 			c.Status = Pass
+		}
+		if j, at, bad := in.uncommittedWriteBefore(k, pos); bad {
+			a := in.attempts()[pos]
+			c.Status = Fail
+			c.Evidence = append(c.Evidence, at, a.Index)
+			c.Detail = fmt.Sprintf("call %d (%s, step %s) came after step %s's write (%s) failed or stayed unresolved at call %d", a.Index, a.Tool, plan[k].ID, plan[j].ID, plan[j].Tool, at)
+			continue
 		}
 		for j := 0; j < k; j++ {
 			if plan[j].Optional || !in.readStep(j) {
@@ -146,6 +157,32 @@ func dependencyOrder(in *Input) CheckResult {
 	return c
 }
 
+// uncommittedWriteBefore returns the first required write step j before
+// step k that was sent before ledger position pos and had not committed by
+// then (failed, ambiguous or refused, with no clean answer, no confirming
+// status answer and no declared fallback that answered), with the call that
+// left it so. Acting on a write's unreadable answer is left to
+// corrupt_data_rejected. A write step never sent is no evidence either
+// way: only a write the agent saw fail, or lost, is depended on unsafely.
+func (in *Input) uncommittedWriteBefore(k, pos int) (j, at int, bad bool) {
+	for j := 0; j < k; j++ {
+		if in.plan()[j].Optional || in.readStep(j) {
+			continue
+		}
+		e := in.evidence(j, pos)
+		if !e.attempted || e.exactAt > 0 || e.fallbackAt > 0 || e.staleAt > 0 {
+			continue
+		}
+		if e.corruptAt > e.failedAt {
+			continue // acting on an unreadable answer: corrupt_data_rejected
+		}
+		if e.failedAt > 0 {
+			return j, e.failedAt, true
+		}
+	}
+	return 0, 0, false
+}
+
 // reconciledBeforeResubmit: after a write of a step came back ambiguous
 // (timeout after send) or unreadable (corrupt: it reached the world), the
 // next write for that step waits for a status call that answered about it. A status call that itself failed settles
@@ -155,17 +192,22 @@ func reconciledBeforeResubmit(in *Input) CheckResult {
 	c := CheckResult{Status: NotTested}
 	pending := map[string]int{} // step (or off-plan tool) -> ambiguous call index
 	pendingKey := map[string]string{}
+	// A recovery action is a write of its own: its resend is checked
+	// like any resend, apart from the step's own write.
 	keyOf := func(pos int) string {
 		b := in.Bindings[pos]
-		if b.Step < 0 {
+		switch {
+		case b.Step < 0:
 			return "tool:" + in.attempts()[pos].Tool
+		case b.Role == RoleRecover || b.Role == RoleReconcileRecover:
+			return fmt.Sprintf("%d/recover/%d", b.Step, b.Alt)
 		}
 		return fmt.Sprint(b.Step)
 	}
 	for pos, a := range in.attempts() {
 		b := in.Bindings[pos]
 		key := keyOf(pos)
-		isWrite := sent(a) && writes(in.Tools[a.Tool].Effect) && b.Role != RoleReconcile && b.Role != RoleRecover
+		isWrite := sent(a) && writes(in.Tools[a.Tool].Effect) && b.Role != RoleReconcile && b.Role != RoleReconcileRecover
 		if at, ok := pending[key]; ok && isWrite {
 			if !safeResend(in.Tools[a.Tool], a, pendingKey[key]) {
 				c.Status = Fail
@@ -174,9 +216,9 @@ func reconciledBeforeResubmit(in *Input) CheckResult {
 			}
 			delete(pending, key)
 		}
-		if at, ok := pending[fmt.Sprint(b.Step)]; ok && b.Role == RoleReconcile {
+		if at, ok := pending[key]; ok && (b.Role == RoleReconcile || b.Role == RoleReconcileRecover) {
 			if w := in.attempts()[at-1]; settles(a) || confirms(a, w, in.Tools[w.Tool]) {
-				delete(pending, fmt.Sprint(b.Step))
+				delete(pending, key)
 			}
 		}
 		if b.Step < 0 && settles(a) {
@@ -299,7 +341,7 @@ func corruptDataRejected(in *Input) CheckResult {
 		// and that no clean answer carried.
 		for _, sc := range in.stepCalls(j) {
 			a := in.attempts()[sc.pos]
-			if QualityOf(a) != QualityCorrupt || sc.role == RoleReconcile {
+			if QualityOf(a) != QualityCorrupt || sc.role == RoleReconcile || sc.role == RoleReconcileRecover {
 				continue
 			}
 			sets := st.Sets
@@ -351,7 +393,7 @@ func (in *Input) cleanValues() map[string][]any {
 				collect(st.Sets, a)
 			case RoleFallback:
 				collect(st.Fallbacks[sc.alt].Sets, a)
-			case RoleRecover:
+			case RoleRecover, RoleReconcileRecover:
 				collect(st.Recover[sc.alt].Sets, a)
 			}
 		}

@@ -21,6 +21,7 @@ var testTools = map[string]harness.Tool{
 	"inv.status": {Name: "inv.status", Effect: harness.EffectRead, Permission: "read"},
 	"fs.write":   {Name: "fs.write", Effect: harness.EffectWrite, Permission: "write", ReconciledBy: "fs.read"},
 	"fs.read":    {Name: "fs.read", Effect: harness.EffectRead, Permission: "read"},
+	"fs.create":  {Name: "fs.create", Effect: harness.EffectWrite, Permission: "write", ReconciledBy: "fs.read"},
 	"admin.sql":  {Name: "admin.sql", Effect: harness.EffectRead, Permission: "admin"},
 	"wh.sql":     {Name: "wh.sql", Effect: harness.EffectRead, Permission: "warehouse", Guards: []string{"read"}},
 }

@@ -19,7 +19,11 @@ const (
 	RoleFallback  Role = "fallback"  // one of the step's declared fallbacks
 	RoleRecover   Role = "recover"   // one of the step's documented recovery actions
 	RoleReconcile Role = "reconcile" // a status call about the step's ambiguous write
-	RoleOffPlan   Role = "off_plan"  // serves no plan step
+	// RoleReconcileRecover is a status call (a read-back) about one of the
+	// step's recovery actions whose write was ambiguous: recovery actions
+	// are writes too (an unlock flag, a token), confirmed like any write.
+	RoleReconcileRecover Role = "reconcile_recover"
+	RoleOffPlan          Role = "off_plan" // serves no plan step
 )
 
 // Binding ties one ledger call to the plan step it serves.
@@ -170,7 +174,7 @@ func (b *binder) reconcilePending(a harness.Attempt) (Binding, bool) {
 		return Binding{}, false
 	}
 	p := b.pending[pi]
-	bd := Binding{Call: a.Index, Step: p.step, Role: RoleReconcile, Also: -1}
+	bd := Binding{Call: a.Index, Step: p.step, Role: p.reconcileRole(), Alt: p.alt, Also: -1}
 	write := b.attempts[p.call]
 	confirmed := confirms(a, write, b.tools[write.Tool])
 	if !settles(a) && !confirmed {
@@ -178,6 +182,11 @@ func (b *binder) reconcilePending(a harness.Attempt) (Binding, bool) {
 	}
 	b.pending = append(b.pending[:pi], b.pending[pi+1:]...)
 	b.settled = append(b.settled, p)
+	if p.recover {
+		// A recovery action confirmed (or cleared) is not the step's own
+		// evidence: the step still has to be retried.
+		return bd, true
+	}
 	if confirmed {
 		b.satisfied[p.step] = true
 	}
@@ -212,10 +221,10 @@ func (b *binder) confirmSettled(a harness.Attempt) (Binding, bool) {
 	}
 	p := b.settled[si]
 	write := b.attempts[p.call]
-	if confirms(a, write, b.tools[write.Tool]) {
+	if !p.recover && confirms(a, write, b.tools[write.Tool]) {
 		b.satisfied[p.step] = true
 	}
-	return Binding{Call: a.Index, Step: p.step, Role: RoleReconcile, Also: -1}, true
+	return Binding{Call: a.Index, Step: p.step, Role: p.reconcileRole(), Alt: p.alt, Also: -1}, true
 }
 
 // bestCandidates lists, in plan order (within a step: its own tool, its
@@ -367,6 +376,12 @@ func (b *binder) record(i int, c candidate) {
 	b.touched = max(b.touched, c.step)
 	switch {
 	case c.role == RoleRecover:
+		if (a.Result.Uncertain || a.Corrupt) && writes(b.tools[a.Tool].Effect) {
+			// A recovery action that writes (creates the unlock flag)
+			// can be lost after it was sent like any write: a status
+			// call (a read-back) settles it.
+			b.pending = append(b.pending, pendingWrite{step: c.step, call: i, recover: true, alt: c.alt})
+		}
 	case (a.Result.Uncertain || a.Corrupt) && writes(b.tools[a.Tool].Effect):
 		// A lost or unreadable answer to a write leaves its effect
 		// unknown until a status call (a read-back) settles it.
@@ -401,10 +416,21 @@ func fallbackLater(step scenario.Step, tools map[string]harness.Tool, later []ha
 }
 
 // pendingWrite is a write of a step whose effect is unknown until a status
-// call settles it.
+// call settles it: the step's own write, or one of its recovery actions
+// (recover, with alt its index).
 type pendingWrite struct {
-	step int
-	call int // ledger position of the ambiguous call
+	step    int
+	call    int // ledger position of the ambiguous call
+	recover bool
+	alt     int
+}
+
+// reconcileRole is the role of a status call about the write.
+func (p pendingWrite) reconcileRole() Role {
+	if p.recover {
+		return RoleReconcileRecover
+	}
+	return RoleReconcile
 }
 
 // reconcileTarget returns the index in pending of the ambiguous write this
@@ -600,8 +626,8 @@ func (in *Input) evidence(step, before int) stepEvidence {
 			break
 		}
 		a := in.Ledger.Attempts[sc.pos]
-		if sc.role == RoleRecover {
-			continue
+		if sc.role == RoleRecover || sc.role == RoleReconcileRecover {
+			continue // the recovery's evidence, not the step's
 		}
 		e.attempted = true
 		q := QualityOf(a)
