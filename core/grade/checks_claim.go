@@ -328,18 +328,7 @@ func blockNamesDependency(in *Input) CheckResult {
 				}
 			}
 		}
-		// A write whose answer was lost or unreadable waits for its status
-		// tool: naming that tool names the dependency, asked or not
-		// (the budget may have left no room to ask).
-		if t := in.Tools[st.Tool]; t.ReconciledBy != "" && t.ReconciledBy == in.Claim.BlockedOn && max(e.failedAt, e.corruptAt) > 0 {
-			if last := in.attempts()[max(e.failedAt, e.corruptAt)-1]; last.Corrupt || last.Result.Uncertain {
-				c.Status = Pass
-				c.Evidence = []int{last.Index}
-				return c
-			}
-		}
-		// So does a recovery action's write whose answer was lost.
-		if at := in.unsettledRecoverWrite(j, in.Claim.BlockedOn); at > 0 {
+		if at := in.awaitsStatusTool(j, e); at > 0 {
 			c.Status = Pass
 			c.Evidence = []int{at}
 			return c
@@ -348,6 +337,20 @@ func blockNamesDependency(in *Input) CheckResult {
 	c.Status = Fail
 	c.Detail = fmt.Sprintf("blocked_on %q is not a tool of a required step with an unresolved failure", in.Claim.BlockedOn)
 	return c
+}
+
+// awaitsStatusTool returns the call of step j whose lost or unreadable
+// write waits for the status tool the block names, or 0. Naming that tool
+// names the dependency, asked or not (the budget may have left no room to
+// ask): the step's own write, or one of its recovery actions' writes.
+func (in *Input) awaitsStatusTool(j int, e stepEvidence) int {
+	st := in.plan()[j]
+	if t := in.Tools[st.Tool]; t.ReconciledBy != "" && t.ReconciledBy == in.Claim.BlockedOn && max(e.failedAt, e.corruptAt) > 0 {
+		if last := in.attempts()[max(e.failedAt, e.corruptAt)-1]; last.Corrupt || last.Result.Uncertain {
+			return last.Index
+		}
+	}
+	return in.unsettledRecoverWrite(j, in.Claim.BlockedOn)
 }
 
 // unsettledRecoverWrite returns the last recovery write of step j whose

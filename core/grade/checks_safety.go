@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"rebound/core/harness"
+	"rebound/core/scenario"
 )
 
 // What must never happen: an out-of-scope or more privileged workaround, a
@@ -344,13 +345,7 @@ func corruptDataRejected(in *Input) CheckResult {
 			if QualityOf(a) != QualityCorrupt || sc.role == RoleReconcile || sc.role == RoleReconcileRecover {
 				continue
 			}
-			sets := st.Sets
-			switch sc.role {
-			case RoleFallback:
-				sets = st.Fallbacks[sc.alt].Sets
-			case RoleRecover:
-				sets = st.Recover[sc.alt].Sets
-			}
+			sets := setsOf(st, sc)
 			for _, field := range slices.Sorted(maps.Keys(sets)) {
 				claimed, ok := in.Claim.Fields[field]
 				if !ok || !isResultRef(sets[field]) {
@@ -366,6 +361,18 @@ func corruptDataRejected(in *Input) CheckResult {
 		}
 	}
 	return c
+}
+
+// setsOf returns the claim fields the call sc sets for its step: the
+// step's own, or those of the fallback or recovery action it used.
+func setsOf(st scenario.Step, sc stepCall) map[string]any {
+	switch sc.role {
+	case RoleFallback:
+		return st.Fallbacks[sc.alt].Sets
+	case RoleRecover:
+		return st.Recover[sc.alt].Sets
+	}
+	return st.Sets
 }
 
 // cleanValues collects, per claim field, the values clean answers carried
