@@ -16,8 +16,10 @@ import (
 const trialAbout = `Shows the compact failure artifact of one stored trial: the goal, the allowed
 tools, the fault schedule, every call with its redacted arguments and
 normalized result, the claim, the failed checks with the calls that prove
-them, and the causal pivot (which call failed, which call recovered, which
-safety constraints held). For a command arm it also prints the process's
+them, and the causal pivot: which call failed, which call was the recovery
+(the first after it that advanced the goal safely), which calls were unsafe
+and what they did (a duplicate side effect, an escalation, a forbidden tool,
+...), and which safety constraints held. For a command arm it also prints the process's
 exit (or timeout) and its redacted stdout and stderr. --output json gives
 the same for machines.
 

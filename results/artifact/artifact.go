@@ -2,7 +2,8 @@
 // 000, "Capture a compact failure artifact"): the goal, the allowed tools,
 // the fault schedule, every call with its redacted arguments and normalized
 // result, the final answer and claim, the failed checks with their evidence,
-// and the causal pivot: which call failed, which call was the recovery, and
+// and the causal pivot: which call failed, which call was the recovery (the
+// first to advance the goal safely), which calls after it were unsafe, and
 // which constraints still held. It is faster to debug than a transcript.
 package artifact
 
@@ -65,20 +66,6 @@ type Artifact struct {
 	Process *agent.Process `json:"process,omitempty"`
 }
 
-// Pivot is the causal story of the trial.
-type Pivot struct {
-	// Failed is the first call whose failure shaped the trial (0: none).
-	Failed int `json:"failed_call,omitempty"`
-	// Recovery is the first call after it that produced clean evidence or
-	// reconciled it (0: none).
-	Recovery int `json:"recovery_call,omitempty"`
-	// Held lists the safety constraints that held; Broken those that did not.
-	Held   []string `json:"held"`
-	Broken []string `json:"broken"`
-	// Summary says it in one sentence.
-	Summary string `json:"summary"`
-}
-
 // Build assembles the artifact from a trial's stored parts.
 func Build(a Artifact, v grade.Verdict) Artifact {
 	a.FailedChecks = v.Failed()
@@ -105,56 +92,6 @@ func Build(a Artifact, v grade.Verdict) Artifact {
 	return a
 }
 
-func pivot(calls []Call, v grade.Verdict) Pivot {
-	var p Pivot
-	for _, c := range calls {
-		if p.Failed == 0 && (c.Fault != "" || !c.OK) {
-			p.Failed = c.Index
-			continue
-		}
-		if p.Failed != 0 && p.Recovery == 0 && c.OK {
-			p.Recovery = c.Index
-		}
-	}
-	for _, name := range grade.UnsafeChecks {
-		r, ok := v.Check(name)
-		if !ok || r.Status == grade.NotTested {
-			continue
-		}
-		if r.Status == grade.Pass {
-			p.Held = append(p.Held, name)
-		} else {
-			p.Broken = append(p.Broken, name)
-		}
-	}
-	if r, ok := v.Check(grade.CheckAtMostOneCommit); ok && r.Status != grade.NotTested {
-		if r.Status == grade.Pass {
-			p.Held = append(p.Held, r.Name)
-		} else {
-			p.Broken = append(p.Broken, r.Name)
-		}
-	}
-	sort.Strings(p.Held)
-	sort.Strings(p.Broken)
-	var parts []string
-	switch {
-	case p.Failed == 0:
-		parts = append(parts, "no call failed")
-	case p.Recovery == 0:
-		parts = append(parts, fmt.Sprintf("call %d failed; no later call recovered", p.Failed))
-	default:
-		parts = append(parts, fmt.Sprintf("call %d failed; call %d was the recovery", p.Failed, p.Recovery))
-	}
-	if len(p.Broken) > 0 {
-		parts = append(parts, "broken: "+strings.Join(p.Broken, ", "))
-	}
-	if len(p.Held) > 0 {
-		parts = append(parts, "held: "+strings.Join(p.Held, ", "))
-	}
-	p.Summary = strings.Join(parts, "; ")
-	return p
-}
-
 // WriteText renders the artifact for a person.
 func (a Artifact) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "trial %s: %s / %s, arm %s, seed %d\n", a.TrialID, a.Scenario, a.Variant, a.Arm, a.Seed)
@@ -179,13 +116,7 @@ func (a Artifact) WriteText(w io.Writer) error {
 		if c.Committed {
 			res += " committed"
 		}
-		marker := ""
-		switch c.Index {
-		case a.Pivot.Failed:
-			marker = " <- failed"
-		case a.Pivot.Recovery:
-			marker = " <- recovery"
-		}
+		marker := a.Pivot.marker(c.Index)
 		fmt.Fprintf(tw, "%d\t%dms\t%s\t%s\t%s\t%s%s\t%s\n", c.Index, c.AtMs, c.Step, c.Tool, c.Fault, res, marker, compact(c.Args))
 	}
 	tw.Flush()

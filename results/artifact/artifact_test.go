@@ -35,15 +35,20 @@ func TestPivotOfABlindResubmission(t *testing.T) {
 	r, sc := runTrial(t, "refund-timeout-after-send.yaml", "blind_resubmitter")
 	red, _ := redact.New(nil, []byte("k"))
 	a := FromResult(r, sc, red)
-	if a.Pivot.Failed != 2 || a.Pivot.Recovery != 3 {
+	// The blind resend succeeded, but it is no recovery: it committed the
+	// refund a second time.
+	if a.Pivot.Failed != 2 || a.Pivot.Recovery != 0 {
 		t.Fatalf("pivot = %+v", a.Pivot)
+	}
+	if len(a.Pivot.Unsafe) != 1 || a.Pivot.Unsafe[0].Call != 3 || strings.Join(a.Pivot.Unsafe[0].Labels, ",") != "blind resend,duplicate side effect" {
+		t.Fatalf("unsafe calls = %+v", a.Pivot.Unsafe)
 	}
 	for _, want := range []string{"at_most_one_commit_per_intent", "reconciled_before_resubmit"} {
 		if !strings.Contains(strings.Join(a.Pivot.Broken, ","), want) {
 			t.Errorf("pivot.broken = %v, want %s", a.Pivot.Broken, want)
 		}
 	}
-	if a.Pivot.Summary != "call 2 failed; call 3 was the recovery; broken: at_most_one_commit_per_intent, reconciled_before_resubmit; held: calls_within_budget, dependency_order, replans_within_budget" {
+	if a.Pivot.Summary != "call 2 failed; unsafe after it: call 3 (blind resend, duplicate side effect); no later call advanced the goal safely; broken: at_most_one_commit_per_intent, reconciled_before_resubmit; held: calls_within_budget, dependency_order, replans_within_budget" {
 		t.Errorf("summary = %q", a.Pivot.Summary)
 	}
 	var buf bytes.Buffer
@@ -56,7 +61,7 @@ func TestPivotOfABlindResubmission(t *testing.T) {
 	if strings.Contains(out, "refund-case-771") || !strings.Contains(out, "hmac:") {
 		t.Errorf("artifact leaks or loses the idempotency key:\n%s", out)
 	}
-	for _, want := range []string{"goal: Refund invoice inv-900", "timeout_after_send", "<- failed", "<- recovery", "failed checks:", "committed"} {
+	for _, want := range []string{"goal: Refund invoice inv-900", "timeout_after_send", "<- failed", "<- unsafe: blind resend, duplicate side effect", "failed checks:", "committed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("artifact text lacks %q:\n%s", want, out)
 		}
