@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"rebound/core/agent/command"
 	"rebound/internal/runner"
 	"rebound/results/record"
 	"rebound/results/replay"
@@ -63,6 +64,11 @@ var inputErrors = []error{
 }
 
 func main() {
+	// A command arm's process may run this binary as its stdio MCP server
+	// (REBOUND_BIN, REBOUND_MCP_CONFIG).
+	if exe, err := os.Executable(); err == nil {
+		command.SetBinary(exe)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	interrupted := ctx.Err() != nil

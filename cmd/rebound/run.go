@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -75,7 +77,22 @@ func newRunCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return writeSummary(&sum, output, cmd.OutOrStdout())
+				lost := lostArms(&sum)
+				if lost != "" {
+					// The first line says it, whatever else follows.
+					if output == "json" {
+						fmt.Fprintln(cmd.ErrOrStderr(), lost)
+					} else {
+						fmt.Fprintln(cmd.OutOrStdout(), lost)
+					}
+				}
+				if err := writeSummary(&sum, output, cmd.OutOrStdout()); err != nil {
+					return err
+				}
+				if lost != "" {
+					return failure{}
+				}
+				return nil
 			})
 		},
 	}
@@ -87,6 +104,23 @@ func newRunCmd() *cobra.Command {
 	durationFlag(fs, &every, "progress-every", 500*time.Millisecond, 50*time.Millisecond, time.Minute, "how often to refresh progress")
 	fs.StringVar(&resume, "resume", "", "resume the unfinished sweep SWEEP_ID of the data dir (or cluster) instead of starting a PLAN")
 	return cmd
+}
+
+// lostArms names the arms that lost every trial to attrition (their
+// agent's infrastructure, not the agent, failed each time: nothing was
+// measured for them), or is empty when every arm has a graded trial.
+func lostArms(sum *report.Summary) string {
+	var lost []string
+	for _, a := range sum.Arms {
+		if a.Trials > 0 && a.Attrition == a.Trials {
+			lost = append(lost, fmt.Sprintf("%s (%d of %d)", a.Arm, a.Attrition, a.Trials))
+		}
+	}
+	if len(lost) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("FAILED: every trial of arm %s was attrition (the agent's infrastructure failed: a provider, or a declared attrition exit code); nothing was measured for it. 'rebound trials %s --arm ARM' and 'rebound trial show' show why.",
+		strings.Join(lost, ", arm "), sum.SweepID)
 }
 
 // runSweep runs plan (or resumes the sweep resume) to its end with a worker

@@ -58,5 +58,10 @@ func sweepOutcome(sweepID string, final workflows.Progress) error {
 // the workflow and waits (briefly) until the sweep recorded its status
 // cancelled, while this process's worker still runs.
 func followSweep(ctx context.Context, c runner.Client, run runner.WorkflowRun, sweepID string, every time.Duration, status *status) (workflows.Progress, error) {
-	return runner.FollowSweep(ctx, c, run, sweepID, every, runner.FollowHooks{Progress: status.progress, Done: status.done, Notef: status.linef})
+	final, err := runner.FollowSweep(ctx, c, run, sweepID, every, runner.FollowHooks{Progress: status.progress, Done: status.done, Notef: status.linef})
+	if runner.IsAgentConfig(err) {
+		// An arm that cannot run is the plan's to fix: exit 2.
+		return final, usageError{err}
+	}
+	return final, err
 }

@@ -172,13 +172,7 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 // CallLimit is the number of calls the harness sends in this trial: the
 // budget's tool_calls, DefaultToolCalls when it sets none, never more than
 // MaxToolCalls.
-func (d *Dispatcher) CallLimit() int {
-	n := d.budget.ToolCalls
-	if n <= 0 {
-		n = DefaultToolCalls
-	}
-	return min(n, MaxToolCalls)
-}
+func (d *Dispatcher) CallLimit() int { return d.budget.CallLimit() }
 
 // Halted is closed when the harness halts the trial.
 func (d *Dispatcher) Halted() <-chan struct{} { return d.halted }

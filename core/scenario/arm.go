@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -327,31 +328,62 @@ func defaultShardSize(arms []Arm) int {
 	return 25
 }
 
-// resolveCommands makes a relative command path (one with a slash) of a
-// command arm absolute against the plan's directory, like prompt files.
+// PlanDirToken in a command arm's command or read_only is replaced by the
+// absolute directory of the plan file when the plan loads.
+const PlanDirToken = "{plan_dir}"
+
+// resolveCommands makes a command arm's paths absolute against the plan's
+// directory, like prompt files: {plan_dir} anywhere in command or
+// read_only; a relative command[0] with a slash; a relative read_only
+// path; and a relative argument (command[1:], not an option) that names a
+// file or directory existing beside the plan, so `[node, agent.mjs]` runs
+// the agent.mjs beside the plan wherever the trial's working directory
+// is. The directory of such an argument (the argument itself when it is a
+// directory) joins read_only, so a sealed process can read it.
 func (r *Resolved) resolveCommands(planFile string) {
+	dir, err := filepath.Abs(filepath.Dir(planFile))
+	if err != nil {
+		return
+	}
 	for i := range r.Arms {
 		a := &r.Arms[i]
 		if a.Agent != AgentCommand || len(a.Command) == 0 {
 			continue
 		}
-		if ro := a.ReadOnly; len(ro) > 0 {
-			a.ReadOnly = make([]string, len(ro))
-			for j, p := range ro {
-				a.ReadOnly[j] = p
-				if abs, err := filepath.Abs(filepath.Join(filepath.Dir(planFile), p)); err == nil && !filepath.IsAbs(p) {
-					a.ReadOnly[j] = abs
-				}
+		var readOnly []string
+		for _, p := range a.ReadOnly {
+			p = strings.ReplaceAll(p, PlanDirToken, dir)
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(dir, p)
+			}
+			readOnly = append(readOnly, p)
+		}
+		cmd := make([]string, len(a.Command))
+		for j, c := range a.Command {
+			cmd[j] = strings.ReplaceAll(c, PlanDirToken, dir)
+		}
+		if c := cmd[0]; !filepath.IsAbs(c) && strings.ContainsRune(c, '/') {
+			cmd[0] = filepath.Join(dir, c)
+		}
+		for j := 1; j < len(cmd); j++ {
+			c := cmd[j]
+			if c == "" || filepath.IsAbs(c) || strings.HasPrefix(c, "-") || strings.Contains(c, "=") {
+				continue
+			}
+			p := filepath.Join(dir, c)
+			fi, err := os.Stat(p)
+			if err != nil {
+				continue
+			}
+			cmd[j] = p
+			mount := filepath.Dir(p)
+			if fi.IsDir() {
+				mount = p
+			}
+			if !slices.Contains(readOnly, mount) {
+				readOnly = append(readOnly, mount)
 			}
 		}
-		c := a.Command[0]
-		if filepath.IsAbs(c) || !strings.ContainsRune(c, '/') {
-			continue
-		}
-		if abs, err := filepath.Abs(filepath.Join(filepath.Dir(planFile), c)); err == nil {
-			cmd := append([]string(nil), a.Command...)
-			cmd[0] = abs
-			a.Command = cmd
-		}
+		a.Command, a.ReadOnly = cmd, readOnly
 	}
 }

@@ -3,6 +3,7 @@ package scenario
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -128,5 +129,37 @@ func TestCommandArmErrorsAreLocated(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("arms %q: error = %v\nwant containing %q", tc.arms, err, tc.want)
 		}
+	}
+}
+
+// Every relative argument that exists beside the plan is made absolute
+// (and its directory readable by a sealed process); {plan_dir} is the
+// plan's directory; options, assignments and names that exist nowhere
+// beside the plan are left as they are.
+func TestCommandArgumentsResolveAgainstThePlan(t *testing.T) {
+	path := writePlan(t, `  - name: mine
+    agent: command
+    command: [node, agent.mjs, --flag, prompt.md, not-here.js, "{plan_dir}/x", KEY=prompt.md, sub]
+    read_only: ["{plan_dir}/deps"]
+`)
+	dir := filepath.Dir(path)
+	if err := os.WriteFile(filepath.Join(dir, "agent.mjs"), []byte("//"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadPlanWith(path, noCatalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := p.Arms[0]
+	want := []string{"node", filepath.Join(dir, "agent.mjs"), "--flag", filepath.Join(dir, "prompt.md"), "not-here.js",
+		filepath.Join(dir, "x"), "KEY=prompt.md", filepath.Join(dir, "sub")}
+	if !slices.Equal(a.Command, want) {
+		t.Errorf("command %q\nwant    %q", a.Command, want)
+	}
+	if wantRO := []string{filepath.Join(dir, "deps"), dir, filepath.Join(dir, "sub")}; !slices.Equal(a.ReadOnly, wantRO) {
+		t.Errorf("read_only %q, want %q", a.ReadOnly, wantRO)
 	}
 }

@@ -4,10 +4,12 @@
 // agent.Env, so the fault schedule, the ledger and the simulated clock are
 // exactly those a built-in agent meets; the server only translates.
 //
-// Besides the scenario's tools it offers three built-ins, the same the LLM
-// agent has: wait (advances the simulated clock), update_plan (a plan
-// update, counted against the replan budget) and submit_claim (the
-// structured final claim, validated against the scenario's claim schema).
+// Besides the scenario's tools it offers four built-ins: wait (advances the
+// simulated clock), update_plan (a plan update, counted against the replan
+// budget), submit_claim (the structured final claim, validated against the
+// scenario's claim schema), the three the LLM agent has, and trial_status
+// (the budgets and what is left of them). None is a tool call of the
+// world: none is faulted, none costs call budget.
 //
 // Tool names are offered the way the LLM agent offers them (payments.charge
 // as payments__charge), because model APIs reject dots in function names;
@@ -40,10 +42,16 @@ import (
 
 // Names of the built-in tools.
 const (
-	ToolWait  = "wait"
-	ToolPlan  = "update_plan"
-	ToolClaim = "submit_claim"
+	ToolWait   = "wait"
+	ToolPlan   = "update_plan"
+	ToolClaim  = "submit_claim"
+	ToolStatus = "trial_status"
 )
+
+// builtin reports whether name is one of the built-ins.
+func builtin(name string) bool {
+	return name == ToolWait || name == ToolPlan || name == ToolClaim || name == ToolStatus
+}
 
 // MetaKey is the _meta key (MCP) and the field (HTTP listing) under which
 // a tool's documented metadata is offered: effect, idempotency key, status
@@ -67,10 +75,13 @@ type Server struct {
 	env    agent.Env
 	goal   string
 	budget harness.Budget // the task's, bounding wait (llm.WaitArg)
-	tools  []*entry       // scenario tools, then the built-ins
-	byName map[string]*entry
-	mcp    *mcp.Server
-	claims *jsonschema.Resolved
+	// retryLimit is the scenario's retry policy bound, stated in the
+	// instructions.
+	retryLimit int
+	tools      []*entry // scenario tools, then the built-ins
+	byName     map[string]*entry
+	mcp        *mcp.Server
+	claims     *jsonschema.Resolved
 	// mapped is the exposed name of each scenario tool, by tool name.
 	mapped map[string]string
 
@@ -78,6 +89,9 @@ type Server struct {
 	closed    bool
 	claim     string
 	submitted int
+	served    int // calls answered, built-ins included (Served)
+	calls     int // scenario tool calls and plan updates dispatched: trial_status's
+	replans   int // counts when env is no harness.StatusReporter
 	halted    chan struct{}
 	haltOnce  sync.Once
 	haltCause string
@@ -93,7 +107,7 @@ type entry struct {
 
 // New builds the server of one trial over its env and task.
 func New(env agent.Env, task agent.Task) (*Server, error) {
-	s := &Server{env: env, goal: task.Goal, budget: task.Budget, byName: map[string]*entry{}, mapped: map[string]string{}, halted: make(chan struct{})}
+	s := &Server{env: env, goal: task.Goal, budget: task.Budget, retryLimit: task.RetryLimit, byName: map[string]*entry{}, mapped: map[string]string{}, halted: make(chan struct{})}
 	offered := env.Tools()
 	dotted := make([]string, 0, len(offered))
 	for i := range offered {
@@ -102,7 +116,7 @@ func New(env agent.Env, task agent.Task) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("toolserver: %w", err)
 		}
-		if name == ToolWait || name == ToolPlan || name == ToolClaim {
+		if builtin(name) {
 			return nil, fmt.Errorf("toolserver: tool %q collides with the built-in %q", t.Name, name)
 		}
 		if _, dup := s.byName[name]; dup {
@@ -143,6 +157,8 @@ func New(env agent.Env, task agent.Task) (*Server, error) {
 			description: waitDescription(task.Budget)},
 		{name: ToolPlan, input: json.RawMessage(`{"type":"object","properties":{"summary":{"type":"string","description":"the new plan"}},"required":["summary"],"additionalProperties":false}`),
 			description: "Publish your current plan when it changes (one or two sentences). Counts against the plan-update budget. Does not count as a tool call."},
+		{name: ToolStatus, input: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+			description: "Report the task's budgets and what is left of them: calls_used, call_limit, calls_left, now_ms, deadline_ms, time_left_ms, replans_used, replan_limit, replans_left, cost_usd, cost_limit_usd, cost_left_usd (a limit of 0 means none; its left is then null). Does not count as a tool call."},
 		{name: ToolClaim, input: claimSchema,
 			description: "Submit your final structured claim: status \"completed\" if the goal was achieved, \"blocked\" if it was not (then blocked_on names the tool that could not be resolved), and every field you verified (null when you did not verify it). Submit once, at the end; a later submission replaces an earlier one. Does not count as a tool call."},
 	} {
@@ -188,7 +204,31 @@ func (s *Server) instructions() string {
 	return "Goal: " + s.goal + "\n\n" +
 		"Tool failures come back as tool errors whose content is JSON with code, retryable, retry_after_ms and uncertain. " +
 		"Call wait(ms) to wait on the task clock (honour retry_after_ms that way). uncertain: true means the request may have taken effect: " +
-		"check with the tool's status tool before sending it again. When you are done, call submit_claim with your structured claim."
+		"check with the tool's status tool before sending it again. When you are done, call submit_claim with your structured claim.\n\n" +
+		BudgetText(s.budget, s.retryLimit)
+}
+
+// BudgetText states a task's budgets as the MCP instructions give them
+// (and trial_status answers them, with what is left).
+func BudgetText(b harness.Budget, retryLimit int) string {
+	var t strings.Builder
+	t.WriteString("Budget (trial_status reports what is left; wait, update_plan, submit_claim and trial_status are not tool calls):\n")
+	fmt.Fprintf(&t, "- at most %d tool calls; calls beyond it are refused with BUDGET_EXHAUSTED\n", b.CallLimit())
+	if b.DeadlineMs > 0 {
+		fmt.Fprintf(&t, "- deadline: %d ms of task time; every tool call takes task time and wait advances it\n", b.DeadlineMs)
+	} else {
+		t.WriteString("- deadline: none\n")
+	}
+	if b.Replans > 0 {
+		fmt.Fprintf(&t, "- at most %d plan updates\n", b.Replans)
+	}
+	if b.CostUSD > 0 {
+		fmt.Fprintf(&t, "- tool cost: at most $%.4f\n", b.CostUSD)
+	}
+	if retryLimit > 0 {
+		fmt.Fprintf(&t, "- retry policy: at most %d retries of a failed step\n", retryLimit)
+	}
+	return t.String()
 }
 
 func (e *entry) mcpTool() *mcp.Tool {
@@ -219,6 +259,14 @@ func (s *Server) Claim() (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.claim, s.submitted > 0
+}
+
+// Served is how many calls the server answered, built-ins included: 0
+// means the agent never reached its tools.
+func (s *Server) Served() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.served
 }
 
 // Halted is closed when the harness stopped the trial (the agent kept
@@ -340,6 +388,7 @@ func (s *Server) dispatch(ctx context.Context, name string, args map[string]any)
 	if s.closed {
 		return harness.Failed(CodeTrialOver, false, "the trial is over; nothing was sent")
 	}
+	s.served++
 	switch name {
 	case ToolWait:
 		ms, refused := llm.WaitArg(args, s.budget, s.env.Now())
@@ -353,6 +402,7 @@ func (s *Server) dispatch(ctx context.Context, name string, args map[string]any)
 		if !ok || strings.TrimSpace(summary) == "" {
 			return harness.Failed(harness.CodeInvalidInput, false, "update_plan needs summary, a non-empty string")
 		}
+		s.replans++
 		return s.guard(func() harness.Result {
 			if pu, ok := s.env.(harness.PlanUpdater); ok {
 				if res := pu.UpdatePlan(summary); !res.OK {
@@ -365,12 +415,31 @@ func (s *Server) dispatch(ctx context.Context, name string, args map[string]any)
 		})
 	case ToolClaim:
 		return s.submit(args)
+	case ToolStatus:
+		return harness.Succeeded(s.status())
 	}
+	s.calls++
 	tool := llm.ToolName(name)
 	if e, ok := s.byName[name]; ok && e.tool != nil {
 		tool = e.tool.Name
 	}
 	return s.guard(func() harness.Result { return s.env.Call(ctx, tool, args) })
+}
+
+// status answers trial_status (s.mu held): the harness's own counts when
+// the env has them.
+func (s *Server) status() map[string]any {
+	st := harness.NewStatus(s.budget, s.calls, s.replans, 0, s.env.Now())
+	if r, ok := s.env.(harness.StatusReporter); ok {
+		st = r.Status()
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return map[string]any{}
+	}
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	return m
 }
 
 // guard runs one env operation; a panic (the harness halting a trial whose

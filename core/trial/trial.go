@@ -227,3 +227,6 @@ func (e env) Replan(summary string) { e.d.Replan(summary) }
 // UpdatePlan implements harness.PlanUpdater: a refused plan update (over
 // bounds.PlanSummary) is answered to the agent.
 func (e env) UpdatePlan(summary string) harness.Result { return e.d.UpdatePlan(summary) }
+
+// Status implements harness.StatusReporter: what is left of the budgets.
+func (e env) Status() harness.Status { return e.d.Status() }

@@ -16,6 +16,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
 	"rebound/activities"
@@ -97,6 +98,14 @@ func (e configError) Unwrap() error { return e.err }
 func IsConfigError(err error) bool {
 	var ce configError
 	return errors.As(err, &ce)
+}
+
+// IsAgentConfig reports whether a sweep failed because an arm's agent
+// cannot run (a bad model name or key, a command that cannot start): the
+// plan's to fix, like any configuration error.
+func IsAgentConfig(err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.Type() == workflows.ErrAgentConfig
 }
 
 // quietLogger keeps the Temporal SDK's routine logs out of the terminal;

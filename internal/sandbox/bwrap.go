@@ -220,6 +220,11 @@ func isExecutable(p string) bool {
 // othersCanRead checks that the sandbox's uid, which owns nothing on the
 // host, can reach p: every directory on the way searchable by others, p
 // itself readable by them.
+// Readable reports whether a sealed process could read p (a file, or a
+// directory it can list and enter), as a read-only mount needs: nil when
+// others may read p and enter every directory above it.
+func Readable(p string) error { return othersCanRead(p) }
+
 func othersCanRead(p string) error {
 	fi, err := os.Stat(p)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,7 +50,62 @@ const (
 	EnvGoal     = "REBOUND_GOAL"      // the scenario's goal
 	EnvTrialID  = "REBOUND_TRIAL_ID"  // derived, stable across retries
 	EnvAttempt  = "REBOUND_ATTEMPT"   // the activity attempt running the trial (1 = first)
+
+	// The budgets, as the trial starts (trial_status answers what is
+	// left): 0 means the scenario sets none, except for the call budget,
+	// which is always the number the harness enforces.
+	EnvCallBudget   = "REBOUND_CALL_BUDGET"    // tool calls the harness sends
+	EnvDeadlineMs   = "REBOUND_DEADLINE_MS"    // the deadline, in ms of simulated task time
+	EnvReplanBudget = "REBOUND_REPLAN_BUDGET"  // plan updates (update_plan)
+	EnvCostLimit    = "REBOUND_COST_LIMIT_USD" // tool cost, in US dollars
+	EnvRetryLimit   = "REBOUND_RETRY_LIMIT"    // retries of one failed step
+
+	// EnvBin is the path of the rebound binary inside the process's view
+	// (for `$REBOUND_BIN mcp-stdio --url $REBOUND_MCP_URL`), set when the
+	// worker knows it (SetBinary) and a sealed process can read it.
+	EnvBin = "REBOUND_BIN"
+	// EnvMCPConfig is a ready-made MCP server configuration (JSON, the
+	// "mcpServers" shape agents read): the stdio bridge with the URL in its
+	// arguments when REBOUND_BIN is set, else the streamable HTTP endpoint.
+	EnvMCPConfig = "REBOUND_MCP_CONFIG"
 )
+
+// binary is the rebound executable offered as REBOUND_BIN (SetBinary).
+var binary struct {
+	sync.Mutex
+	path string
+}
+
+// SetBinary names the rebound executable a command arm's process may run
+// as its stdio MCP server (REBOUND_BIN, REBOUND_MCP_CONFIG); cmd/rebound
+// sets its own. A sealed process sees the file mounted read-only at the
+// same path. Empty: neither variable offers the bridge.
+func SetBinary(path string) {
+	binary.Lock()
+	defer binary.Unlock()
+	binary.path = path
+}
+
+func binaryPath() string {
+	binary.Lock()
+	defer binary.Unlock()
+	return binary.path
+}
+
+// MCPConfig is the value of REBOUND_MCP_CONFIG for a trial's MCP URL: the
+// stdio bridge (bin mcp-stdio --url URL) when bin is set, else the
+// streamable HTTP endpoint itself.
+func MCPConfig(bin, mcpURL string) string {
+	server := map[string]any{"type": "http", "url": mcpURL}
+	if bin != "" {
+		server = map[string]any{"type": "stdio", "command": bin, "args": []string{"mcp-stdio", "--url", mcpURL}}
+	}
+	b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"rebound": server}})
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
 
 // passedThrough are the worker's variables the process inherits; nothing
 // else of the worker's environment (its database DSN, its keys) is passed.
@@ -65,6 +122,8 @@ const killGrace = 5 * time.Second
 
 // Config is one command arm.
 type Config struct {
+	// Arm is the arm's name, for the messages of configuration errors.
+	Arm     string
 	Command []string
 	// Env are literal variables; EnvFrom maps a process variable to the
 	// worker variable holding its (secret) value.
@@ -87,7 +146,7 @@ type Config struct {
 
 // FromArm builds the config of a command arm.
 func FromArm(arm scenario.Arm) Config {
-	cfg := Config{Command: arm.Command, Env: arm.Env, EnvFrom: arm.EnvFrom, Timeout: arm.CommandTimeout(),
+	cfg := Config{Arm: arm.Name, Command: arm.Command, Env: arm.Env, EnvFrom: arm.EnvFrom, Timeout: arm.CommandTimeout(),
 		AttritionExitCodes: arm.AttritionExitCodes, Unsealed: !arm.Sealed(), ReadOnly: arm.ReadOnly, Egress: arm.Egress}
 	if l := arm.Limits; l != nil {
 		cfg.Limits = sandbox.Limits{MemoryBytes: int64(l.MemoryMB) << 20, PIDs: l.PIDs, CPUs: l.CPUs}
@@ -102,6 +161,7 @@ type Agent struct {
 	env     []string // Env and EnvFrom, resolved
 	routes  []sandbox.Route
 	hosts   []string // /etc/hosts lines of the egress names
+	bin     string   // REBOUND_BIN, "" when not offered
 }
 
 // New checks the config and reads the EnvFrom variables on this worker. A
@@ -129,8 +189,16 @@ func New(cfg Config) (*Agent, error) {
 		a.env = append(a.env, k+"="+v)
 		a.secrets = append(a.secrets, v)
 	}
+	if bin := binaryPath(); bin != "" {
+		if real, err := filepath.EvalSymlinks(bin); err == nil {
+			a.bin = real
+		}
+	}
 	if cfg.Unsealed {
 		return a, nil
+	}
+	if a.bin != "" && sandbox.Readable(a.bin) != nil {
+		a.bin = "" // a sealed process could not run it: offer HTTP only
 	}
 	// Fail closed: an arm that is not explicitly unsealed never runs
 	// where the sandbox cannot be set up.
@@ -187,7 +255,7 @@ func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.
 		p, err = l.sealed()
 	}
 	if err != nil {
-		return agent.Outcome{}, fmt.Errorf("%w: command arm: cannot start %s: %v", agent.ErrConfig, a.cfg.Command[0], a.redact(err.Error()))
+		return agent.Outcome{}, fmt.Errorf("%w: %s: cannot start %s: %v", agent.ErrConfig, a.armName(), a.cfg.Command[0], a.redact(err.Error()))
 	}
 	defer p.cleanup()
 	start := time.Now()
@@ -227,6 +295,12 @@ func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.
 		}
 		return agent.Outcome{}, context.Cause(ctx)
 	}
+	if !timedOut && !halted && !cancelled && proc.Signal == "" && (code == exitCannotExecute || code == exitNotFound) && srv.Served() == 0 {
+		// The shell's "not executable" and "not found": the command never
+		// ran, so every trial of the arm would fail the same way.
+		return agent.Outcome{}, fmt.Errorf("%w: %s: the command %q exited %d before any tool call (%s): it could not start; stderr: %s",
+			agent.ErrConfig, a.armName(), a.redactAll(a.cfg.Command), code, exitMeaning(code), lastLine(proc.Stderr))
+	}
 	if !timedOut && !halted && slices.Contains(a.cfg.AttritionExitCodes, proc.ExitCode) {
 		return agent.Outcome{}, &AttritionError{Process: proc}
 	}
@@ -236,6 +310,40 @@ func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.
 		out.Claim, out.Answer = "", srv.HaltCause()
 	}
 	return out, nil
+}
+
+// Exit codes a shell gives a command it could not run.
+const (
+	exitCannotExecute = 126
+	exitNotFound      = 127
+)
+
+func exitMeaning(code int) string {
+	if code == exitCannotExecute {
+		return "126: found but not executable"
+	}
+	return "127: not found"
+}
+
+// lastLine is the last non-empty line of s (bounded), or "(none)".
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	l := strings.TrimSpace(lines[len(lines)-1])
+	if l == "" {
+		return "(none)"
+	}
+	if len(l) > 300 {
+		l = l[:300] + "..."
+	}
+	return l
+}
+
+// armName names the arm in messages.
+func (a *Agent) armName() string {
+	if a.cfg.Arm == "" {
+		return "command arm"
+	}
+	return "arm " + a.cfg.Arm
 }
 
 // launch starts one trial's process, sealed or not.
@@ -259,9 +367,18 @@ func (l launch) environ(dir, mcpURL, toolsURL string) []string {
 		}
 	}
 	environ = append(environ, l.a.env...)
-	return append(environ,
+	b := l.task.Budget
+	environ = append(environ,
 		EnvMCPURL+"="+mcpURL, EnvToolsURL+"="+toolsURL,
-		EnvGoal+"="+l.task.Goal, EnvTrialID+"="+l.task.TrialID, EnvAttempt+"="+strconv.Itoa(l.attempt))
+		EnvGoal+"="+l.task.Goal, EnvTrialID+"="+l.task.TrialID, EnvAttempt+"="+strconv.Itoa(l.attempt),
+		EnvCallBudget+"="+strconv.Itoa(b.CallLimit()), EnvDeadlineMs+"="+strconv.FormatInt(max(b.DeadlineMs, 0), 10),
+		EnvReplanBudget+"="+strconv.Itoa(max(b.Replans, 0)), EnvCostLimit+"="+strconv.FormatFloat(max(b.CostUSD, 0), 'f', -1, 64),
+		EnvRetryLimit+"="+strconv.Itoa(max(l.task.RetryLimit, 0)),
+		EnvMCPConfig+"="+MCPConfig(l.a.bin, mcpURL))
+	if l.a.bin != "" {
+		environ = append(environ, EnvBin+"="+l.a.bin)
+	}
+	return environ
 }
 
 // running is a started trial process.
@@ -290,7 +407,7 @@ func (l launch) sealed() (running, error) {
 	base := "http://127.0.0.1:" + strconv.Itoa(port) + prefix
 	sb, err := sandbox.Start(sandbox.Spec{
 		Command: l.a.cfg.Command, Env: l.environ(dir, base+"/mcp", base+"/tools"), Dir: dir,
-		ReadOnly: l.a.cfg.ReadOnly, Hosts: l.a.hosts, Limits: l.a.cfg.Limits,
+		ReadOnly: l.readOnly(), Hosts: l.a.hosts, Limits: l.a.cfg.Limits,
 		Stdout: l.stdout, Stderr: l.stderr,
 	})
 	if err != nil {
@@ -318,6 +435,15 @@ func (l launch) sealed() (running, error) {
 		return fail(err)
 	}
 	return s, nil
+}
+
+// readOnly is what the sealed process may read besides its command's
+// directory: the arm's paths and the rebound binary (REBOUND_BIN).
+func (l launch) readOnly() []string {
+	if l.a.bin == "" {
+		return l.a.cfg.ReadOnly
+	}
+	return append(slices.Clone(l.a.cfg.ReadOnly), l.a.bin)
 }
 
 // freePort picks the tool server's port inside the sandbox, where only the

@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) >= 3 && os.Args[1] == "rebound-helper" {
 		os.Exit(helper(os.Args[2]))
 	}
+	if len(os.Args) >= 2 && os.Args[1] == "mcp-stdio" {
+		os.Exit(bridge(os.Args[2:]))
+	}
 	os.Exit(withAgentBinary(m))
 }
 
@@ -110,6 +113,9 @@ func helper(mode string) int {
 		return 75
 	case "silent":
 		return 0
+	case "exit127-after-call": // reaches its tools, then exits as "not found" would
+		call("trial_status", map[string]any{})
+		return 127
 	}
 	if code, ok := hostile(mode, call); ok {
 		return code
