@@ -91,7 +91,7 @@ func TestMCPStdioSurvivesBadFrame(t *testing.T) {
 		send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 		m := next()
 		res, _ := m["result"].(map[string]any)
-		if tools, _ := res["tools"].([]any); m["id"] != float64(2) || len(tools) != len(sc.Tools)+3 {
+		if tools, _ := res["tools"].([]any); m["id"] != float64(2) || len(tools) != len(sc.Tools)+4 { // wait, update_plan, submit_claim, trial_status
 			t.Errorf("tools/list: %v", m)
 		}
 		inW.Close()

@@ -105,6 +105,7 @@ func newRoot() *cobra.Command {
 		newSQLCmd(),
 		newScenarioCmd(),
 		newMCPStdioCmd(),
+		newMockLLMCmd(),
 		newVersionCmd(),
 	)
 	registerCompletions(root)

@@ -357,7 +357,7 @@ func TestPlainHTTP(t *testing.T) {
 		}
 		err = json.NewDecoder(resp.Body).Decode(&listing)
 		resp.Body.Close()
-		if err != nil || listing.Goal != sc.Goal || len(listing.Tools) != len(sc.Tools)+3 {
+		if err != nil || listing.Goal != sc.Goal || len(listing.Tools) != len(sc.Tools)+4 { // the four built-ins
 			t.Errorf("listing %+v: %v", listing, err)
 		}
 		replans := func(at int) {
