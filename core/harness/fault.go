@@ -210,6 +210,10 @@ func (s Schedule) match(tool string, attempt, call int) int {
 	return -1
 }
 
+// Triggers reports whether the fault's trigger selects the attempt-th call
+// of its tool, the call-th of the trial (before probability thins it).
+func (f Fault) Triggers(attempt, call int) bool { return f.triggers(attempt, call) }
+
 func (f Fault) triggers(attempt, call int) bool {
 	switch {
 	case len(f.Attempts) > 0:

@@ -197,8 +197,27 @@ func (g GenerateSpec) has(k GenKind) bool {
 // when it is empty). Tools missing from the catalog are skipped; the loader
 // reports them. The result is deterministic.
 func Generate(s *Scenario, catalog map[string]harness.Tool) []Variant {
+	vs, _ := GenerateChecked(s, catalog)
+	return vs
+}
+
+// Adjusted is a generated variant the generator changed or dropped because
+// a fault of it would strike before the step it means to test, or the
+// recovery it counts on: as generated, it tested nothing it says.
+type Adjusted struct {
+	Variant string `json:"variant"`
+	Dropped bool   `json:"dropped"`
+	Msg     string `json:"msg"`
+	// Original is the variant as first generated, before the fix.
+	Original Variant `json:"-"`
+}
+
+// GenerateChecked is Generate, and says which variants it fixed or dropped
+// (lint prints them as notes at the scenario's generate field).
+func GenerateChecked(s *Scenario, catalog map[string]harness.Tool) ([]Variant, []Adjusted) {
 	g := newGenerator(s, catalog)
 	var out []Variant
+	var adjusted []Adjusted
 	occurrences := map[string]int{}
 	for _, st := range s.Plan {
 		occurrences[st.Tool]++
@@ -224,10 +243,16 @@ func Generate(s *Scenario, catalog map[string]harness.Tool) []Variant {
 				continue
 			}
 			v.Name = prefix + "/" + string(k)
+			if a, keep := g.aim(&v, i, t, k); a != nil {
+				adjusted = append(adjusted, *a)
+				if !keep {
+					continue
+				}
+			}
 			out = append(out, v)
 		}
 	}
-	return out
+	return out, adjusted
 }
 
 type generator struct {

@@ -128,7 +128,11 @@ func ParseScenarioWith(file string, data []byte, opts LoadOptions) (*Scenario, e
 	}
 	var generated []Variant
 	if len(s.Generate) > 0 && catalog != nil {
-		generated = Generate(&s, catalog)
+		var adjusted []Adjusted
+		generated, adjusted = GenerateChecked(&s, catalog)
+		for _, a := range adjusted {
+			opts.note(locate(file, root, []pathError{{path: "generate", msg: fmt.Sprintf("generated variant %s: %s", a.Variant, a.Msg)}})...)
+		}
 		names := map[string]bool{}
 		for _, v := range s.Variants {
 			names[v.Name] = true
