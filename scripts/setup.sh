@@ -11,9 +11,11 @@
 #   .cache/upstreams/         the official MCP reference servers (filesystem,
 #                             memory) that upstream worlds are tested on, npm
 #                             ci from examples/upstreams/package-lock.json
-# and one system package, the sandbox of command arms: bubblewrap (bwrap),
-# from Debian's packages when it is missing and setup runs as root (it is
-# the only thing installed outside .cache/; without root, setup says how).
+# and two system packages from Debian's packages when they are missing and
+# setup runs as root: the sandbox of command arms, bubblewrap (bwrap), and
+# chromium, the browser the review UI's tests (results/reviewui) drive
+# headless. They are the only things installed outside .cache/; without
+# root, setup says how.
 # Idempotent: a second run only checks what is there. Called by `make setup`.
 set -euo pipefail
 
@@ -60,6 +62,27 @@ elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 	say "bubblewrap: installed in $(elapsed "$start")"
 else
 	say "bubblewrap: missing; command arms will refuse to run sealed until it is installed (as root: apt-get install bubblewrap)"
+fi
+
+# --- chromium (the review UI's browser tests) ----------------------------------
+# results/reviewui's browser tests drive /usr/bin/chromium headless (chromedp);
+# under REBOUND_REQUIRE_INTEGRATION=1 a missing browser fails them. Debian's
+# package is used, never a download.
+if command -v chromium >/dev/null 2>&1; then
+	say "chromium: ok"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+	say "chromium: installing Debian's package (apt-get install chromium)"
+	start=$SECONDS
+	log="$cache/apt-chromium.log"
+	if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; } >"$log" 2>&1; then
+		cat "$log" >&2
+		die "apt-get install chromium failed (see above)"
+	fi
+	rm -f "$log"
+	command -v chromium >/dev/null 2>&1 || die "chromium was installed but is not on PATH"
+	say "chromium: installed in $(elapsed "$start")"
+else
+	say "chromium: missing; the review UI's browser tests will skip until it is installed (as root: apt-get install chromium)"
 fi
 
 # --- Temporal CLI ---------------------------------------------------------

@@ -105,6 +105,7 @@ var shardingKeys = map[string]string{
 	"model_calls":       "cityHash64(sweep_id)",
 	"judgements":        "cityHash64(sweep_id)",
 	"review_queue":      "cityHash64(sweep_id)",
+	"reviews":           "cityHash64(sweep_id)",
 	"judge_cache":       "cityHash64(scenario, trace_hash)",
 }
 

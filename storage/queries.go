@@ -73,6 +73,29 @@ LIMIT 1`
 	// judgement of that trial was written after it (a later judge run that
 	// succeeded closes it). ifNull keeps the test right whatever
 	// join_use_nulls says about unmatched rows (0 or NULL: never judged).
+	// The human verdicts in force in a sweep: per (trial, target) the
+	// latest change, unless that change withdrew the verdict.
+	qHumanReviews = `SELECT sweep_id, trial_id, target, v AS verdict, who AS reviewer, why AS note, at_ms AS reviewed_at_ms
+FROM
+(
+    SELECT sweep_id, trial_id, target,
+        argMax(verdict, reviewed_at) AS v,
+        argMax(reviewer, reviewed_at) AS who,
+        argMax(note, reviewed_at) AS why,
+        toUnixTimestamp64Milli(max(reviewed_at)) AS at_ms
+    FROM {{db}}.reviews
+    WHERE sweep_id = {sweep_id:String}
+    GROUP BY sweep_id, trial_id, target
+)
+WHERE v != 'cleared'
+ORDER BY trial_id, target`
+
+	// Every change to one trial's human verdicts, oldest first.
+	qReviewHistory = `SELECT ` + selectList(humanReviewCols) + `
+FROM {{db}}.reviews
+WHERE trial_id = {trial_id:String}
+ORDER BY reviewed_at, target`
+
 	qReviewQueue = `SELECT ` + selectList(reviewCols) + `
 FROM
 (

@@ -48,11 +48,14 @@ var (
 		"sweep_id", "trial_id", "scenario", "trace_hash", "judge_model", "judge_prompt_hash",
 		"reason", "raw_trace", "partial_output", "attempts", "queued_at",
 	}
+	humanReviewCols = []string{
+		"sweep_id", "trial_id", "target", "verdict", "reviewer", "note", "reviewed_at",
+	}
 )
 
 var timeCols = map[string]bool{
 	"created_at": true, "updated_at": true, "written_at": true, "applied_at": true,
-	"judged_at": true, "queued_at": true,
+	"judged_at": true, "queued_at": true, "reviewed_at": true,
 }
 
 // selectList renders the select expressions for cols, optionally prefixed
@@ -193,6 +196,28 @@ type reviewRow struct {
 	PartialOutput   string `ch:"partial_output" json:"partial_output"`
 	Attempts        uint8  `ch:"attempts" json:"attempts"`
 	QueuedAtMS      int64  `ch:"queued_at_ms" json:"queued_at_ms"`
+}
+
+type humanReviewRow struct {
+	SweepID      string `ch:"sweep_id" json:"sweep_id"`
+	TrialID      string `ch:"trial_id" json:"trial_id"`
+	Target       string `ch:"target" json:"target"`
+	Verdict      string `ch:"verdict" json:"verdict"`
+	Reviewer     string `ch:"reviewer" json:"reviewer"`
+	Note         string `ch:"note" json:"note"`
+	ReviewedAtMS int64  `ch:"reviewed_at_ms" json:"reviewed_at_ms"`
+}
+
+func (r humanReviewRow) review() record.Review {
+	return record.Review{SweepID: r.SweepID, TrialID: r.TrialID, Target: r.Target, Verdict: r.Verdict,
+		Reviewer: r.Reviewer, Note: r.Note, ReviewedAt: fromMilli(r.ReviewedAtMS)}
+}
+
+func humanReviewValues(r record.Review, at time.Time) ([]any, error) {
+	if err := r.Validate(); err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	return []any{text(r.SweepID), text(r.TrialID), text(r.Target), text(r.Verdict), text(r.Reviewer), text(r.Note), at}, nil
 }
 
 type cellRow struct {

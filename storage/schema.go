@@ -467,6 +467,23 @@ var ddlTrialsIDIndex = []string{
 // read the empty string (not known): a build that did not say registered them.
 const ddlSweepsReboundVersion = `ALTER TABLE {{db}}.sweeps ADD COLUMN IF NOT EXISTS rebound_version String AFTER status`
 
+// Migration 12: reviews, the human verdicts of the review UI (rebound ui).
+// Append-only (a MergeTree, not Replacing): every change a reviewer makes
+// is one row with its author and time, and the reads take the latest per
+// (sweep, trial, target). Nothing else is written by the UI.
+const ddlReviews = `CREATE TABLE IF NOT EXISTS {{db}}.reviews
+(
+    sweep_id    String,
+    trial_id    String,
+    target      LowCardinality(String),
+    verdict     LowCardinality(String),
+    reviewer    String,
+    note        String CODEC(ZSTD(3)),
+    reviewed_at DateTime64(3, 'UTC')
+)
+ENGINE = MergeTree()
+ORDER BY (sweep_id, trial_id, target, reviewed_at)`
+
 var migrations = []migration{
 	{
 		Version: 1,
@@ -539,6 +556,11 @@ var migrations = []migration{
 		Version:    11,
 		Name:       "sweeps: rebound_version (the build that registered the sweep)",
 		Statements: []string{ddlSweepsReboundVersion},
+	},
+	{
+		Version:    12,
+		Name:       "reviews: human verdicts with a note, append-only (rebound ui)",
+		Statements: []string{ddlReviews},
 	},
 }
 

@@ -126,6 +126,17 @@ type Store interface {
 	// by trial_id. An item is closed by a judgement of its trial written
 	// after it was queued (a later judge run that succeeded).
 	ReviewQueue(ctx context.Context, sweepID string) ([]record.ReviewItem, error)
+	// PutReview appends one change to a trial's human verdicts (reviews
+	// table, append-only; ReviewedAt is set to the time of the write). It
+	// refuses a review without a reviewer, a target or a known verdict.
+	PutReview(ctx context.Context, r record.Review) error
+	// HumanReviews returns the human verdicts in force in a sweep: per
+	// (trial, target) the latest change, withdrawn ones left out, ordered
+	// by (trial_id, target).
+	HumanReviews(ctx context.Context, sweepID string) ([]record.Review, error)
+	// ReviewHistory returns every change to one trial's human verdicts,
+	// oldest first.
+	ReviewHistory(ctx context.Context, trialID string) ([]record.Review, error)
 	// Usage returns what the recent trials sel selects consumed (model
 	// calls, tokens, recorded cost), newest first.
 	Usage(ctx context.Context, sel record.UsageSelect) ([]record.Usage, error)

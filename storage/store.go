@@ -441,6 +441,37 @@ func (s *store) EnqueueReview(ctx context.Context, item record.ReviewItem) error
 	return nil
 }
 
+func (s *store) PutReview(ctx context.Context, r record.Review) error {
+	vals, err := humanReviewValues(r, s.stamp())
+	if err != nil {
+		return err
+	}
+	if err := s.t.Insert(ctx, s.insertSQL("reviews", humanReviewCols), humanReviewCols, [][]any{vals}); err != nil {
+		return fmt.Errorf("storage: PutReview %s %s: %w", r.TrialID, r.Target, err)
+	}
+	return nil
+}
+
+func (s *store) HumanReviews(ctx context.Context, sweepID string) ([]record.Review, error) {
+	return s.selectReviews(ctx, "HumanReviews", qHumanReviews, map[string]string{"sweep_id": sweepID})
+}
+
+func (s *store) ReviewHistory(ctx context.Context, trialID string) ([]record.Review, error) {
+	return s.selectReviews(ctx, "ReviewHistory", qReviewHistory, map[string]string{"trial_id": trialID})
+}
+
+func (s *store) selectReviews(ctx context.Context, what, q string, params map[string]string) ([]record.Review, error) {
+	var rows []humanReviewRow
+	if err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(q), Params: params}); err != nil {
+		return nil, fmt.Errorf("storage: %s: %w", what, err)
+	}
+	out := make([]record.Review, len(rows))
+	for i, r := range rows {
+		out[i] = r.review()
+	}
+	return out, nil
+}
+
 func (s *store) ReviewQueue(ctx context.Context, sweepID string) ([]record.ReviewItem, error) {
 	var rows []reviewRow
 	if err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(qReviewQueue), Params: map[string]string{"sweep_id": sweepID}}); err != nil {

@@ -29,7 +29,7 @@ const completeTimeout = 5 * time.Second
 func registerCompletions(root *cobra.Command) {
 	sweepArg := map[string]bool{
 		"report": true, "compare": true, "gate": true, "trials": true, "judge agreement": true,
-		"judge queue": true, "regrade": true, "sweep status": true, "sweep cancel": true,
+		"judge queue": true, "review export": true, "regrade": true, "sweep status": true, "sweep cancel": true,
 	}
 	scheduleArg := map[string]bool{
 		"schedule describe": true, "schedule update": true, "schedule pause": true,

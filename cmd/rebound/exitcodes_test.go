@@ -39,6 +39,8 @@ func TestReadCommandsNeedAStore(t *testing.T) {
 		{"replay", trial},
 		{"judge", "agreement", sweep},
 		{"judge", "queue", sweep},
+		{"review", "export", sweep},
+		{"ui"},
 		{"regrade", sweep},
 		{"trend", "nightly"},
 		{"sql", "SELECT 1"},

@@ -202,6 +202,10 @@ func TestJSONOutputOfEveryCommand(t *testing.T) {
 		t.Errorf("judge queue of a sweep without a judge: %v, want []", v)
 	}
 	cover("judge queue")
+	if v := run("review export", exitOK, append([]string{"review", "export", sweep}, local...)...); !isEmptyList(v) {
+		t.Errorf("review export of a sweep nobody reviewed: %v, want []", v)
+	}
+	cover("review export")
 	regraded := run("regrade", exitOK, append([]string{"regrade", sweep}, local...)...).(map[string]any)
 	cover("regrade")
 	// The regraded sweep holds each arm twice, graded alike: the gate passes.

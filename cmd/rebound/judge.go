@@ -20,7 +20,10 @@ checks stay the authority on counts, order, permissions and idempotency; the
 judge's value is known only by how well it agrees with them.
 
   rebound judge agreement [flags] SWEEP_ID   agreement with the checks per
-                                             dimension: n, rate, Cohen's kappa
+                                             dimension, and of the judge and
+                                             the checks with the human
+                                             verdicts set in 'rebound ui':
+                                             n, rate, Cohen's kappa [95%]
   rebound judge queue [flags] SWEEP_ID       trials the judge could not score
                                              (after its retries): for humans
 
@@ -88,21 +91,42 @@ func judgeQueue(ctx context.Context, store storage.Store, sweepID, output string
 }
 
 func judgeAgreement(ctx context.Context, store storage.Store, sweepID, output string, stdout io.Writer) error {
-	pairs, err := judgestore.PairsFromStore(ctx, store, sweepID)
+	a, err := judgestore.LoadAgreement(ctx, store, sweepID)
 	if err != nil {
 		return err
 	}
-	dims := judge.Agreement(pairs)
 	if output == "json" {
-		return writeJSON(stdout, dims, false)
+		return writeJSON(stdout, a, false)
 	}
-	fmt.Fprintf(stdout, "judge vs executable checks, sweep %s (%d judged trials); judge pass = score >= 4\n\n", sweepID, len(pairs))
+	fmt.Fprintf(stdout, "judge vs executable checks, sweep %s (%d judged trials); judge pass = score >= %d; kappa [%.0f%% interval]\n\n",
+		sweepID, a.JudgedTrials, judge.PassScore, judge.AgreementConfidence*100)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "DIMENSION\tCOMPARED WITH\tN\tAGREE\tKAPPA\tDISAGREEING TRIALS")
-	for _, d := range dims {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", d.Dimension, strings.Join(d.Signals, "+"), d.N, pct(d.Rate), num(d.Kappa), firstN(d.Disagreements, 3))
+	for _, d := range a.JudgeVsChecks {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", d.Dimension, strings.Join(d.Signals, "+"), d.N, pct(d.Rate), kappaCell(d.Kappa, d.KappaLo, d.KappaHi), firstN(d.Disagreements, 3))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(a.VsHumans) == 0 {
+		_, err := fmt.Fprintf(stdout, "\nno human verdicts yet (set them in 'rebound ui')\n")
+		return err
+	}
+	fmt.Fprintf(stdout, "\njudge and checks vs human verdicts (%d reviewed trials)\n\n", a.ReviewedTrials)
+	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TARGET\tRATER\tN\tAGREE\tKAPPA\tDISAGREEING TRIALS")
+	for _, h := range a.VsHumans {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", h.Target, h.Rater, h.N, pct(h.Rate), kappaCell(h.Kappa, h.KappaLo, h.KappaHi), firstN(h.Disagreements, 3))
 	}
 	return tw.Flush()
+}
+
+// kappaCell is a kappa with its interval, or "undefined".
+func kappaCell(k, lo, hi float64) string {
+	if math.IsNaN(k) {
+		return "undefined"
+	}
+	return fmt.Sprintf("%.2f [%.2f, %.2f]", k, lo, hi)
 }
 
 func pct(f float64) string {
@@ -110,13 +134,6 @@ func pct(f float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f%%", 100*f)
-}
-
-func num(f float64) string {
-	if math.IsNaN(f) {
-		return "undefined"
-	}
-	return fmt.Sprintf("%.2f", f)
 }
 
 func firstN(ids []string, n int) string {

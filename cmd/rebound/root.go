@@ -97,6 +97,8 @@ func newRoot() *cobra.Command {
 		newTrialsCmd(),
 		newTrialCmd(),
 		newJudgeCmd(),
+		newReviewCmd(),
+		newUICmd(),
 		newReplayCmd(),
 		newRegradeCmd(),
 		newScheduleCmd(),

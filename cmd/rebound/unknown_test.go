@@ -39,6 +39,7 @@ func TestUnknownIDsExitTwo(t *testing.T) {
 		{[]string{"trials", sweep, "--failing"}, `no sweep "` + sweep + `" in storage`},
 		{[]string{"judge", "agreement", sweep}, `no sweep "` + sweep + `" in storage`},
 		{[]string{"judge", "queue", sweep}, `no sweep "` + sweep + `" in storage`},
+		{[]string{"review", "export", sweep}, `no sweep "` + sweep + `" in storage`},
 		{[]string{"compare", "--baseline", "a", "--candidate", "b", sweep}, `no sweep "` + sweep + `" in storage`},
 		{[]string{"compare", "--baseline", "a", "--candidate", "a", "--baseline-sweep", "previous", sweep}, `no sweep "` + sweep + `" in storage`},
 		{[]string{"gate", "--baseline", "a", "--candidate", "b", "--thresholds", gates, sweep}, `no sweep "` + sweep + `" in storage`},

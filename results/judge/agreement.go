@@ -6,11 +6,15 @@ import (
 
 	"rebound/core/grade"
 	"rebound/core/outcome"
+	"rebound/stats"
 )
 
 // PassScore is the lowest judge score that counts as a pass when the judge
 // is compared with the executable checks.
 const PassScore = 4
+
+// AgreementConfidence is the confidence of every kappa interval.
+const AgreementConfidence = 0.95
 
 // Mapping ties one judge dimension to the executable evidence that measures
 // the same behaviour. Eval reads a verdict and says whether the checks pass
@@ -122,6 +126,11 @@ type DimensionAgreement struct {
 	// raters gave one and the same answer to every trial: agreement is
 	// perfect but uninformative, kappa undefined).
 	Kappa float64 `json:"kappa"`
+	// KappaLo and KappaHi bound Kappa at AgreementConfidence
+	// (stats.CohenKappa: Fleiss, Cohen and Everitt's standard error); NaN
+	// when Kappa is.
+	KappaLo float64 `json:"kappa_lo"`
+	KappaHi float64 `json:"kappa_hi"`
 	// Disagreements lists the trials where the two differ, in input order.
 	Disagreements []string `json:"disagreements"`
 }
@@ -131,9 +140,11 @@ func (d DimensionAgreement) MarshalJSON() ([]byte, error) {
 	type plain DimensionAgreement
 	return json.Marshal(struct {
 		plain
-		Rate  *float64 `json:"rate"`
-		Kappa *float64 `json:"kappa"`
-	}{plain(d), finite(d.Rate), finite(d.Kappa)})
+		Rate    *float64 `json:"rate"`
+		Kappa   *float64 `json:"kappa"`
+		KappaLo *float64 `json:"kappa_lo"`
+		KappaHi *float64 `json:"kappa_hi"`
+	}{plain(d), finite(d.Rate), finite(d.Kappa), finite(d.KappaLo), finite(d.KappaHi)})
 }
 
 func finite(f float64) *float64 {
@@ -174,24 +185,9 @@ func Agreement(pairs []Pair) []DimensionAgreement {
 				d.Disagreements = append(d.Disagreements, p.TrialID)
 			}
 		}
-		d.Rate, d.Kappa = kappa(d.BothPass, d.JudgePassOnly, d.ChecksPassOnly, d.BothFail)
+		k := stats.CohenKappa(d.BothPass, d.JudgePassOnly, d.ChecksPassOnly, d.BothFail, AgreementConfidence)
+		d.Rate, d.Kappa, d.KappaLo, d.KappaHi = k.Agreement, k.Kappa, k.Interval.Lo, k.Interval.Hi
 		out = append(out, d)
 	}
 	return out
-}
-
-// kappa returns the observed agreement and Cohen's kappa of a 2x2 table:
-// a both pass, b judge pass only, c checks pass only, d both fail.
-func kappa(a, b, c, d int) (po, k float64) {
-	n := float64(a + b + c + d)
-	if n == 0 {
-		return math.NaN(), math.NaN()
-	}
-	po = float64(a+d) / n
-	judgePass, checksPass := float64(a+b)/n, float64(a+c)/n
-	pe := judgePass*checksPass + (1-judgePass)*(1-checksPass)
-	if pe >= 1 {
-		return po, math.NaN()
-	}
-	return po, (po - pe) / (1 - pe)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"rebound/core/grade"
+	"rebound/stats"
 )
 
 func verdictWith(checks map[string]grade.Status) grade.Verdict {
@@ -229,4 +230,10 @@ func TestAgreementOnRealVerdicts(t *testing.T) {
 	if ctx.N != 1 || ctx.BothPass != 1 {
 		t.Fatalf("context preservation: %+v", ctx)
 	}
+}
+
+// kappa is the figure Agreement reports for a 2x2 table.
+func kappa(a, b, c, d int) (po, k float64) {
+	r := stats.CohenKappa(a, b, c, d, AgreementConfidence)
+	return r.Agreement, r.Kappa
 }

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"rebound/core/outcome"
@@ -382,4 +383,64 @@ func (t *Trial) BadOutcomes() []string {
 		bad = append(bad, "attrition")
 	}
 	return bad
+}
+
+// Review targets: a human verdict is on one outcome of a trial
+// (ReviewOutcome + the metric's name) or on one judge dimension
+// (ReviewJudge + the dimension's name).
+const (
+	ReviewOutcome = "outcome:"
+	ReviewJudge   = "judge:"
+)
+
+// Human verdicts (Review.Verdict). For an outcome, pass means the outcome
+// is true (recovered, unsafe_action, ... happened), fail that it is false;
+// for a judge dimension, pass means the agent did that part well (a judge
+// score of judge.PassScore or more). ReviewCleared withdraws the
+// reviewer's earlier verdict on the target (the machine's stands alone
+// again).
+const (
+	ReviewPass    = "pass"
+	ReviewFail    = "fail"
+	ReviewCleared = "cleared"
+)
+
+// Review is one row of the reviews table: one change a person made to the
+// human verdict on one target of one trial. The table is append-only:
+// every change is kept with its author and time, and a view takes the
+// latest per (sweep, trial, target). The machine verdicts are never
+// touched.
+type Review struct {
+	SweepID  string
+	TrialID  string
+	Target   string // ReviewOutcome+metric or ReviewJudge+dimension
+	Verdict  string // ReviewPass, ReviewFail or ReviewCleared
+	Reviewer string // who (never empty)
+	Note     string // why, in the reviewer's words
+	// ReviewedAt is set by PutReview to the time of the write.
+	ReviewedAt time.Time
+}
+
+// Validate refuses a review that does not say who, on what, or what.
+func (r Review) Validate() error {
+	switch {
+	case r.SweepID == "" || r.TrialID == "":
+		return fmt.Errorf("review without sweep_id or trial_id (sweep %q, trial %q)", r.SweepID, r.TrialID)
+	case !validTarget(r.Target):
+		return fmt.Errorf("review of trial %s: target %q is neither %sMETRIC nor %sDIMENSION", r.TrialID, r.Target, ReviewOutcome, ReviewJudge)
+	case r.Verdict != ReviewPass && r.Verdict != ReviewFail && r.Verdict != ReviewCleared:
+		return fmt.Errorf("review of trial %s: verdict %q is not pass, fail or cleared", r.TrialID, r.Verdict)
+	case strings.TrimSpace(r.Reviewer) == "":
+		return fmt.Errorf("review of trial %s: no reviewer name", r.TrialID)
+	}
+	return nil
+}
+
+func validTarget(t string) bool {
+	for _, p := range []string{ReviewOutcome, ReviewJudge} {
+		if name, ok := strings.CutPrefix(t, p); ok && name != "" {
+			return true
+		}
+	}
+	return false
 }

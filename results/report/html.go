@@ -97,41 +97,60 @@ func (c *Comparison) WriteHTML(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n")
 	fmt.Fprintf(&b, "<title>rebound: %s vs %s</title>\n<style>%s</style></head><body>\n", esc(c.Candidate.Arm), esc(c.Baseline.Arm), htmlStyle)
+	c.htmlBody(&b)
+	b.WriteString("</body></html>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// HTMLStyle is the style sheet WriteHTML inlines; HTMLBody needs it.
+func HTMLStyle() string { return htmlStyle }
+
+// HTMLBody is WriteHTML's page without the document around it (every value
+// escaped), for a page that embeds the comparison (rebound ui): the same
+// numbers and drawings from the same code.
+func (c *Comparison) HTMLBody() string {
+	var b strings.Builder
+	c.htmlBody(&b)
+	return b.String()
+}
+
+func (c *Comparison) htmlBody(b *strings.Builder) {
 	if c.Gate != nil {
 		b.WriteString("<h1>rebound gate</h1>\n")
 	} else {
 		b.WriteString("<h1>rebound compare</h1>\n")
 	}
-	fmt.Fprintf(&b, "<p class=\"harm\">%s</p>\n", esc(c.HarmLine()))
-	fmt.Fprintf(&b, "<div class=\"banner %s\">%s</div>\n", c.bannerClass(), esc(c.Headline()))
-	fmt.Fprintf(&b, "<p class=\"sub\">%s · %s · %.0f%% intervals · trials: baseline %d (attrition %d), candidate %d (attrition %d)</p>\n",
+	fmt.Fprintf(b, "<p class=\"harm\">%s</p>\n", esc(c.HarmLine()))
+	fmt.Fprintf(b, "<div class=\"banner %s\">%s</div>\n", c.bannerClass(), esc(c.Headline()))
+	fmt.Fprintf(b, "<p class=\"sub\">%s · %s · %.0f%% intervals · trials: baseline %d (attrition %d), candidate %d (attrition %d)</p>\n",
 		esc(c.sidesLine()), esc(c.countsLine()), c.Confidence*100,
 		c.BaselineTrials, c.BaselineAttrition, c.CandidateTrials, c.CandidateAttrition)
 	for _, warn := range c.Warnings {
-		fmt.Fprintf(&b, "<div class=\"warnbox\">⚠ %s</div>\n", esc(warn))
+		fmt.Fprintf(b, "<div class=\"warnbox\">⚠ %s</div>\n", esc(warn))
 	}
 
 	if g := c.Gate; g != nil {
 		b.WriteString("<h2 id=\"gate\">Gate</h2>\n<table><tr><th>metric</th><th class=\"l\">rule</th><th>Δ pts</th><th>CI</th><th>p</th><th>adj. p</th><th>result</th><th class=\"l\">why</th></tr>\n")
 		for _, k := range g.Checks {
 			cls := map[string]string{CheckFail: "fail", CheckWarn: "warn", CheckPass: "pass"}[k.Status]
-			fmt.Fprintf(&b, "<tr><td>%s %s</td><td class=\"l\">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class=\"%s\">%s</td><td class=\"why\">%s</td></tr>\n",
+			fmt.Fprintf(b, "<tr><td>%s %s</td><td class=\"l\">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class=\"%s\">%s</td><td class=\"why\">%s</td></tr>\n",
 				esc(k.Metric), arrow(k.Metric), esc(k.RuleText()), pts(k.Delta), ptsRange(k.Lo, k.Hi), pval(k.P), adjCell(k), cls, esc(checkResult(k)), esc(k.Reason))
 		}
-		fmt.Fprintf(&b, "</table>\n<p class=\"note\">%s</p>\n", esc(c.gateNote()))
+		fmt.Fprintf(b, "</table>\n<p class=\"note\">%s</p>\n", esc(c.gateNote()))
 	}
 
 	b.WriteString("<h2 id=\"differences\">Paired differences (candidate − baseline)</h2>\n")
-	c.forestSVG(&b)
-	fmt.Fprintf(&b, "<table><tr><th>metric</th><th>result</th><th>%s</th><th>%s</th><th>Δ pts</th><th>CI (clustered)</th><th>p (sign-flip)</th><th>Δw pts</th><th>Δw CI</th><th>Δw result</th><th>pairs/clusters</th><th>eff. n</th><th>by-scenario CI</th><th>iid CI (Tango)</th><th>iid Newcombe</th><th>iid p (mid-p)</th></tr>\n", esc(c.baselineLabel()), esc(c.candidateLabel()))
+	c.forestSVG(b)
+	fmt.Fprintf(b, "<table><tr><th>metric</th><th>result</th><th>%s</th><th>%s</th><th>Δ pts</th><th>CI (clustered)</th><th>p (sign-flip)</th><th>Δw pts</th><th>Δw CI</th><th>Δw result</th><th>pairs/clusters</th><th>eff. n</th><th>by-scenario CI</th><th>iid CI (Tango)</th><th>iid Newcombe</th><th>iid p (mid-p)</th></tr>\n", esc(c.baselineLabel()), esc(c.candidateLabel()))
 	for _, d := range c.Metrics {
 		if d.Pairs == 0 {
-			fmt.Fprintf(&b, "<tr><td>%s %s</td><td class=\"nt\">not tested</td><td></td><td></td><td></td><td></td><td></td><td></td><td></td><td></td><td>%s</td><td></td><td></td><td></td><td></td><td></td></tr>\n",
+			fmt.Fprintf(b, "<tr><td>%s %s</td><td class=\"nt\">not tested</td><td></td><td></td><td></td><td></td><td></td><td></td><td></td><td></td><td>%s</td><td></td><td></td><td></td><td></td><td></td></tr>\n",
 				esc(d.Metric), arrow(d.Metric), esc(pairsCell(d)))
 			continue
 		}
 		w := d.Weighted
-		fmt.Fprintf(&b, "<tr><td>%s %s</td><td class=\"%s\">%s</td><td>%s</td><td>%s</td><td class=\"%s\">%s</td><td>%s</td><td>%s</td><td class=\"%s\">%s</td><td>%s</td><td class=\"%s\">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
+		fmt.Fprintf(b, "<tr><td>%s %s</td><td class=\"%s\">%s</td><td>%s</td><td>%s</td><td class=\"%s\">%s</td><td>%s</td><td>%s</td><td class=\"%s\">%s</td><td>%s</td><td class=\"%s\">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
 			esc(d.Metric), arrow(d.Metric), dirClass(d.Direction), esc(d.Direction),
 			rateCell(d.Baseline, d.BaselineSuccesses, d), rateCell(d.Candidate, d.CandidateSuccesses, d),
 			dirClass(d.Direction), pts(d.Delta), ciCell(d.Lo, d.Hi, d.NotEstimable), pval(d.P),
@@ -139,35 +158,35 @@ func (c *Comparison) WriteHTML(w io.Writer) error {
 			clustersCell(d), effNCell(d), ptsRange(d.ScenarioLo, d.ScenarioHi), ptsRange(d.TangoLo, d.TangoHi), ptsRange(d.NewcombeLo, d.NewcombeHi),
 			pval(d.McNemarMidP))
 	}
-	fmt.Fprintf(&b, "</table>\n<p class=\"note\">%s ↑ higher is better, ↓ lower is better.</p>\n", esc(c.methodNote()))
+	fmt.Fprintf(b, "</table>\n<p class=\"note\">%s ↑ higher is better, ↓ lower is better.</p>\n", esc(c.methodNote()))
 	for _, note := range c.variationNotes() {
-		fmt.Fprintf(&b, "<p class=\"note\">%s</p>\n", esc(note))
+		fmt.Fprintf(b, "<p class=\"note\">%s</p>\n", esc(note))
 	}
 	if ne := c.notEstimableNote(); ne != "" {
-		fmt.Fprintf(&b, "<p class=\"note\">%s</p>\n", esc(ne))
+		fmt.Fprintf(b, "<p class=\"note\">%s</p>\n", esc(ne))
 	}
 	if boot := c.bootstrapLine(); boot != "" {
-		fmt.Fprintf(&b, "<p class=\"note\">%s</p>\n", esc(boot))
+		fmt.Fprintf(b, "<p class=\"note\">%s</p>\n", esc(boot))
 	}
 
 	b.WriteString("<h2 id=\"faults\">Rates by fault class</h2>\n")
 	if len(c.ByFaultClass) == 0 {
 		b.WriteString("<p class=\"note\">Fault classes were not loaded.</p>\n")
 	} else {
-		fmt.Fprintf(&b, "<p class=\"note\">Rate over the paired cases of each class: <svg width=\"12\" height=\"12\"><circle cx=\"6\" cy=\"6\" r=\"4.5\" fill=\"#fff\" stroke=\"%s\" stroke-width=\"2\"/></svg> baseline %s, <svg width=\"12\" height=\"12\"><circle cx=\"6\" cy=\"6\" r=\"5\" fill=\"%s\"/></svg> candidate %s; the line is red when the candidate moved the bad way, green the good way (thick: significant). A case counts in each class it was injected with.</p>\n",
+		fmt.Fprintf(b, "<p class=\"note\">Rate over the paired cases of each class: <svg width=\"12\" height=\"12\"><circle cx=\"6\" cy=\"6\" r=\"4.5\" fill=\"#fff\" stroke=\"%s\" stroke-width=\"2\"/></svg> baseline %s, <svg width=\"12\" height=\"12\"><circle cx=\"6\" cy=\"6\" r=\"5\" fill=\"%s\"/></svg> candidate %s; the line is red when the candidate moved the bad way, green the good way (thick: significant). A case counts in each class it was injected with.</p>\n",
 			colBaseline, esc(c.Baseline.Arm), colCandidate, esc(c.Candidate.Arm))
 		b.WriteString("<div class=\"panels\">\n")
 		for _, m := range headlineMetrics {
 			if anyPairs(c.ByFaultClass, m) {
-				dumbbellSVG(&b, m, c.ByFaultClass, c.Confidence)
+				dumbbellSVG(b, m, c.ByFaultClass, c.Confidence)
 			}
 		}
 		b.WriteString("</div>\n")
 	}
 
 	if len(c.ByScenario) > 0 {
-		fmt.Fprintf(&b, "<details id=\"scenarios\" open><summary>By scenario (%d): Δ pts, red = moved the bad way, bold = significant</summary>\n", len(c.ByScenario))
-		htmlGroupDiffs(&b, "scenario", c.ByScenario)
+		fmt.Fprintf(b, "<details id=\"scenarios\" open><summary>By scenario (%d): Δ pts, red = moved the bad way, bold = significant</summary>\n", len(c.ByScenario))
+		htmlGroupDiffs(b, "scenario", c.ByScenario)
 		b.WriteString("</details>\n")
 	}
 	if len(c.Unmatched) > 0 {
@@ -175,15 +194,12 @@ func (c *Comparison) WriteHTML(w io.Writer) error {
 		if len(c.Unmatched) <= 20 {
 			open = " open"
 		}
-		fmt.Fprintf(&b, "<details id=\"unmatched\"%s><summary>%s not paired (excluded from every difference)</summary>\n<table><tr><th>scenario</th><th class=\"l\">variant</th><th>seed</th><th class=\"l\">graded in</th><th class=\"l\">why</th></tr>\n", open, plural(len(c.Unmatched), "case"))
+		fmt.Fprintf(b, "<details id=\"unmatched\"%s><summary>%s not paired (excluded from every difference)</summary>\n<table><tr><th>scenario</th><th class=\"l\">variant</th><th>seed</th><th class=\"l\">graded in</th><th class=\"l\">why</th></tr>\n", open, plural(len(c.Unmatched), "case"))
 		for _, u := range c.Unmatched {
-			fmt.Fprintf(&b, "<tr><td>%s</td><td class=\"l\">%s</td><td>%d</td><td class=\"l\">%s</td><td class=\"l\">%s</td></tr>\n", esc(u.Scenario), esc(u.Variant), u.Seed, esc(u.Side), esc(u.Reason))
+			fmt.Fprintf(b, "<tr><td>%s</td><td class=\"l\">%s</td><td>%d</td><td class=\"l\">%s</td><td class=\"l\">%s</td></tr>\n", esc(u.Scenario), esc(u.Variant), u.Seed, esc(u.Side), esc(u.Reason))
 		}
 		b.WriteString("</table></details>\n")
 	}
-	b.WriteString("</body></html>\n")
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 func anyPairs(gs []GroupDiff, metric string) bool {

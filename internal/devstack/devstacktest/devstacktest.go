@@ -199,3 +199,18 @@ func ReferenceServers(t testing.TB) string {
 	}
 	return dir
 }
+
+// Chromium returns the system Chromium (Debian's package, which make setup
+// installs as root) for browser tests, or skips (or fails, see the package
+// comment) when it is missing.
+func Chromium(t testing.TB) string {
+	t.Helper()
+	skipShort(t)
+	for _, name := range []string{"/usr/bin/chromium", "chromium"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	need(t, fmt.Errorf("chromium: %w (as root: apt-get install chromium, or make setup)", devstack.ErrNotFound))
+	return ""
+}

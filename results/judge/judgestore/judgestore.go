@@ -11,8 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
+	"strings"
+	"time"
 
 	"rebound/core/grade"
+	"rebound/core/outcome"
 	"rebound/results/judge"
 	"rebound/results/record"
 )
@@ -209,4 +213,189 @@ func PairsFromStore(ctx context.Context, st JudgedSweep, sweepID string) ([]judg
 		pairs = append(pairs, judge.Pair{TrialID: j.TrialID, Scores: ScoresOf(j), Verdict: v})
 	}
 	return pairs, nil
+}
+
+// ReviewedSweep reads a sweep's human verdicts, judgements and trials;
+// storage.Store implements it.
+type ReviewedSweep interface {
+	JudgedSweep
+	HumanReviews(ctx context.Context, sweepID string) ([]record.Review, error)
+}
+
+// ReviewedFromStore gathers the trials of a sweep a person reviewed, each
+// with its stored verdict, the judge's scores when it was judged, and the
+// human verdicts in force. Attrition trials (never graded) are left out.
+func ReviewedFromStore(ctx context.Context, st ReviewedSweep, sweepID string) ([]judge.Reviewed, error) {
+	reviews, err := st.HumanReviews(ctx, sweepID)
+	if err != nil {
+		return nil, err
+	}
+	human := judge.HumanVerdicts(reviews)
+	if len(human) == 0 {
+		return []judge.Reviewed{}, nil
+	}
+	js, err := st.Judgements(ctx, sweepID)
+	if err != nil {
+		return nil, err
+	}
+	scores := map[string]map[judge.Dimension]int{}
+	for _, j := range js {
+		scores[j.TrialID] = ScoresOf(j)
+	}
+	out := []judge.Reviewed{}
+	err = st.EachTrial(ctx, sweepID, record.TrialSelect{}, func(t record.Trial) error {
+		h, ok := human[t.TrialID]
+		if !ok || t.Attrition {
+			return nil
+		}
+		var v grade.Verdict
+		if err := json.Unmarshal([]byte(t.Verdicts), &v); err != nil {
+			return fmt.Errorf("judge: trial %s: stored verdicts are unreadable: %w", t.TrialID, err)
+		}
+		out = append(out, judge.Reviewed{TrialID: t.TrialID, Verdict: v, Scores: scores[t.TrialID], Human: h})
+		return nil
+	})
+	return out, err
+}
+
+// Agreement is what rebound judge agreement reports: the judge against
+// the checks per dimension, and the judge and the checks against the
+// human verdicts, each with Cohen's kappa and its interval.
+type Agreement struct {
+	SweepID        string                     `json:"sweep_id"`
+	JudgedTrials   int                        `json:"judged_trials"`
+	ReviewedTrials int                        `json:"reviewed_trials"`
+	JudgeVsChecks  []judge.DimensionAgreement `json:"judge_vs_checks"`
+	VsHumans       []judge.HumanAgreement     `json:"vs_humans"`
+}
+
+// LoadAgreement reads a sweep's judgements, verdicts and human verdicts
+// and computes Agreement (kappa intervals at judge.AgreementConfidence).
+func LoadAgreement(ctx context.Context, st ReviewedSweep, sweepID string) (Agreement, error) {
+	pairs, err := PairsFromStore(ctx, st, sweepID)
+	if err != nil {
+		return Agreement{}, err
+	}
+	reviewed, err := ReviewedFromStore(ctx, st, sweepID)
+	if err != nil {
+		return Agreement{}, err
+	}
+	return Agreement{SweepID: sweepID, JudgedTrials: len(pairs), ReviewedTrials: len(reviewed),
+		JudgeVsChecks: judge.Agreement(pairs), VsHumans: judge.AgreementWithHumans(reviewed, judge.AgreementConfidence)}, nil
+}
+
+// ExportRow is one human verdict with what the machines said on the same
+// target: a line of the calibration dataset rebound review export writes.
+type ExportRow struct {
+	SweepID  string `json:"sweep_id"`
+	TrialID  string `json:"trial_id"`
+	Scenario string `json:"scenario"`
+	Variant  string `json:"variant"`
+	Arm      string `json:"arm"`
+	Seed     uint64 `json:"seed"`
+	// Target is outcome:METRIC or judge:DIMENSION; Human the person's
+	// verdict (pass or fail), with Reviewer, Note and ReviewedAt.
+	Target     string    `json:"target"`
+	Human      string    `json:"human"`
+	Reviewer   string    `json:"reviewer"`
+	Note       string    `json:"note"`
+	ReviewedAt time.Time `json:"reviewed_at"`
+	// Checks is the executable verdict on the target (pass, fail, or ""
+	// when the checks have no evidence); JudgeScore, JudgeWhy and
+	// JudgeModel the judge's on a dimension it scored (0 and "" otherwise).
+	Checks     string `json:"checks"`
+	JudgeScore int    `json:"judge_score"`
+	JudgeWhy   string `json:"judge_justification"`
+	JudgeModel string `json:"judge_model"`
+}
+
+// ExportReviews lists a sweep's human verdicts in force beside the
+// machines' answers on the same targets, ordered by (trial, target).
+func ExportReviews(ctx context.Context, st ReviewedSweep, sweepID string) ([]ExportRow, error) {
+	reviews, err := st.HumanReviews(ctx, sweepID)
+	if err != nil {
+		return nil, err
+	}
+	out := []ExportRow{}
+	if len(reviews) == 0 {
+		return out, nil
+	}
+	byTrial := map[string][]record.Review{}
+	for _, r := range reviews {
+		byTrial[r.TrialID] = append(byTrial[r.TrialID], r)
+	}
+	js, err := st.Judgements(ctx, sweepID)
+	if err != nil {
+		return nil, err
+	}
+	judged := map[string]record.Judgement{}
+	for _, j := range js {
+		judged[j.TrialID] = j
+	}
+	err = st.EachTrial(ctx, sweepID, record.TrialSelect{}, func(t record.Trial) error {
+		rs, ok := byTrial[t.TrialID]
+		if !ok {
+			return nil
+		}
+		var v grade.Verdict
+		if err := json.Unmarshal([]byte(t.Verdicts), &v); err != nil {
+			return fmt.Errorf("review export: trial %s: stored verdicts are unreadable: %w", t.TrialID, err)
+		}
+		j, hasJudge := judged[t.TrialID]
+		for _, r := range rs {
+			row := ExportRow{SweepID: sweepID, TrialID: t.TrialID, Scenario: t.Scenario, Variant: t.Variant, Arm: t.Arm, Seed: t.Seed,
+				Target: r.Target, Human: r.Verdict, Reviewer: r.Reviewer, Note: r.Note, ReviewedAt: r.ReviewedAt}
+			row.Checks = checksOn(v, r.Target)
+			if dim, ok := strings.CutPrefix(r.Target, record.ReviewJudge); ok && hasJudge {
+				row.JudgeScore = ScoresOf(j)[judge.Dimension(dim)]
+				row.JudgeWhy = Justification(j, judge.Dimension(dim))
+				row.JudgeModel = j.JudgeModel
+			}
+			out = append(out, row)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(out, func(a, b int) bool {
+		if out[a].TrialID != out[b].TrialID {
+			return out[a].TrialID < out[b].TrialID
+		}
+		return out[a].Target < out[b].Target
+	})
+	return out, nil
+}
+
+// checksOn is the executable verdict on a review target: pass, fail or ""
+// (no evidence).
+func checksOn(v grade.Verdict, target string) string {
+	pass, ok := false, false
+	if m, isOutcome := strings.CutPrefix(target, record.ReviewOutcome); isOutcome {
+		if b := v.Metric(outcome.Metric(m)); b != nil {
+			pass, ok = *b, true
+		}
+	} else if d, isJudge := strings.CutPrefix(target, record.ReviewJudge); isJudge {
+		for _, mp := range judge.Mappings {
+			if string(mp.Dimension) == d {
+				pass, ok = mp.Eval(v)
+			}
+		}
+	}
+	switch {
+	case !ok:
+		return ""
+	case pass:
+		return record.ReviewPass
+	}
+	return record.ReviewFail
+}
+
+// Justification is the judge's reason for its score on dimension d.
+func Justification(j record.Judgement, d judge.Dimension) string {
+	return map[judge.Dimension]string{
+		judge.ErrorDetection: j.ErrorDetectionWhy, judge.RetryDecision: j.RetryDecisionWhy,
+		judge.BackoffBehavior: j.BackoffBehaviorWhy, judge.EscalationCorrectness: j.EscalationCorrectnessWhy,
+		judge.ContextPreservation: j.ContextPreservationWhy,
+	}[d]
 }
