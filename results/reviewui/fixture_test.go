@@ -201,3 +201,12 @@ func q(kv ...string) string {
 	}
 	return v.Encode()
 }
+
+func mustRequest(t testing.TB, u string) *http.Request {
+	t.Helper()
+	r, err := http.NewRequest("GET", u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
