@@ -36,12 +36,13 @@ func newJudgeCmd() *cobra.Command {
 		Short: "the LLM judge's agreement with the checks, and its review queue",
 		Long:  judgeAbout,
 	},
-		judgeSubcommand("agreement", "agreement with the checks per dimension: n, rate, Cohen's kappa", judgeAgreement),
-		judgeSubcommand("queue", "trials the judge could not score, for humans", judgeQueue))
+		sweepSubcommand("judge", "agreement", "agreement with the checks and with people per dimension: n, rate, Cohen's kappa", judgeAbout, judgeAgreement),
+		sweepSubcommand("judge", "queue", "trials the judge could not score, for humans", judgeAbout, judgeQueue))
 }
 
-// judgeSubcommand builds a judge subcommand reading one stored sweep.
-func judgeSubcommand(name, short string, run func(ctx context.Context, store storage.Store, sweepID, output string, stdout io.Writer) error) *cobra.Command {
+// sweepSubcommand builds the subcommand name of group (judge, review)
+// reading one stored sweep, with the storage flags and --output.
+func sweepSubcommand(group, name, short, long string, run func(ctx context.Context, store storage.Store, sweepID, output string, stdout io.Writer) error) *cobra.Command {
 	var (
 		conn   connection
 		output string
@@ -49,8 +50,8 @@ func judgeSubcommand(name, short string, run func(ctx context.Context, store sto
 	cmd := &cobra.Command{
 		Use:   name + " [flags] SWEEP_ID",
 		Short: short,
-		Long:  judgeAbout,
-		Args:  exactArgs(1, "judge "+name+" takes exactly one SWEEP_ID (list them with 'rebound sweeps')"),
+		Long:  long,
+		Args:  exactArgs(1, group+" "+name+" takes exactly one SWEEP_ID (list them with 'rebound sweeps')"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			store, err := conn.openExistingStore(ctx)

@@ -1,0 +1,105 @@
+package reviewui
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"rebound/internal/devstack/devstacktest"
+	"rebound/results/record"
+	"rebound/results/report/readbench"
+	"rebound/storage"
+)
+
+// BenchmarkPages measures the review UI's pages over a sweep of 60,720
+// trials (REVIEWUI_BENCH_TRIALS to change it) stored synthetically with
+// readbench's generator, in the same embedded store as a real quickstart
+// sweep whose trials have calls and verdicts: each page is one request
+// through the whole server (token cookie, store reads, template), timed
+// from request to the last byte. The bars: a sweep page under
+// 1 s, a trial page under 200 ms.
+//
+//	go test -run '^$' -bench Pages -benchtime 5x ./results/reviewui/
+func BenchmarkPages(b *testing.B) {
+	lib := devstacktest.ChDBLib(b)
+	n := 60_720
+	if s := os.Getenv("REVIEWUI_BENCH_TRIALS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v <= 0 {
+			b.Fatalf("REVIEWUI_BENCH_TRIALS=%q: want a positive number", s)
+		}
+		n = v
+	}
+	ctx := context.Background()
+	st, err := storage.Open(ctx, storage.Config{DataDir: b.TempDir(), LibPath: lib}) // database "rebound": readbench's
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	for _, q := range readbench.InsertSQL(n) {
+		if _, err := st.Query(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if got, err := st.CountTrials(ctx, readbench.SweepID); err != nil || got != uint64(n) {
+		b.Fatalf("stored %d synthetic trials (%v), want %d", got, err, n)
+	}
+	storeSweep(b, st, sweepID, "examples/plans/quickstart.yaml", []uint64{1})
+	trials, err := st.Trials(ctx, sweepID)
+	if err != nil || len(trials) == 0 {
+		b.Fatalf("quickstart trials: %v", err)
+	}
+	var trialID string
+	for _, t := range trials {
+		if t.Arm == "naive-retrier" && t.Scenario == "refund-timeout-after-send" {
+			trialID = t.TrialID
+		}
+	}
+	if err := st.PutReview(ctx, record.Review{SweepID: sweepID, TrialID: trialID, Target: "outcome:recovered", Verdict: record.ReviewFail, Reviewer: "bench"}); err != nil {
+		b.Fatal(err)
+	}
+	ui, err := New(st, Options{Token: testToken, Writer: st})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(ui)
+	defer srv.Close()
+	c := client(b, srv)
+	syn := "/sweeps/" + readbench.SweepID
+	pages := []struct{ name, path string }{
+		{"sweep", syn},
+		{"trial", "/trials/" + trialID},
+		{"compare", syn + "/compare?" + q("baseline", readbench.Arms[0], "candidate", readbench.Arms[1])},
+		{"trials-filtered", syn + "/trials?" + q("arm", readbench.Arms[1], "metric", "recovered", "value", "false")},
+		{"regressions", syn + "/regressions?" + q("baseline", readbench.Arms[0], "candidate", readbench.Arms[1], "metric", "recovered")},
+		{"side-by-side", "/sweeps/" + sweepID + "/case?" + q("scenario", "refund-timeout-after-send", "variant", "timeout-after-send", "seed", "1", "a", "naive-retrier", "b", "careful")},
+	}
+	for _, p := range pages { // warm: the first read of a table loads its marks
+		if code, body := get(b, c, srv.URL+p.path); code != http.StatusOK {
+			b.Fatalf("%s: %d %.300s", p.name, code, body)
+		}
+	}
+	b.ResetTimer()
+	for _, p := range pages {
+		var total time.Duration
+		var worst time.Duration
+		for range b.N {
+			start := time.Now()
+			if code, _ := get(b, c, srv.URL+p.path); code != http.StatusOK {
+				b.Fatalf("%s: %d", p.name, code)
+			}
+			d := time.Since(start)
+			total += d
+			worst = max(worst, d)
+		}
+		b.ReportMetric(float64(total.Milliseconds())/float64(b.N), p.name+"-ms")
+		b.ReportMetric(float64(worst.Milliseconds()), p.name+"-max-ms")
+	}
+}
