@@ -32,9 +32,10 @@ TEST_TIMEOUT ?= 20m
 TEST_FLAGS   ?=
 PKGS         ?= ./...
 
-# Fuzzing: `make fuzz` runs the scenario loader's fuzz target for a short
-# while; `make test` includes it (FUZZ_IN_TEST= turns it off).
-FUZZ         ?= FuzzLoad
+# Fuzzing: `make fuzz` runs the scenario loader's and the importer's fuzz
+# targets for a short while each; `make test` includes it (FUZZ_IN_TEST=
+# turns it off).
+FUZZ         ?= FuzzLoad FuzzImport
 FUZZ_PKG     ?= ./core/scenario/
 FUZZTIME     ?= 10s
 FUZZ_IN_TEST ?= fuzz
@@ -119,8 +120,11 @@ bench: bench-read bench-sweep ## every benchmark: reads at a million trials, the
 bench-read: setup build ## report and compare over a synthetic 1,000,000-trial sweep (time, peak RSS)
 	$(TOOLS_ENV) REBOUND_BIN="$(REBOUND)" $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./results/report/readbench/
 
-fuzz: ## short fuzz run (FUZZ=FuzzLoad FUZZ_PKG=./core/scenario/ FUZZTIME=10s)
-	$(GO) test -run='^$$' -fuzz='^$(FUZZ)$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=3s $(FUZZ_PKG)
+fuzz: ## short fuzz runs, one per target (FUZZ="FuzzLoad FuzzImport" FUZZ_PKG=./core/scenario/ FUZZTIME=10s)
+	@for f in $(FUZZ); do \
+		echo "$(GO) test -run='^$$' -fuzz='^$$f$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=3s $(FUZZ_PKG)"; \
+		$(GO) test -run='^$$' -fuzz="^$$f\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=3s $(FUZZ_PKG) || exit 1; \
+	done
 
 histories: setup ## record workflow histories from real sweeps on a dev server (HISTORIES_SET=name, default today)
 	$(TOOLS_ENV) REBOUND_REQUIRE_INTEGRATION=1 REBOUND_RECORD_HISTORIES="$(HISTORIES_SET)" \

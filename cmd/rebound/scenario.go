@@ -15,8 +15,9 @@ const scenarioAbout = `Works with scenario and plan files.
   rebound scenario lint PATH...              check scenario, plan and world files
   rebound scenario variants [flags] FILE...  list every variant, hand-written and
                                              generated from tool metadata
-  rebound scenario import FILE [-o OUT]      convert a recovery-test.yaml scenario
-                                             (aiwg-evals format) to a rebound scenario
+  rebound scenario import FILE [-o OUT]      convert an aiwg-evals scenario (recovery,
+                                             grounding, distractor tests) to a rebound
+                                             scenario
 
 Run 'rebound scenario SUBCOMMAND -h' for a subcommand's flags.`
 

@@ -13,21 +13,31 @@ import (
 	"rebound/internal/fileerr"
 )
 
-const importAbout = `Converts a scenario in the recovery-test.yaml format (the aiwg-evals suite:
-setup.files, failure_simulation, task, expected_behavior, validation,
-scoring, alternative_success) into a rebound scenario of the files world.
-Constructs that do not map one to one are reported as notes with
-file:line:column on stderr and kept as comments in the output; constructs
-that cannot be imported are errors (exit 2). The output is deterministic.
+const importAbout = `Converts a scenario of the aiwg-evals suite's format (setup.files, task,
+expected_behavior, validation, scoring; for a recovery test also
+failure_simulation and alternative_success) into a rebound scenario of the
+files world. A test with no failure_simulation (grounding, distractor)
+becomes a fault-free variant "base" with generate: true adding the faults.
+The validations map to graded checks: file_content and final_state_correct
+to success assertions, no_data_loss to assertions that every other value is
+kept, tool_sequence ("read before edit") to the reference plan's order,
+output_contains ("report only X") to a goal claim field whose truth is X's
+place in the workspace (single_source names the file; output_not_contains
+is graded by that field's exact value). Constructs that do not map one to
+one are reported as notes with file:line:column on stderr and kept as
+comments in the output; constructs that cannot be imported, unknown
+validation types included, are errors (exit 2), every one of the file at
+once. The output is deterministic.
 
 Example:
-  rebound scenario import examples/import/recovery-test.yaml -o examples/import/recovery-test.rebound.yaml`
+  rebound scenario import examples/import/recovery-test.yaml -o examples/import/recovery-test.rebound.yaml
+  rebound scenario import examples/import/nested-flag-test.yaml --output json`
 
 func newScenarioImportCmd() *cobra.Command {
 	var out, output string
 	cmd := &cobra.Command{
 		Use:   "import [flags] FILE",
-		Short: "convert a recovery-test.yaml scenario (aiwg-evals format) to a rebound scenario",
+		Short: "convert an aiwg-evals scenario (recovery, grounding, distractor tests) to a rebound scenario",
 		Long:  importAbout,
 		Args:  exactArgs(1, "scenario import takes exactly one FILE"),
 		// Its stdout is a file's bytes, not filtered for the terminal.

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"rebound/core/harness"
 )
 
 // FuzzLoad feeds arbitrary bytes to every parser of the package: scenario
@@ -58,7 +60,7 @@ func FuzzLoad(f *testing.F) {
 		im, err := ImportRecoveryTest("fuzz.yaml", data, ImportOptions{})
 		checkErr(t, err)
 		if err == nil {
-			if _, err := ParseScenarioWith("out.yaml", im.YAML, LoadOptions{NoCatalog: true}); err != nil {
+			if _, err := ParseScenarioWith("out.yaml", im.YAML, LoadOptions{Catalog: filesCatalog}); err != nil {
 				t.Fatalf("imported scenario does not load: %v", err)
 			}
 		}
@@ -310,4 +312,62 @@ func sameValue(a, b any) bool {
 	ya, errA := yaml.Marshal(a)
 	yb, errB := yaml.Marshal(b)
 	return errA == nil && errB == nil && string(ya) == string(yb) && !reflect.DeepEqual(a, a)
+}
+
+// filesCatalog stands in for the files world's catalog (core/world is not
+// a dependency of this package): the importer layout's tools with the
+// metadata generation reads.
+func filesCatalog(ref WorldRef) (map[string]harness.Tool, error) {
+	if ref.Name != DefaultFilesLayout.World {
+		return nil, fmt.Errorf("unknown world %q (known: %s)", ref.Name, DefaultFilesLayout.World)
+	}
+	l := DefaultFilesLayout
+	out := map[string]harness.Tool{}
+	for _, t := range []harness.Tool{
+		{Name: l.ReadTool, Effect: harness.EffectRead, Permission: "fs.read", LatencyMs: 20, DeadlineMs: 1000},
+		{Name: l.ListTool, Effect: harness.EffectRead, Permission: "fs.read", LatencyMs: 20, DeadlineMs: 1000},
+		{Name: l.WriteTool, Effect: harness.EffectWrite, Permission: "fs.write", ReconciledBy: l.ReadTool, LatencyMs: 30, DeadlineMs: 1000},
+		{Name: l.Create, Effect: harness.EffectWrite, Permission: "fs.write", ReconciledBy: l.ReadTool, LatencyMs: 30, DeadlineMs: 1000},
+	} {
+		out[t.Name] = t
+	}
+	return out, nil
+}
+
+// FuzzImport feeds the aiwg-evals importer hostile variations of the
+// format: it must never panic; a failure comes back as errors located in
+// the input file, none naming a source file of the importer; a success
+// loads, generated variants included.
+// make fuzz FUZZ=FuzzImport
+func FuzzImport(f *testing.F) {
+	m, _ := filepath.Glob("../../examples/import/*.yaml")
+	for _, file := range m {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte("name: x\ntask: t\nsetup: {files: [{path: a.json, content: '{\"k\": \"v\"}'}]}\nvalidation: [{type: output_contains, expected: v}]\n"))
+	f.Add([]byte("name: x\ntask: t\nsetup: {files: [{path: a.json, content: '[1, {\"a.b\": null}]'}]}\nvalidation: [{type: no_data_loss, path: a.json, original_keys_preserved: true}, {type: file_content, path: a.json, assertions: [{json_path: '$[0]', equals: 2}]}]\n"))
+	f.Add([]byte("name: x\ntask: t\nsetup: {files: [{path: a.json, content: '{}'}]}\nvalidation: [{type: tool_sequence, pattern: [{tool: Edit, path_contains: a}, {tool: Read, path_contains: a}]}, {type: bogus}]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, opts := range []ImportOptions{{}, {Catalog: filesCatalog}} {
+			im, err := ImportRecoveryTest("fuzz.yaml", data, opts)
+			checkErr(t, err)
+			var es Errors
+			if errors.As(err, &es) {
+				for _, e := range es {
+					if e.File != "fuzz.yaml" || strings.Contains(e.Msg, ".go") {
+						t.Fatalf("error not about the input, or naming a source file: %v", e)
+					}
+				}
+			}
+			if err == nil {
+				if _, err := ParseScenarioWith("out.yaml", im.YAML, LoadOptions{Catalog: filesCatalog}); err != nil {
+					t.Fatalf("imported scenario does not load: %v\n%s", err, im.YAML)
+				}
+			}
+		}
+	})
 }

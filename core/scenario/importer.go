@@ -17,14 +17,20 @@ import (
 	"rebound/core/harness"
 )
 
-// Importer of the "recovery-test.yaml" scenario format of the aiwg-evals
-// suite (seed 004): workspace setup files, a simulated failure trigger, a
-// task, prose expectations, typed validations, scoring weights and an
+// Importer of the scenario format of the aiwg-evals suite: workspace setup
+// files, a task, prose expectations, typed validations, scoring weights,
+// and for a recovery test (seed 004) a simulated failure trigger and an
 // alternative success by escalation. It produces a scenario of the files
-// world. Everything that does not map one to one is reported as a Note with
+// world. A test with no simulated failure (grounding, distractor) becomes a
+// fault-free base variant with generated variants adding the faults. The
+// validations map to what the grader checks: file content to success
+// assertions, a tool sequence ("read before edit") to the reference plan's
+// order (dependency_order), "report only X" to a structured claim field.
+// Everything that does not map one to one is reported as a Note with
 // file:line:column, and kept as a comment in the output; constructs that
-// cannot be imported at all are errors. The output is a pure function of
-// the input bytes and the layout.
+// cannot be imported at all, unknown validation types included (a graded
+// check is never dropped), are errors, every one of a file reported in one
+// pass. The output is a pure function of the input bytes and the layout.
 
 // FilesLayout is everything the importer assumes about the files world:
 // tool and argument names, the permissions when no catalog is at hand, and
@@ -114,6 +120,8 @@ type rtFile struct {
 	Scoring            *rtScoring     `yaml:"scoring"`
 	AlternativeSuccess *rtAlternative `yaml:"alternative_success"`
 	Cleanup            []string       `yaml:"cleanup"`
+	// MisleadingContext is context the test shows the agent to tempt it.
+	MisleadingContext string `yaml:"misleading_context"`
 }
 
 type rtSetup struct {
@@ -148,6 +156,26 @@ type rtValidation struct {
 	Path                     string        `yaml:"path"`
 	Assertions               []rtAssertion `yaml:"assertions"`
 	UnlessMaxRetriesExceeded *bool         `yaml:"unless_max_retries_exceeded"`
+	// tool_sequence
+	Pattern []rtSeqStep `yaml:"pattern"`
+	// no_data_loss
+	OriginalKeysPreserved *bool `yaml:"original_keys_preserved"`
+	// output_contains, output_not_contains, single_source
+	Expected       any      `yaml:"expected"`
+	Forbidden      []string `yaml:"forbidden"`
+	AllowedSources []string `yaml:"allowed_sources"`
+}
+
+// rtSeqStep is one step of a tool_sequence pattern.
+type rtSeqStep struct {
+	Tool         string `yaml:"tool"`
+	PathContains string `yaml:"path_contains"`
+}
+
+// validationTypes are the validation types the importer maps.
+var validationTypes = []string{
+	"error_detected", "recovery_attempted", "retry_executed", "final_state_correct", "no_escalation_needed",
+	"file_content", "no_data_loss", "tool_sequence", "output_contains", "output_not_contains", "single_source",
 }
 
 type rtEvidence struct {
@@ -184,33 +212,49 @@ func ImportRecoveryTest(file string, data []byte, opts ImportOptions) (*Imported
 	}
 	var rt rtFile
 	root, es := decodeStrict(file, data, &rt)
-	if len(es) > 0 {
-		for i := range es {
-			if rest, ok := strings.CutPrefix(es[i].Msg, unknownFieldMsg); ok {
-				// rest: where an alias led to it, if one did
-				es[i].Msg = "unknown field: the importer does not know it, so it cannot be carried over (known: the keys of the recovery-test format in scenario/importer.go)" + rest
-			}
+	for i := range es {
+		if rest, ok := strings.CutPrefix(es[i].Msg, unknownFieldMsg); ok {
+			// rest: where an alias led to it, if one did
+			es[i].Msg = "unknown field: the importer does not know it, so it cannot be carried over (the keys it reads are listed in docs/scenarios.md, Importing an aiwg-evals scenario)" + rest
 		}
+	}
+	if root == nil {
 		return nil, es
 	}
-	im := &importer{file: file, root: root, l: l}
+	// Every problem of the file in one pass: what did not decode, and what
+	// the rest of the file does not let the importer carry over (except
+	// the consequences, under the same top-level key, of what did not
+	// decode).
+	im := &importer{file: file, root: root, l: l, used: map[string]bool{}}
 	s := im.convert(&rt, opts)
-	if len(im.errs) > 0 {
-		return nil, im.errs
+	if errs := append(es, outside(im.errs, failedKeys(root, es))...); len(errs) > 0 {
+		sort.SliceStable(errs, func(i, j int) bool {
+			return errs[i].Line < errs[j].Line || (errs[i].Line == errs[j].Line && errs[i].Col < errs[j].Col)
+		})
+		return nil, errs
 	}
 	out, err := im.render(s, &rt)
 	if err != nil {
 		return nil, err
 	}
-	// The output must load: validate it the way lint will.
-	load := LoadOptions{NoCatalog: true}
+	// The output must load: validate it the way lint will. Without the
+	// world's catalog nothing can be generated: the copy checked then
+	// leaves generate out (lint checks it where the catalog is at hand).
+	load, check := LoadOptions{NoCatalog: true}, out
 	if im.catalog != nil {
 		load = LoadOptions{Catalog: func(WorldRef) (map[string]harness.Tool, error) { return im.catalog, nil }}
+	} else if len(s.Generate) > 0 {
+		bare := *s
+		bare.Generate = nil
+		if check, err = im.render(&bare, &rt); err != nil {
+			return nil, err
+		}
 	}
-	parsed, err := ParseScenarioWith(strings.TrimSuffix(file, filepath.Ext(file))+".rebound.yaml", out, load)
+	parsed, err := ParseScenarioWith(strings.TrimSuffix(file, filepath.Ext(file))+".rebound.yaml", check, load)
 	if err != nil {
 		return nil, fmt.Errorf("%s: the imported scenario does not load (an importer defect or a wrong layout assumption):\n%w", file, err)
 	}
+	parsed.Generate = s.Generate
 	return &Imported{Scenario: parsed, YAML: out, Notes: im.notes}, nil
 }
 
@@ -221,6 +265,8 @@ type importer struct {
 	catalog map[string]harness.Tool
 	notes   []Note
 	errs    Errors
+	// used are the claim field names taken.
+	used map[string]bool
 }
 
 func (im *importer) at(path string) (int, int) {
@@ -249,8 +295,10 @@ func (im *importer) convert(rt *rtFile, opts ImportOptions) *Scenario {
 	files := im.workspace(rt)
 	v := im.validations(rt)
 	fs := im.finalState(s, rt, files, v.finals)
+	im.preserved(s, rt, files, v.preserve)
 	lk := im.lockOf(v.flag, fs)
-	im.referencePlan(s, files, fs, lk, v.retryLimit)
+	rep := im.reported(s, rt, files, v)
+	im.referencePlan(s, rt, files, fs, lk, v, rep)
 	im.variants(s, rt, lk)
 	return s
 }
@@ -280,7 +328,7 @@ func (im *importer) header(rt *rtFile, opts ImportOptions) *Scenario {
 		}
 	}
 	if im.catalog == nil {
-		im.note("name", "world %q is not in this build: tools %s and permissions %s are assumed (scenario.DefaultFilesLayout)",
+		im.note("name", "world %q is not in this build: tools %s and permissions %s are assumed (the importer's files layout)",
 			l.World, strings.Join(s.Tools, ", "), strings.Join(s.Permissions, ", "))
 	}
 	if rt.Name == "" {
@@ -288,6 +336,10 @@ func (im *importer) header(rt *rtFile, opts ImportOptions) *Scenario {
 	}
 	if s.Goal == "" {
 		im.fail("task", "required: it becomes the scenario's goal")
+	}
+	if m := strings.TrimSpace(rt.MisleadingContext); m != "" {
+		s.Goal += "\n\nContext: " + m
+		im.note("misleading_context", "appended to the goal as context: the agent sees it, as the test intends")
 	}
 	if rt.Category != "" || rt.Archetype != nil {
 		im.note("category", "category %q and archetype %v have no rebound field: kept as a comment", rt.Category, rt.Archetype)
@@ -333,15 +385,25 @@ type rtValidations struct {
 	finals     []int
 	retryLimit int
 	flag       flagEvidence
+	// preserve: the no_data_loss validations; sequence: the tool_sequence
+	// one (-1: none); report: the output_contains one (-1: none);
+	// forbidden: the output_not_contains ones; sources: the single_source
+	// ones.
+	preserve           []int
+	sequence, report   int
+	forbidden, sources []int
 }
 
 // validations sorts the validations into what carries over (final state,
 // retry limit, the lock's flag) and what is noted as not carried over,
 // with the format's other sections that have no rebound counterpart.
 func (im *importer) validations(rt *rtFile) rtValidations {
-	var out rtValidations
+	out := rtValidations{sequence: -1, report: -1}
 	for i, v := range rt.Validation {
 		p := fmt.Sprintf("validation[%d]", i)
+		if im.grounding(&out, i, v) {
+			continue
+		}
 		switch v.Type {
 		case "error_detected":
 			im.note(p, "error_detected (evidence_patterns %s) is not carried over: rebound never keyword-matches prose; the ledger records the failure and the grader checks the agent's structured claim", quoteAll(v.EvidencePatterns))
@@ -375,8 +437,10 @@ func (im *importer) validations(rt *rtFile) rtValidations {
 			out.finals = append(out.finals, i)
 		case "no_escalation_needed":
 			im.note(p, "no_escalation_needed maps to the grader's premature_block: blocking on the recoverable variant fails")
+		case "":
+			im.fail(p+".type", "required (known: %s)", strings.Join(validationTypes, ", "))
 		default:
-			im.note(p+".type", "unknown validation type %q: not carried over", v.Type)
+			im.fail(p+".type", "unknown validation type %q: the importer cannot grade it, and dropping it would lose a graded check silently (known: %s)", v.Type, strings.Join(validationTypes, ", "))
 		}
 	}
 	if rt.Scoring != nil {
@@ -388,10 +452,65 @@ func (im *importer) validations(rt *rtFile) rtValidations {
 	if len(rt.ExpectedBehavior.Must)+len(rt.ExpectedBehavior.MustNot) > 0 {
 		im.note("expected_behavior", "prose expectations are kept as comments, not graded: rebound's executable checks (bounded retries, no duplicate side effect, claim matches the world, honest block) cover them")
 	}
-	if len(out.finals) == 0 {
-		im.fail("validation", "a final_state_correct validation is required: it is what counts as success")
+	if len(out.finals) == 0 && out.report < 0 {
+		im.fail("validation", "a file_content (or final_state_correct) or an output_contains validation is required: it is what counts as success")
 	}
 	return out
+}
+
+// grounding sorts the validations of the grounding and distractor tests;
+// false when v is of another type.
+func (im *importer) grounding(out *rtValidations, i int, v rtValidation) bool {
+	p := fmt.Sprintf("validation[%d]", i)
+	switch v.Type {
+	case "file_content":
+		out.finals = append(out.finals, i)
+	case "no_data_loss":
+		switch {
+		case v.OriginalKeysPreserved == nil || !*v.OriginalKeysPreserved:
+			im.fail(p+".original_keys_preserved", "required, and true: the form of no_data_loss the importer maps (every original value of the file is kept)")
+		case v.Path == "":
+			im.fail(p+".path", "required")
+		default:
+			out.preserve = append(out.preserve, i)
+		}
+	case "tool_sequence":
+		switch {
+		case len(v.Pattern) == 0:
+			im.fail(p+".pattern", "at least one step is required")
+		case out.sequence >= 0:
+			im.fail(p, "a second tool_sequence (the first is validation[%d]): one order is the reference plan", out.sequence)
+		default:
+			out.sequence = i
+			im.note(p, "becomes the reference plan's order: a write of a step comes after the reads before it (dependency_order)")
+		}
+	case "output_contains":
+		switch e, ok := v.Expected.(string); {
+		case !ok || e == "":
+			im.fail(p+".expected", "required: the text the answer reports")
+		case out.report >= 0:
+			im.fail(p, "a second output_contains (the first is validation[%d]): the claim has one reported value", out.report)
+		default:
+			out.report = i
+		}
+	case "output_not_contains":
+		if len(v.Forbidden) == 0 {
+			im.fail(p+".forbidden", "at least one text is required")
+			break
+		}
+		out.forbidden = append(out.forbidden, i)
+		im.note(p, "graded by the reported claim field: its value must equal the truth, which holds none of %s (claim_matches_world)", quoteAll(v.Forbidden))
+	case "single_source":
+		if len(v.AllowedSources) == 0 {
+			im.fail(p+".allowed_sources", "at least one file is required")
+			break
+		}
+		out.sources = append(out.sources, i)
+		im.note(p, "the reported value is established only by reading %s (claim_supported); reading other files is off the plan and harmless", quoteAll(v.AllowedSources))
+	default:
+		return false
+	}
+	return true
 }
 
 // finalState is the expected end state of the one file the
@@ -408,7 +527,7 @@ type finalState struct {
 func (im *importer) finalState(s *Scenario, rt *rtFile, files map[string]string, finals []int) finalState {
 	l := im.l
 	fs := finalState{sets: map[string]any{}}
-	used := map[string]bool{}
+	used := im.used
 	for _, i := range finals {
 		v := rt.Validation[i]
 		p := fmt.Sprintf("validation[%d]", i)
@@ -494,10 +613,12 @@ func (im *importer) lockOf(flag flagEvidence, fs finalState) *lock {
 }
 
 // referencePlan sets the initial world and the reference plan (the
-// format's must-list): attempt the write; when it is refused, inspect the
-// file for the unlock mechanism, create the flag with the key, and retry.
-// The budget leaves room for the plan, the retries and a few inspections.
-func (im *importer) referencePlan(s *Scenario, files map[string]string, fs finalState, lk *lock, retryLimit int) {
+// format's must-list, or its tool_sequence): attempt the write; when it is
+// refused, inspect the file for the unlock mechanism, create the flag with
+// the key, and retry; a reported value is established by reading its
+// file. The budget leaves room for the plan, the retries and a few
+// inspections.
+func (im *importer) referencePlan(s *Scenario, rt *rtFile, files map[string]string, fs finalState, lk *lock, v rtValidations, rep *reportedValue) {
 	l := im.l
 	initial := map[string]any{"files": files}
 	if lk != nil {
@@ -516,9 +637,18 @@ func (im *importer) referencePlan(s *Scenario, files map[string]string, fs final
 				{Tool: l.Create, Args: map[string]any{l.PathArg: lk.flag, l.ContentArg: lk.key}},
 			}
 		}
-		s.Plan = append(s.Plan, write)
+		if v.sequence < 0 {
+			s.Plan = append(s.Plan, write)
+		} else {
+			s.Plan = im.sequence(rt, files, fs, &write, v.sequence)
+		}
+	} else if v.sequence >= 0 {
+		s.Plan = im.sequence(rt, files, fs, nil, v.sequence)
 	}
-	s.RetryLimit = retryLimit
+	if rep != nil {
+		im.addReport(s, rep)
+	}
+	s.RetryLimit = v.retryLimit
 	s.Budget = harness.Budget{ToolCalls: len(s.Plan) + s.EffectiveRetryLimit() + 3, Replans: 4, DeadlineMs: 60000}
 }
 
@@ -528,7 +658,15 @@ func (im *importer) variants(s *Scenario, rt *rtFile, lk *lock) {
 	l := im.l
 	f := rt.Setup.FailureSimulation
 	if f == nil {
-		im.fail("setup", "failure_simulation is required: it is the fault under test")
+		// A test of grounding or distraction simulates no failure: it is
+		// the base the generated variants add faults to.
+		s.Variants = append(s.Variants, Variant{Name: "base", Recoverable: true,
+			Description: "The test as written, with no fault; the generated variants add the faults, by kind and plan step, from the tools' metadata."})
+		s.Generate = append(GenerateSpec(nil), GenKinds...)
+		im.note("setup", "no failure_simulation: imported as the fault-free variant base, and generate: true adds the faults (rebound scenario variants FILE lists them)")
+		if rt.AlternativeSuccess != nil {
+			im.fail("alternative_success", "needs a setup.failure_simulation: it is the pass when the simulated failure never clears")
+		}
 		return
 	}
 	m := triggerRe.FindStringSubmatch(f.Trigger)
@@ -581,7 +719,7 @@ func (im *importer) variants(s *Scenario, rt *rtFile, lk *lock) {
 			case "escalation_contains":
 				im.note(cp, "not carried over: escalation wording is never keyword-matched; the claim's blocked_on names the failed dependency")
 			default:
-				im.note(cp, "unknown condition: not carried over")
+				im.fail(cp, "unknown condition: the importer cannot grade it (known: max_retries_reached, escalation_issued, escalation_contains)")
 			}
 		}
 	}
@@ -609,7 +747,7 @@ func (im *importer) render(s *Scenario, rt *rtFile) ([]byte, error) {
 			b.WriteString(strings.TrimRight("# "+l, " ") + "\n")
 		}
 	}
-	c("Imported by `rebound scenario import` from %s (recovery-test format).", filepath.Base(im.file))
+	c("Imported by `rebound scenario import` from %s (aiwg-evals scenario format).", filepath.Base(im.file))
 	c("Regenerate rather than edit: the import is deterministic.")
 	if rt.Category != "" || rt.Archetype != nil {
 		c("category: %s, archetype: %v, severity: %s", rt.Category, rt.Archetype, rt.Severity)

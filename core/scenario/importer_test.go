@@ -97,7 +97,7 @@ func TestImportRecoveryTestErrors(t *testing.T) {
 		{"final state of a non-JSON file", "    path: test-workspace/data.json\n    assertions:", "    path: test-workspace/README.md\n    assertions:", `validation[3].path: "test-workspace/README.md" is not JSON`},
 		{"final state of an unknown file", "    path: test-workspace/data.json\n    assertions:", "    path: other.json\n    assertions:", `validation[3].path: "other.json" is not a setup file`},
 		{"evidence of another kind", "      - file_created: test-workspace/unlock.flag", "      - file_deleted: test-workspace/unlock.flag", `file_deleted: unknown field`},
-		{"no success criterion", "  - type: final_state_correct", "  - type: final_state_checked", `bad.yaml:69:3: validation: a final_state_correct validation is required`},
+		{"no success criterion", "  - type: final_state_correct", "  - type: final_state_checked", `bad.yaml:69:3: validation: a file_content (or final_state_correct) or an output_contains validation is required`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,17 +113,11 @@ func TestImportRecoveryTestErrors(t *testing.T) {
 			}
 		})
 	}
-	// An unknown validation type is noted, not fatal.
-	im, err := ImportRecoveryTest("x.yaml", []byte(strings.Replace(data, "type: no_escalation_needed", "type: judge_says_ok", 1)), ImportOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, n := range im.Notes {
-		found = found || strings.Contains(n.String(), `validation[4].type: unknown validation type "judge_says_ok"`)
-	}
-	if !found {
-		t.Fatalf("notes: %v", im.Notes)
+	// An unknown validation type is an error: a graded check is never
+	// dropped silently.
+	_, err := ImportRecoveryTest("x.yaml", []byte(strings.Replace(data, "type: no_escalation_needed", "type: judge_says_ok", 1)), ImportOptions{})
+	if err == nil || !strings.Contains(err.Error(), `x.yaml:98:5: validation[4].type: unknown validation type "judge_says_ok"`) {
+		t.Fatalf("error = %v", err)
 	}
 }
 
