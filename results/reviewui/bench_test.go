@@ -11,6 +11,7 @@ import (
 
 	"rebound/internal/devstack/devstacktest"
 	"rebound/results/record"
+	"rebound/results/report"
 	"rebound/results/report/readbench"
 	"rebound/storage"
 )
@@ -101,5 +102,29 @@ func BenchmarkPages(b *testing.B) {
 		}
 		b.ReportMetric(float64(total.Milliseconds())/float64(b.N), p.name+"-ms")
 		b.ReportMetric(float64(worst.Milliseconds()), p.name+"-max-ms")
+	}
+	// The reads behind the sweep and compare pages, called directly: what
+	// rebound report and rebound compare spend on the same store in the
+	// same run, so the page's own cost is the difference.
+	for _, r := range []struct {
+		name string
+		read func() error
+	}{
+		{"report-load", func() error { _, err := report.Load(ctx, st, readbench.SweepID); return err }},
+		{"compare-load", func() error {
+			_, err := report.LoadComparison(ctx, st, report.CompareRequest{SweepID: readbench.SweepID, Baseline: readbench.Arms[0], Candidate: readbench.Arms[1],
+				Confidence: report.Confidence, FaultClasses: true})
+			return err
+		}},
+	} {
+		var total time.Duration
+		for range b.N {
+			start := time.Now()
+			if err := r.read(); err != nil {
+				b.Fatal(err)
+			}
+			total += time.Since(start)
+		}
+		b.ReportMetric(float64(total.Milliseconds())/float64(b.N), r.name+"-ms")
 	}
 }
