@@ -380,24 +380,24 @@ ORDER BY arm, group_name, scenario`
 )
 
 type rateTotalsRow struct {
-	Kind            uint8     `json:"group_kind"` // qReportTotalsFast: 0 by scenario, 1 by fault class
-	Arm             string    `json:"arm"`
-	Group           string    `json:"group_name"`
-	Scenario        string    `json:"scenario"`
-	Trials          uint64    `json:"trials"`
-	Attrition       uint64    `json:"attrition_trials"`
-	Unsealed        uint64    `json:"unsealed_trials"`
-	Cells           uint64    `json:"cells"`
-	TestedCells     []uint64  `json:"tested_cells"`
-	N               []uint64  `json:"n"`
-	Successes       []uint64  `json:"successes"`
-	SumWeight       []float64 `json:"sum_weight"`
-	SumWeightY      []float64 `json:"sum_weight_y"`
-	SumCellWeightSq []float64 `json:"sum_cell_weight_sq"`
-	VariationCases  uint64    `json:"variation_cases"`
-	ConstantCases   uint64    `json:"constant_cases"`
-	MultiCells      uint8     `json:"multi_cells"`
-	MixedWeights    uint8     `json:"mixed_weights"` // qReportTotalsFast only
+	Kind            uint8     `ch:"group_kind" json:"group_kind"` // qReportTotalsFast: 0 by scenario, 1 by fault class
+	Arm             string    `ch:"arm" json:"arm"`
+	Group           string    `ch:"group_name" json:"group_name"`
+	Scenario        string    `ch:"scenario" json:"scenario"`
+	Trials          uint64    `ch:"trials" json:"trials"`
+	Attrition       uint64    `ch:"attrition_trials" json:"attrition_trials"`
+	Unsealed        uint64    `ch:"unsealed_trials" json:"unsealed_trials"`
+	Cells           uint64    `ch:"cells" json:"cells"`
+	TestedCells     []uint64  `ch:"tested_cells" json:"tested_cells"`
+	N               []uint64  `ch:"n" json:"n"`
+	Successes       []uint64  `ch:"successes" json:"successes"`
+	SumWeight       []float64 `ch:"sum_weight" json:"sum_weight"`
+	SumWeightY      []float64 `ch:"sum_weight_y" json:"sum_weight_y"`
+	SumCellWeightSq []float64 `ch:"sum_cell_weight_sq" json:"sum_cell_weight_sq"`
+	VariationCases  uint64    `ch:"variation_cases" json:"variation_cases"`
+	ConstantCases   uint64    `ch:"constant_cases" json:"constant_cases"`
+	MultiCells      uint8     `ch:"multi_cells" json:"multi_cells"`
+	MixedWeights    uint8     `ch:"mixed_weights" json:"mixed_weights"` // qReportTotalsFast only
 }
 
 // at reads element i of a per-metric array (ClickHouse returns an empty
@@ -418,9 +418,9 @@ func (s *store) ReportTotals(ctx context.Context, sweepID, noFault string) (reco
 	}
 	p := map[string]string{"sweep_id": sweepID, "no_fault": noFault}
 	var cr []struct {
-		Classes  []string `json:"classes"`
-		Pairs    uint64   `json:"pairs"`
-		PairKeys uint64   `json:"pair_keys"`
+		Classes  []string `ch:"classes" json:"classes"`
+		Pairs    uint64   `ch:"pairs" json:"pairs"`
+		PairKeys uint64   `ch:"pair_keys" json:"pair_keys"`
 	}
 	if err := s.t.Select(ctx, &cr, Stmt{SQL: s.sql(qSweepClasses), Params: p}); err != nil {
 		return out, wrap("fault classes", err)
@@ -507,7 +507,7 @@ func rateTotals(rows []rateTotalsRow, variation bool) ([]record.RateTotals, []re
 // masks are UInt64).
 func (s *store) classes(ctx context.Context, q Stmt) ([]string, error) {
 	var rows []struct {
-		Classes []string `json:"classes"`
+		Classes []string `ch:"classes" json:"classes"`
 	}
 	if err := s.t.Select(ctx, &rows, q); err != nil {
 		return nil, err

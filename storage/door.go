@@ -133,6 +133,9 @@ func (s *store) Query(ctx context.Context, sql string) (Table, error) {
 	if len(sql) > MaxStatementBytes {
 		return Table{}, fmt.Errorf("%w: the statement is %d bytes; at most %d are taken", ErrStatement, len(sql), MaxStatementBytes)
 	}
+	if s.doorAtServer {
+		return s.queryServedDoor(ctx, sql)
+	}
 	canonical, err := s.statement(ctx, sql)
 	if err != nil {
 		return Table{}, elideErr(err, sql)
@@ -163,6 +166,11 @@ func (s *store) Query(ctx context.Context, sql string) (Table, error) {
 		}
 		return Table{}, elideErr(err, sql)
 	}
+	return s.countResult(t)
+}
+
+// countResult holds a result to max_result_rows and max_result_bytes.
+func (s *store) countResult(t Table) (Table, error) {
 	// The engine applies max_result_rows to what it reads from tables; a
 	// result computed without a table (SELECT arrayJoin(range(n))) passes
 	// it, so the door counts too.
@@ -238,11 +246,17 @@ func (s *store) admit(ctx context.Context, canonical string) error {
 		ast.WriteString(line)
 		ast.WriteByte('\n')
 	}
+	return s.check(ctx, canonical, ast.String())
+}
+
+// check gives the policy's verdict on a canonical statement and its
+// EXPLAIN AST.
+func (s *store) check(ctx context.Context, canonical, ast string) error {
 	p, err := s.policy(ctx)
 	if err != nil {
 		return err
 	}
-	if err := p.Check(canonical, ast.String()); err != nil {
+	if err := p.Check(canonical, ast); err != nil {
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	return nil

@@ -171,6 +171,13 @@ type Config struct {
 	// DefaultLimits). They are set before readonly=1, so no statement can
 	// change them.
 	Limits Limits
+	// DoorAtServer: the server is a store served by the process that holds
+	// it (package storage/served), which runs the read-only door itself;
+	// Query sends the statement as given and reads the door's verdict from
+	// the server's exception code (DoorCode). Set with ReadOnly, by the
+	// function that finds a served store (the server refuses the door's own
+	// EXPLAIN and system queries, as it refuses any client's).
+	DoorAtServer bool
 	// Cluster, when named, makes Migrate create the schema ON CLUSTER with
 	// Replicated* engines under Distributed tables sharded by sweep_id (see
 	// cluster.go); reads and writes go through the Distributed tables.
@@ -225,6 +232,7 @@ func Open(ctx context.Context, cfg Config) (Store, error) {
 		st.readOnly = cfg.ReadOnly
 		st.limits = cfg.Limits
 		st.cluster = cfg.Cluster
+		st.doorAtServer = cfg.DoorAtServer
 		return st, nil
 	}
 	db := cfg.Database

@@ -19,6 +19,8 @@ type store struct {
 	db       string
 	readOnly bool   // Config.ReadOnly: the engine runs in readonly=1
 	limits   Limits // Config.Limits, for a ReadOnly store
+	// doorAtServer is Config.DoorAtServer: the server runs the door.
+	doorAtServer bool
 	// cluster is Config.Cluster: Migrate builds the replicated, distributed
 	// schema on it (cluster.go).
 	cluster Cluster

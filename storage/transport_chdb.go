@@ -92,6 +92,12 @@ func (t *chdbTransport) run(ctx context.Context, q Stmt, format string) ([]byte,
 	return t.conn.QueryWithParams(ctx, q.SQL, format, q.Params)
 }
 
+// raw runs a statement and returns the engine's output in format as it
+// wrote it (the served door).
+func (t *chdbTransport) raw(ctx context.Context, sql, format string, params map[string]string) ([]byte, chdb.ResultStats, error) {
+	return t.conn.QueryStats(ctx, sql, format, params)
+}
+
 func (t *chdbTransport) Exec(ctx context.Context, q Stmt) error {
 	_, err := t.run(ctx, q, "TabSeparated")
 	return err

@@ -211,3 +211,61 @@ func writeExclusive(path, data string) error {
 	}
 	return os.Link(tmp.Name(), path)
 }
+
+// SecretExt is the extension of a data dir's served-store credential in the
+// key directory (<id>.served).
+const SecretExt = ".served"
+
+// Secret returns the credential clients of the data dir's served store
+// present (package storage/served), making it the first time: 32 random
+// bytes, hex, kept beside the redaction key as <id>.served (mode 0600, in
+// the 0700 key directory), never in the data dir the store serves. A
+// process of the same user (a read command) reads the same one.
+func Secret(dataDir string) (string, error) {
+	keyDir, err := Dir()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return "", fmt.Errorf("data dir: %w", err)
+	}
+	id, err := ensureID(filepath.Join(dataDir, IDFile))
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(keyDir, 0o700); err != nil {
+		return "", fmt.Errorf("key directory: %w", err)
+	}
+	if err := os.Chmod(keyDir, 0o700); err != nil {
+		return "", fmt.Errorf("key directory: %w", err)
+	}
+	path := filepath.Join(keyDir, id+SecretExt)
+	for attempt := 0; attempt < 2; attempt++ {
+		b, err := os.ReadFile(path)
+		if err == nil {
+			s := strings.TrimSpace(string(b))
+			if !secretRe.MatchString(s) {
+				return "", fmt.Errorf("%s: not a served-store credential (64 hex digits); remove it and restart the process that serves the store to make a new one", path)
+			}
+			return s, nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("served-store credential: %w", err)
+		}
+		var raw [32]byte
+		if _, err := rand.Read(raw[:]); err != nil {
+			return "", err
+		}
+		s := hex.EncodeToString(raw[:])
+		switch err := writeExclusive(path, s+"\n"); {
+		case err == nil:
+			return s, nil
+		case errors.Is(err, os.ErrExist): // another process just made it
+		default:
+			return "", fmt.Errorf("served-store credential: %w", err)
+		}
+	}
+	return "", fmt.Errorf("served-store credential: %s keeps changing", path)
+}
+
+var secretRe = regexp.MustCompile(`^[0-9a-f]{64}$`)

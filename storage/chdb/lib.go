@@ -105,6 +105,12 @@ type lib struct {
 	resultError func(r unsafe.Pointer) unsafe.Pointer
 	// void chdb_destroy_query_result(chdb_result *)
 	destroyResult func(r unsafe.Pointer)
+	// uint64_t chdb_result_rows_read(chdb_result *), chdb_result_bytes_read,
+	// double chdb_result_elapsed(chdb_result *): what a query read and how
+	// long it took. Optional.
+	resultRowsRead  func(r unsafe.Pointer) uint64
+	resultBytesRead func(r unsafe.Pointer) uint64
+	resultElapsed   func(r unsafe.Pointer) float64
 	// void chdb_set_signal_handlers_enabled(int). Optional (chDB >= 26.3).
 	setSignalHandlersEnabled func(enabled int32)
 }
@@ -172,6 +178,18 @@ func loadLib(path string) (*lib, error) {
 	}
 	if sym, err := purego.Dlsym(handle, "chdb_query_with_params"); err == nil && sym != 0 {
 		purego.RegisterFunc(&l.queryWithParams, sym)
+	}
+	for _, o := range []struct {
+		fn   any
+		name string
+	}{
+		{&l.resultRowsRead, "chdb_result_rows_read"},
+		{&l.resultBytesRead, "chdb_result_bytes_read"},
+		{&l.resultElapsed, "chdb_result_elapsed"},
+	} {
+		if sym, err := purego.Dlsym(handle, o.name); err == nil && sym != 0 {
+			purego.RegisterFunc(o.fn, sym)
+		}
 	}
 	if sym, err := purego.Dlsym(handle, "chdb_set_signal_handlers_enabled"); err == nil && sym != 0 {
 		purego.RegisterFunc(&l.setSignalHandlersEnabled, sym)

@@ -212,7 +212,25 @@ func (c *Conn) Close() error {
 // (e.g. "JSONEachRow", "CSV"). The engine cannot cancel a running statement
 // through this API, so ctx only bounds the wait for the session.
 func (c *Conn) Query(ctx context.Context, query, format string) ([]byte, error) {
-	return c.run(ctx, query, format, nil)
+	out, _, err := c.run(ctx, query, format, nil)
+	return out, err
+}
+
+// ResultStats are what one query read and how long it took, as the engine
+// counts them (zero when the library does not report them).
+type ResultStats struct {
+	RowsRead  uint64
+	BytesRead uint64
+	Elapsed   time.Duration
+}
+
+// QueryStats is QueryWithParams (params may be nil) that also returns what
+// the query read.
+func (c *Conn) QueryStats(ctx context.Context, query, format string, params map[string]string) ([]byte, ResultStats, error) {
+	if len(params) > 0 && c.s.lib.queryWithParams == nil {
+		return nil, ResultStats{}, errors.New("chdb: this libchdb has no chdb_query_with_params (needs chDB >= 26.5)")
+	}
+	return c.run(ctx, query, format, params)
 }
 
 // QueryWithParams runs a statement with server-side parameters: {name:Type}
@@ -223,7 +241,8 @@ func (c *Conn) QueryWithParams(ctx context.Context, query, format string, params
 	if len(params) > 0 && c.s.lib.queryWithParams == nil {
 		return nil, errors.New("chdb: this libchdb has no chdb_query_with_params (needs chDB >= 26.5)")
 	}
-	return c.run(ctx, query, format, params)
+	out, _, err := c.run(ctx, query, format, params)
+	return out, err
 }
 
 // EscapeParam encodes s in ClickHouse's Escaped format, which is how query
@@ -242,22 +261,22 @@ var paramEscaper = strings.NewReplacer(
 	"\f", `\f`,
 )
 
-func (c *Conn) run(ctx context.Context, query, format string, params map[string]string) ([]byte, error) {
+func (c *Conn) run(ctx context.Context, query, format string, params map[string]string) ([]byte, ResultStats, error) {
 	if strings.IndexByte(query, 0) >= 0 {
-		return nil, errors.New("chdb: query text contains a NUL byte")
+		return nil, ResultStats{}, errors.New("chdb: query text contains a NUL byte")
 	}
 	if c.closed.Load() {
-		return nil, ErrClosed
+		return nil, ResultStats{}, ErrClosed
 	}
 	s := c.s
 	select {
 	case s.sem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, ResultStats{}, ctx.Err()
 	}
 	defer func() { <-s.sem }()
 	if s.conn == nil {
-		return nil, ErrClosed
+		return nil, ResultStats{}, ErrClosed
 	}
 	var res unsafe.Pointer
 	if len(params) == 0 {
@@ -282,25 +301,41 @@ func (c *Conn) run(ctx context.Context, query, format string, params map[string]
 		runtime.KeepAlive(vp)
 	}
 	if res == nil {
-		return nil, errors.New("chdb: query returned no result (connection closed?)")
+		return nil, ResultStats{}, errors.New("chdb: query returned no result (connection closed?)")
 	}
 	defer s.lib.destroyResult(res)
 	if e := s.lib.resultError(res); e != nil {
 		qe := newQueryError(cString(e))
 		s.drain()
-		return nil, qe
+		return nil, ResultStats{}, qe
 	}
+	st := s.lib.stats(res)
 	n := s.lib.resultLength(res)
 	if n == 0 {
-		return nil, nil
+		return nil, st, nil
 	}
 	buf := s.lib.resultBuffer(res)
 	if buf == nil {
-		return nil, nil
+		return nil, st, nil
 	}
 	out := make([]byte, n)
 	copy(out, unsafe.Slice((*byte)(buf), n))
-	return out, nil
+	return out, st, nil
+}
+
+// stats reads a result's counters, those the library has.
+func (l *lib) stats(res unsafe.Pointer) ResultStats {
+	var st ResultStats
+	if l.resultRowsRead != nil {
+		st.RowsRead = l.resultRowsRead(res)
+	}
+	if l.resultBytesRead != nil {
+		st.BytesRead = l.resultBytesRead(res)
+	}
+	if l.resultElapsed != nil {
+		st.Elapsed = time.Duration(l.resultElapsed(res) * float64(time.Second))
+	}
+	return st
 }
 
 // drain runs a query whose output is thrown away, after a query that

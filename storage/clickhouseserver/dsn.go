@@ -10,7 +10,8 @@ import (
 	"rebound/storage"
 )
 
-// parseDSN parses a Native-protocol DSN. It returns the options to connect
+// parseDSN parses a DSN of the Native protocol (clickhouse://, tcp://) or
+// of the HTTP interface (http://, https://). It returns the options to connect
 // with (database cleared: the connection uses the user's default) and the
 // database named in the DSN, if any. Errors never contain the password.
 func parseDSN(dsn string) (*clickhouse.Options, string, error) {
@@ -20,9 +21,9 @@ func parseDSN(dsn string) (*clickhouse.Options, string, error) {
 		return nil, "", fmt.Errorf("storage: invalid ClickHouse DSN %s (URL-encode special characters in the user and password)", red)
 	}
 	switch u.Scheme {
-	case "clickhouse", "tcp":
+	case "clickhouse", "tcp", "http", "https":
 	default:
-		return nil, "", fmt.Errorf("storage: ClickHouse DSN %s: scheme must be clickhouse:// (Native protocol, e.g. clickhouse://user:pass@host:9000/rebound)", red)
+		return nil, "", fmt.Errorf("storage: ClickHouse DSN %s: scheme must be clickhouse:// (Native protocol, e.g. clickhouse://user:pass@host:9000/rebound) or http(s):// (HTTP interface, e.g. http://user:pass@host:8123/rebound)", red)
 	}
 	opts, err := clickhouse.ParseDSN(dsn)
 	if err != nil {

@@ -29,7 +29,7 @@ func TestParseDSN(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{
-		"http://u:s3cret@host:8123/db",        // not the Native protocol
+		"ftp://u:s3cret@host:8123/db",         // neither the Native protocol nor HTTP
 		"clickhouse://u:s3cret@host:9000/a-b", // not an identifier
 		"clickhouse://u:s3/cret@host:9000/db", // unescaped slash in the password
 		"clickhouse://u:s3cret@/db",           // no host
@@ -57,7 +57,8 @@ func TestOpenBadDSNDialsNothing(t *testing.T) {
 	t.Cleanup(func() { dial = old })
 	for _, dsn := range []string{
 		"clickhouse://u:s3cret@host:9000/bad-db",
-		"http://u:s3cret@host:8123/db",
+		"http://u:s3cret@host:8123/bad-db",
+		"ftp://u:s3cret@host:8123/db",
 	} {
 		_, err := storage.Open(context.Background(), storage.Config{DSN: dsn})
 		if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "ClickHouse DSN") {

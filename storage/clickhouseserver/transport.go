@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
+	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -82,7 +84,57 @@ func open(ctx context.Context, dsn string, o storage.ServerOptions) (storage.Tra
 		_ = c.Close()
 		return nil, "", fmt.Errorf("storage: connect to ClickHouse %s: %w", red, engineError(err))
 	}
+	if err := checkVersion(ctx, c); err != nil {
+		_ = c.Close()
+		return nil, "", fmt.Errorf("storage: ClickHouse %s: %w", red, err)
+	}
 	return &transport{conn: c, distributedSync: o.DistributedSync}, db, nil
+}
+
+// MinServerVersion is the oldest ClickHouse server rebound runs on: the
+// read-only SQL door asks the engine for a statement's canonical form with
+// formatQuerySingleLine, which appeared in 23.10; everything else the
+// schema and the queries use (DateTime64, query parameters, bloom_filter
+// indexes, ADD COLUMN IF NOT EXISTS, -ForEach and -If combinators) is
+// older. Tested on chDB 26.5, the engine rebound ships.
+var MinServerVersion = [2]int{23, 10}
+
+// checkVersion asks the server its version (SELECT version()) and refuses
+// one older than MinServerVersion, naming both, rather than failing later
+// on a type or function it does not know (Unknown data type family).
+func checkVersion(ctx context.Context, c conn) error {
+	var rows []struct {
+		V string `ch:"v"`
+	}
+	if err := c.Select(ctx, &rows, "SELECT version() AS v"); err != nil {
+		return fmt.Errorf("ask the server's version: %w", engineError(err))
+	}
+	if len(rows) != 1 {
+		return errors.New("ask the server's version: no answer to SELECT version()")
+	}
+	major, minor, ok := parseVersion(rows[0].V)
+	if !ok {
+		return fmt.Errorf("the server answers version %q, which is not major.minor.patch", rows[0].V)
+	}
+	want := MinServerVersion
+	if major < want[0] || (major == want[0] && minor < want[1]) {
+		return fmt.Errorf("the server is ClickHouse %s; rebound needs %d.%d or newer (its read-only SQL door uses formatQuerySingleLine; see docs/configuration.md)", rows[0].V, want[0], want[1])
+	}
+	return nil
+}
+
+// parseVersion reads the major and minor numbers of "23.10.5.20".
+func parseVersion(v string) (major, minor int, ok bool) {
+	parts := strings.SplitN(strings.TrimSpace(v), ".", 3)
+	if len(parts) < 2 {
+		return 0, 0, false
+	}
+	a, err1 := strconv.Atoi(parts[0])
+	b, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil || a < 0 || b < 0 {
+		return 0, 0, false
+	}
+	return a, b, true
 }
 
 // engineError wraps an error that carries a server exception in a

@@ -41,7 +41,12 @@ type fakeConn struct {
 	closed   bool
 }
 
-func newFakeConn() *fakeConn { return &fakeConn{selects: map[string][]map[string]any{}} }
+// newFakeConn answers SELECT version() as chDB 26.5 does.
+func newFakeConn() *fakeConn {
+	return &fakeConn{selects: map[string][]map[string]any{versionSQL: {{"v": "26.5.1.1"}}}}
+}
+
+const versionSQL = "SELECT version() AS v"
 
 func (f *fakeConn) Exec(ctx context.Context, query string, args ...any) error {
 	f.log = append(f.log, sent{kind: "exec", sql: query})
@@ -466,6 +471,48 @@ func compareGolden(t *testing.T, path, got string) {
 		}
 		if g != w {
 			t.Fatalf("%s differs at line %d:\n got %q\nwant %q\n(run with -update after checking the change)", path, i+1, g, w)
+		}
+	}
+}
+
+// A server older than MinServerVersion is refused on connect with an error
+// naming both versions, not left to fail on the schema; a newer one, or
+// one whose version has more parts, is taken.
+func TestServerVersionChecked(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		ok      bool
+	}{
+		{"18.16.1", false},
+		{"23.9.6.20", false},
+		{"23.10.1.1", true},
+		{"24.3.2.23", true},
+		{"26.5.1.1", true},
+		{"100.0", true},
+		{"v23", false},
+	} {
+		fc := newFakeConn()
+		fc.selects[versionSQL] = []map[string]any{{"v": tc.version}}
+		dialFake(t, fc)
+		st, err := storage.Open(context.Background(), storage.Config{DSN: "clickhouse://u:s3cret@10.0.0.1:9000/rb"})
+		if tc.ok {
+			if err != nil {
+				t.Errorf("%s: %v", tc.version, err)
+				continue
+			}
+			st.Close()
+			continue
+		}
+		if err == nil {
+			st.Close()
+			t.Errorf("%s: accepted", tc.version)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.version) || strings.Contains(err.Error(), "s3cret") || !fc.closed {
+			t.Errorf("%s: %v (closed %t)", tc.version, err, fc.closed)
+		}
+		if tc.version != "v23" && !strings.Contains(err.Error(), "23.10 or newer") {
+			t.Errorf("%s: the error does not name the minimum: %v", tc.version, err)
 		}
 	}
 }

@@ -1,0 +1,80 @@
+package served_test
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"rebound/internal/sandbox"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// A sealed agent (internal/sandbox: a network namespace of its own) cannot
+// reach the served store, though it listens on the host's loopback, nor
+// read where it listens: the data dir is not in its view.
+func TestSealedAgentCannotReachTheServedStore(t *testing.T) {
+	need(t)
+	if err := sandbox.Check(); err != nil {
+		if os.Getenv("REBOUND_REQUIRE_INTEGRATION") != "" {
+			t.Fatalf("sandbox required: %v", err)
+		}
+		t.Skipf("no sandbox here: %v", err)
+	}
+	addr := fx.srv.Endpoint().Address
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// From the host, the port answers.
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatalf("the served store is not reachable from the host: %v", err)
+	}
+	c.Close()
+	script := fmt.Sprintf(`exec bash -c 'if exec 3<>/dev/tcp/127.0.0.1/%s; then printf "GET /ping HTTP/1.0\r\n\r\n" >&3; cat <&3; echo reached; else echo unreachable; fi; cat %s/served.json 2>&1 || true'`, port, fx.dataDir)
+	out := &syncBuffer{}
+	s, err := sandbox.Start(sandbox.Spec{
+		Command: []string{"/bin/sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"},
+		Dir: "/tmp/work", Stdout: out, Stderr: out,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.Exited():
+	case <-time.After(60 * time.Second):
+		t.Error("the sealed command did not end in 60 s")
+	}
+	s.Stop(time.Second)
+	got := out.String()
+	if !strings.Contains(got, "unreachable") || strings.Contains(got, "Ok.") {
+		t.Fatalf("a sealed agent reached the served store:\n%s", got)
+	}
+	if strings.Contains(got, `"address"`) {
+		t.Fatalf("a sealed agent read served.json:\n%s", got)
+	}
+}
