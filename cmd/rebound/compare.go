@@ -69,7 +69,7 @@ func newCompareCmd() *cobra.Command {
 				return usagef("--confidence must lie strictly between 0 and 1, got %g", confidence)
 			}
 			ctx := cmd.Context()
-			store, err := f.conn.openExistingStore(ctx)
+			store, err := f.conn.openReadStore(ctx)
 			if err != nil {
 				return err
 			}

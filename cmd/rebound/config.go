@@ -22,6 +22,7 @@ import (
 	"rebound/internal/runner"
 	"rebound/internal/telemetry"
 	"rebound/storage"
+	"rebound/storage/served"
 
 	// --clickhouse-dsn: the ClickHouse server transport registers itself.
 	_ "rebound/storage/clickhouseserver"
@@ -38,8 +39,15 @@ func (c *connection) storeConfig() storage.Config {
 }
 
 // openStore connects to the ClickHouse server, or opens the embedded
-// engine, and migrates its schema.
+// engine, and migrates its schema: for the commands that write. An
+// embedded store another process holds (and serves) is refused with the
+// process's pid, not with the engine's lock error.
 func (c *connection) openStore(ctx context.Context) (storage.Store, error) {
+	if c.clickhouseDSN == "" {
+		if ep, found, _ := served.Find(c.dataDir); found && ep.PID != os.Getpid() {
+			return nil, failure{fmt.Sprintf("the data dir %s is held by process %d (a worker or rebound run), which serves it read-only at %s; this command writes to the store: stop that process first, or use a ClickHouse server (--clickhouse-dsn)", c.dataDir, ep.PID, ep.Address)}
+		}
+	}
 	st, err := storage.Open(ctx, c.storeConfig())
 	if err != nil {
 		return nil, err
@@ -69,8 +77,9 @@ func (c *connection) requireStore() error {
 	return nil
 }
 
-// openExistingStore is openStore for commands that read what is stored: a
-// data dir without a store is refused (requireStore), not created.
+// openExistingStore is openStore for commands that write to what is
+// stored (judge, regrade, sweep cancel): a data dir without a store is
+// refused (requireStore), not created.
 func (c *connection) openExistingStore(ctx context.Context) (storage.Store, error) {
 	if err := c.requireStore(); err != nil {
 		return nil, err
@@ -78,17 +87,90 @@ func (c *connection) openExistingStore(ctx context.Context) (storage.Store, erro
 	return c.openStore(ctx)
 }
 
-// openReadOnlyStore opens an existing store in the engine's readonly=1 mode
-// (no migration: nothing may be written; a data dir without a store is
-// refused).
+// openReadStore is how every command that reads what is stored opens the
+// store (report, compare, gate, trend, sweeps, trials, trial, replay, ...):
+// the one entry point, reusable by anything that reads. A ClickHouse server
+// is opened as for writing (and migrated); an embedded data dir that
+// another process holds (a worker, rebound run) is read through that
+// process (openServedStore); otherwise the embedded engine is opened here.
+// A data dir without a store is refused (requireStore), not created.
+func (c *connection) openReadStore(ctx context.Context) (storage.Store, error) {
+	if err := c.requireStore(); err != nil {
+		return nil, err
+	}
+	if st, ok, err := c.openServedStore(ctx); ok || err != nil {
+		return st, err
+	}
+	return c.openStore(ctx)
+}
+
+// openReadOnlyStore is openReadStore in the engine's readonly=1 mode with
+// the read-only door on Query (rebound sql, completion, estimates): no
+// migration, nothing may be written.
 func (c *connection) openReadOnlyStore(ctx context.Context) (storage.Store, error) {
 	if err := c.requireStore(); err != nil {
 		return nil, err
+	}
+	if st, ok, err := c.openServedStore(ctx); ok || err != nil {
+		return st, err
 	}
 	cfg := c.storeConfig()
 	cfg.ReadOnly = true
 	cfg.Limits = c.limits
 	return storage.Open(ctx, cfg)
+}
+
+// openServedStore opens the embedded store of the data dir through the
+// process that holds and serves it (storage/served), when one does: over
+// ClickHouse's HTTP interface with the ClickHouse server transport,
+// read-only, the read-only door at the server. ok is false when no process
+// serves the data dir (no served.json, or a stale one): the caller opens
+// the engine itself.
+func (c *connection) openServedStore(ctx context.Context) (storage.Store, bool, error) {
+	if c.clickhouseDSN != "" {
+		return nil, false, nil
+	}
+	ep, found, err := served.Find(c.dataDir)
+	if !found {
+		if err != nil && !errors.Is(err, served.ErrStale) {
+			return nil, false, err
+		}
+		return nil, false, nil
+	}
+	secret, err := served.Credential(c.dataDir)
+	if err != nil {
+		return nil, false, usagef("served store: %v", err)
+	}
+	st, err := storage.Open(ctx, storage.Config{DSN: ep.DSN(secret), ReadOnly: true, DoorAtServer: true, Limits: c.limits})
+	if err != nil {
+		return nil, false, fmt.Errorf("the data dir %s is held by process %d (a worker or rebound run), which serves it at %s, and reading through it failed: %w", c.dataDir, ep.PID, ep.Address, err)
+	}
+	return st, true, nil
+}
+
+// serveStore serves the embedded store this process holds (a worker,
+// rebound run) to other processes over ClickHouse's HTTP interface, on
+// --serve-listen, read-only through the door of rebound sql with its
+// default limits. It returns how to stop serving (it removes
+// DATA_DIR/served.json). With a ClickHouse server there is nothing to
+// serve: clients read the server.
+func (c *connection) serveStore(ctx context.Context, store storage.Store, log *slog.Logger) (*served.Server, func(), error) {
+	if c.clickhouseDSN != "" {
+		return nil, func() {}, nil
+	}
+	door, err := storage.NewDoor(ctx, store, storage.Limits{})
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := served.Serve(door, served.Options{DataDir: c.dataDir, Addr: c.serveListen, Log: log})
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
+	return srv, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Close(ctx)
+	}, nil
 }
 
 // dialTemporal connects with the payload codec keyed by the redaction key

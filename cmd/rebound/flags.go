@@ -79,6 +79,16 @@ type connection struct {
 	// log is --log-format and --log-level: the worker's log, and the
 	// embedded dev server's (temporal.log).
 	log logging.Options
+	// serveListen is --serve-listen: where a process that holds the
+	// embedded store serves it (empty: 127.0.0.1, a free port).
+	serveListen string
+}
+
+// serveFlags adds --serve-listen, for the commands that hold the embedded
+// store (worker, run) and serve it to other processes.
+func (c *connection) serveFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.serveListen, "serve-listen", "", "loopback HOST:PORT where the embedded store is served over ClickHouse's HTTP interface to read commands, Grafana and ClickHouse clients (default 127.0.0.1 and a free port, written to DATA_DIR/served.json)")
+	fromEnv(fs, "serve-listen", "REBOUND_SERVE_LISTEN")
 }
 
 // logFlags adds --log-format and --log-level (default level def) for the
@@ -113,7 +123,7 @@ func (c *connection) temporalFlags(fs *pflag.FlagSet) {
 }
 
 func (c *connection) storageFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.clickhouseDSN, "clickhouse-dsn", "", "ClickHouse server, Native protocol: clickhouse://user:pass@host:9000/db; empty uses the embedded chDB under --data-dir")
+	fs.StringVar(&c.clickhouseDSN, "clickhouse-dsn", "", "ClickHouse server: clickhouse://user:pass@host:9000/db (Native protocol) or http://user:pass@host:8123/db (HTTP interface); empty uses the embedded chDB under --data-dir")
 	fromEnv(fs, "clickhouse-dsn", "REBOUND_CLICKHOUSE_DSN")
 	fs.StringVar(&c.dataDir, "data-dir", "data", "directory for the embedded stack's state: chDB data and the Temporal SQLite file")
 	fromEnv(fs, "data-dir", "REBOUND_DATA_DIR")

@@ -78,7 +78,7 @@ func newGateCmd() *cobra.Command {
 				return usageError{fmt.Errorf("thresholds: %w", err)}
 			}
 			// From here on every error is exit 2: exit 1 means a regression only.
-			store, err := f.conn.openExistingStore(ctx)
+			store, err := f.conn.openReadStore(ctx)
 			if err != nil {
 				return usageError{err}
 			}

@@ -28,7 +28,7 @@ func newReplayCmd() *cobra.Command {
 		Long:  replayAbout,
 		Args:  exactArgs(1, "replay takes exactly one TRIAL_ID (find one with 'rebound trials SWEEP_ID')"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			store, err := conn.openExistingStore(cmd.Context())
+			store, err := conn.openReadStore(cmd.Context())
 			if err != nil {
 				return err
 			}

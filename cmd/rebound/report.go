@@ -30,7 +30,7 @@ func newReportCmd() *cobra.Command {
 		Long:  reportAbout,
 		Args:  exactArgs(1, "report takes exactly one SWEEP_ID (list them with 'rebound sweeps')"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			store, err := conn.openExistingStore(cmd.Context())
+			store, err := conn.openReadStore(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -99,6 +99,7 @@ func newRunCmd() *cobra.Command {
 	fs := cmd.Flags()
 	conn.temporalFlags(fs)
 	conn.storageFlags(fs)
+	conn.serveFlags(fs)
 	conn.devServerFlag(fs)
 	outputFlag(fs, &output)
 	durationFlag(fs, &every, "progress-every", 500*time.Millisecond, 50*time.Millisecond, time.Minute, "how often to refresh progress")
@@ -149,6 +150,12 @@ func runSweep(cmd *cobra.Command, conn *connection, plan *scenario.Resolved, res
 		return err
 	}
 	defer store.Close()
+	// While it runs, the embedded store is read through this process.
+	_, stopServing, err := conn.serveStore(ctx, store, nil)
+	if err != nil {
+		return err
+	}
+	defer stopServing()
 	c, err := conn.dialTemporal(ctx, address, key)
 	if err != nil {
 		return err

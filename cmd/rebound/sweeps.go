@@ -56,7 +56,7 @@ func newSweepsCmd() *cobra.Command {
 // listSweeps lists stored sweeps, and for those stored as running what
 // their workflows are doing.
 func listSweeps(ctx context.Context, conn *connection, limit int, onlyRunning bool, output string, stdout io.Writer) error {
-	store, err := conn.openExistingStore(ctx)
+	store, err := conn.openReadStore(ctx)
 	if err != nil {
 		return err
 	}

@@ -52,7 +52,7 @@ func trend(ctx context.Context, conn *connection, schedule string, last int, met
 	if err := report.CheckMetrics(metrics); err != nil {
 		return err
 	}
-	store, err := conn.openExistingStore(ctx)
+	store, err := conn.openReadStore(ctx)
 	if err != nil {
 		return err
 	}

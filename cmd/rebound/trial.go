@@ -45,7 +45,7 @@ func newTrialShowCmd() *cobra.Command {
 		Long:  trialAbout,
 		Args:  exactArgs(1, "trial show takes exactly one TRIAL_ID (find one with 'rebound trials SWEEP_ID')"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			store, err := conn.openExistingStore(cmd.Context())
+			store, err := conn.openReadStore(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -30,7 +30,7 @@ func newTrialsCmd() *cobra.Command {
 		Long:  trialsAbout,
 		Args:  exactArgs(1, "trials takes exactly one SWEEP_ID (list them with 'rebound sweeps')"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			store, err := conn.openExistingStore(cmd.Context())
+			store, err := conn.openReadStore(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -55,6 +55,7 @@ func newWorkerCmd() *cobra.Command {
 	fs := cmd.Flags()
 	conn.temporalFlags(fs)
 	conn.storageFlags(fs)
+	conn.serveFlags(fs)
 	intFlag(fs, &concurrency, "max-concurrent-shards", 0, 0, 4096, "shard activities this worker runs at once (0: two per CPU)")
 	durationFlag(fs, &stopTimeout, "stop-timeout", runner.DefaultStopTimeout, 0, time.Hour, "on Ctrl-C, how long running shards may finish before they keep what they stored and hand the rest back")
 	fs.StringVar(&listen, "listen", "", "serve /metrics (Prometheus), /healthz and /readyz on ADDR, e.g. :9090 (default off)")
@@ -107,6 +108,17 @@ func runWorker(ctx context.Context, conn *connection, concurrency int, stopTimeo
 		return err
 	}
 	defer store.Close()
+	// The embedded store is this process's: read commands, Grafana and
+	// ClickHouse clients read it through here while the worker runs.
+	srv, stopServing, err := conn.serveStore(ctx, store, log)
+	if err != nil {
+		return err
+	}
+	defer stopServing()
+	if srv != nil {
+		ep := srv.Endpoint()
+		log.Info("serving the embedded store read-only over ClickHouse's HTTP interface on "+ep.Address+" (user "+ep.User+", the data dir's credential)", "served_address", ep.Address)
+	}
 	c, err := conn.dialTemporalLogged(ctx, conn.temporalAddress, key, log)
 	if err != nil {
 		return err

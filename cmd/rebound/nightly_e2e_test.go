@@ -1,0 +1,151 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"rebound/internal/devstack/devstacktest"
+	"rebound/storage/served"
+)
+
+// The README's nightly loop on one machine, on the embedded store: a
+// worker runs (and holds the data dir), a schedule is triggered twice, and
+// trend, gate, report, sweeps, trials and sql read the runs while the
+// worker still runs, through the store it serves (the ClickHouse server
+// transport over HTTP); once it stops, they open the store themselves.
+func TestNightlyLoopOnOneMachine(t *testing.T) {
+	srv := devstacktest.Temporal(t)
+	lib := devstacktest.ChDBLib(t)
+	t.Setenv("REBOUND_CHDB_LIB", lib)
+	t.Setenv("REBOUND_CLICKHOUSE_DSN", "")
+	t.Setenv("REBOUND_TEMPORAL_ADDRESS", "")
+	t.Setenv("REBOUND_REDACTION_KEY", "cli-test-redaction-key-0123456789abcdef")
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	scenario, err := filepath.Abs("../../examples/scenarios/charge-502-twice.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := filepath.Join(dir, "plan.yaml")
+	if err := os.WriteFile(plan, []byte("name: nightly-e2e\nseeds: 3\nscenarios:\n  - "+scenario+"\narms:\n  - {name: careful, agent: careful}\n  - {name: naive, agent: naive_retrier}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	queue := "nightly-e2e"
+	cluster := []string{"--temporal-address", srv.Address(), "--task-queue", queue}
+
+	worker := exec.Command(os.Args[0], append([]string{"worker", "--data-dir", data}, cluster...)...)
+	worker.Env = append(os.Environ(), envCLIChild+"=1")
+	var workerErr syncBuffer
+	worker.Stderr = &workerErr
+	if err := worker.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = worker.Process.Kill()
+			_ = worker.Wait()
+		}
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(workerErr.String(), "worker polling") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker did not start:\n%s", workerErr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ep, found, err := served.Find(data)
+	if err != nil || !found || ep.PID != worker.Process.Pid {
+		t.Fatalf("served.json: %+v %t %v", ep, found, err)
+	}
+
+	cli := func(want int, args ...string) string {
+		t.Helper()
+		code, out, errOut := runCLI(t, args...)
+		if code != want {
+			t.Fatalf("rebound %s: exit %d, want %d\nstdout: %s\nstderr: %s\nworker: %s", strings.Join(args, " "), code, want, out, errOut, workerErr.String())
+		}
+		return out
+	}
+	cli(exitOK, append([]string{"schedule", "create", "--every", "24h", "--paused", "nightly", plan}, cluster...)...)
+	var nights []string
+	for night := 0; night < 2; night++ {
+		var trig struct {
+			Started bool   `json:"started"`
+			SweepID string `json:"sweep_id"`
+		}
+		if err := json.Unmarshal([]byte(cli(exitOK, append([]string{"schedule", "trigger", "--output", "json", "nightly"}, cluster...)...)), &trig); err != nil || !trig.Started {
+			t.Fatalf("trigger: %+v %v", trig, err)
+		}
+		nights = append(nights, trig.SweepID)
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			var d struct {
+				Running []any `json:"running"`
+			}
+			if err := json.Unmarshal([]byte(cli(exitOK, append([]string{"schedule", "describe", "--output", "json", "nightly"}, cluster...)...)), &d); err != nil {
+				t.Fatal(err)
+			}
+			if len(d.Running) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("night %d did not end\nworker: %s", night+1, workerErr.String())
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	}
+
+	// While the worker runs and holds the data dir.
+	local := []string{"--data-dir", data}
+	trend := cli(exitOK, append([]string{"trend", "--last", "14", "nightly"}, local...)...)
+	for _, id := range nights {
+		if !strings.Contains(trend, strings.TrimPrefix(id, "sched-nightly-")) {
+			t.Errorf("trend does not show %s:\n%s", id, trend)
+		}
+	}
+	gate := cli(exitOK, append([]string{"gate", "--baseline", "careful", "--candidate", "careful", "--baseline-sweep", "previous",
+		"--thresholds", "../../examples/gates/release.yaml", "--output", "json", nights[1]}, local...)...)
+	var g map[string]any
+	if err := json.Unmarshal([]byte(gate), &g); err != nil || g["no_baseline"] == true {
+		t.Errorf("gate against the night before: %v\n%s", err, gate)
+	}
+	if out := cli(exitOK, append([]string{"report", nights[1]}, local...)...); !strings.Contains(out, "careful") {
+		t.Errorf("report:\n%s", out)
+	}
+	if out := cli(exitOK, append([]string{"sweeps"}, local...)...); !strings.Contains(out, nights[0]) {
+		t.Errorf("sweeps:\n%s", out)
+	}
+	cli(exitOK, append([]string{"trials", nights[0]}, local...)...)
+	if out := cli(exitOK, append([]string{"sql", "--output", "json", "SELECT count() AS n FROM rebound.trials FINAL"}, local...)...); !strings.Contains(out, "12") {
+		t.Errorf("sql: %s", out)
+	}
+	// rebound sql's door holds at the served store: exit 2 for a refusal.
+	cli(exitUsage, append([]string{"sql", "SELECT * FROM system.users"}, local...)...)
+	// A command that writes is told who holds the data dir.
+	if code, _, errOut := runCLI(t, append([]string{"sql", "--write", "SELECT 1"}, local...)...); code == exitOK || !strings.Contains(errOut, "held by process") {
+		t.Errorf("sql --write while the worker holds the data dir: exit %d, %s", code, errOut)
+	}
+
+	if err := worker.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := worker.Wait(); err != nil {
+		t.Fatalf("worker: %v\n%s", err, workerErr.String())
+	}
+	stopped = true
+	if _, err := os.Stat(filepath.Join(data, served.File)); !os.IsNotExist(err) {
+		t.Errorf("served.json outlived the worker: %v", err)
+	}
+	// The worker gone, the read commands open the store themselves.
+	if out := cli(exitOK, append([]string{"trend", "--last", "14", "nightly"}, local...)...); out != trend {
+		t.Errorf("trend after the worker stopped differs:\n%s\nwhile it ran:\n%s", out, trend)
+	}
+	cli(exitOK, append([]string{"schedule", "delete", "nightly"}, cluster...)...)
+}
