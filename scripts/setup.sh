@@ -11,6 +11,9 @@
 #   .cache/upstreams/         the official MCP reference servers (filesystem,
 #                             memory) that upstream worlds are tested on, npm
 #                             ci from examples/upstreams/package-lock.json
+#   .cache/clickhouse-client/ the official ClickHouse Node client, which
+#                             deploy's tests read the served embedded store
+#                             with, npm ci from deploy/clickhouse-client/
 # and two system packages from Debian's packages when they are missing and
 # setup runs as root: the sandbox of command arms, bubblewrap (bwrap), and
 # chromium, the browser the review UI's tests (results/reviewui) drive
@@ -239,4 +242,32 @@ else
 	chmod -R a+rX "$up"
 	echo "$up_want" >"$up/DEPS"
 	say "upstream MCP servers: ready in $(elapsed "$start")"
+fi
+
+# --- the official ClickHouse Node client (deploy/clickhouse-client/) --------
+# A third-party client of the embedded store a worker serves over
+# ClickHouse's HTTP interface (storage/served): deploy's tests run the
+# dashboard's SQL with it. Pinned by the committed lockfile.
+cc_src="$root/deploy/clickhouse-client"
+cc="$cache/clickhouse-client"
+cc_want=$(digest "$cc_src/package.json" "$cc_src/package-lock.json")
+if [ "$(cat "$cc/DEPS" 2>/dev/null)" = "$cc_want" ] && [ -f "$cc/node_modules/@clickhouse/client/package.json" ]; then
+	say "ClickHouse Node client: ok"
+else
+	need node "install Node.js 20 or later (Debian: apt-get install nodejs npm)"
+	need npm "install npm (Debian: apt-get install npm)"
+	start=$SECONDS
+	mkdir -p "$cc"
+	rm -f "$cc/DEPS"
+	cp "$cc_src/package.json" "$cc_src/package-lock.json" "$cc/"
+	say "ClickHouse Node client: npm ci (@clickhouse/client; pinned by package-lock.json)"
+	log="$cc/npm-ci.log"
+	if ! (cd "$cc" && npm ci --cache "$cache/npm-cache" --no-fund --no-audit --loglevel=error >"$log" 2>&1); then
+		cat "$log" >&2
+		rm -rf "$cache/npm-cache"
+		die "npm ci for the ClickHouse Node client failed (see above)"
+	fi
+	rm -rf "$log" "$cache/npm-cache"
+	echo "$cc_want" >"$cc/DEPS"
+	say "ClickHouse Node client: ready in $(elapsed "$start")"
 fi
