@@ -46,7 +46,7 @@ REBOUND_CHDB_LIB     ?= $(CACHE)/chdb/libchdb.so
 REBOUND_HELM_BIN     ?= $(CACHE)/bin/helm
 TOOLS_ENV := REBOUND_TEMPORAL_BIN="$(REBOUND_TEMPORAL_BIN)" REBOUND_CHDB_LIB="$(REBOUND_CHDB_LIB)" REBOUND_HELM_BIN="$(REBOUND_HELM_BIN)"
 
-.PHONY: help setup build run test unit vet lint fmt staticcheck workflowcheck complexity chart fuzz clean histories oracle bench bench-read bench-sweep
+.PHONY: help setup build run test unit vet lint fmt staticcheck workflowcheck complexity chart fuzz clean histories oracle bench bench-read bench-sweep bench-served
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -119,6 +119,9 @@ bench: bench-read bench-sweep ## every benchmark: reads at a million trials, the
 
 bench-read: setup build ## report and compare over a synthetic 1,000,000-trial sweep (time, peak RSS)
 	$(TOOLS_ENV) REBOUND_BIN="$(REBOUND)" $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./results/report/readbench/
+
+bench-served: setup ## report and compare at 60,720 trials, in process and through the served store (issue 30: at most 1.5x)
+	$(TOOLS_ENV) $(GO) test -run '^$$' -bench ServedRead -benchtime 1x -timeout 30m ./storage/served/
 
 fuzz: ## short fuzz runs, one per target (FUZZ="FuzzLoad FuzzImport" FUZZ_PKG=./core/scenario/ FUZZTIME=10s)
 	@for f in $(FUZZ); do \
