@@ -17,8 +17,9 @@ import (
 )
 
 const sqlAbout = `Runs one SQL statement against rebound's ClickHouse store and prints the
-result: the way to query the embedded store (no other client can open it
-while it is in use) and a quick look at a server. Tables are in the database
+result: the way to query the embedded store and a quick look at a server.
+While a worker or rebound run holds the embedded store, sql reads it
+through that process, which applies the same door and its default limits. Tables are in the database
 'rebound'; they are ReplacingMergeTree, so deduplicate with FINAL (or use
 the views trial_metrics and trial_rates, which do). Outcome columns are
 Nullable: NULL is NOT TESTED, and avg() skips it.

@@ -23,6 +23,11 @@ func TestParseDSN(t *testing.T) {
 	if !reflect.DeepEqual(opts.Addr, []string{"ch1:9000", "ch2:9000"}) || opts.DialTimeout != 3*time.Second || opts.Compression == nil {
 		t.Fatalf("options %+v", opts)
 	}
+	// The HTTP interface (a served embedded store, or a server's port 8123).
+	hopts, hdb, err := parseDSN("http://rebound:s3cret@127.0.0.1:8123/rebound")
+	if err != nil || hdb != "rebound" || hopts.Protocol != clickhouse.HTTP || hopts.Auth.Password != "s3cret" {
+		t.Fatalf("http DSN: %+v %q %v", hopts, hdb, err)
+	}
 	for _, ok := range []string{"clickhouse://localhost:9000", "tcp://localhost:9000"} {
 		if _, db, err := parseDSN(ok); err != nil || db != "" {
 			t.Fatalf("%s: no database: %q, %v", ok, db, err)
