@@ -221,6 +221,10 @@ func TestJSONOutputOfEveryCommand(t *testing.T) {
 	cover("scenario lint")
 	run("scenario variants", exitOK, "scenario", "variants", abs("../../examples/scenarios/charge-502-twice.yaml"))
 	cover("scenario variants")
+	if v := run("scenario check", exitOK, "scenario", "check", abs("../../examples/scenarios/charge-timeout-before-send.yaml"), "--seeds", "1").(map[string]any); v["failed"] != 0.0 || len(v["results"].([]any)) == 0 {
+		t.Errorf("scenario check: %v", v)
+	}
+	cover("scenario check")
 	run("scenario import", exitOK, "scenario", "import", seed004)
 	run("scenario import -o", exitOK, "scenario", "import", seed004, "-o", filepath.Join(dir, "imported.yaml"))
 	cover("scenario import")

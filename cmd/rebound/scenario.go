@@ -15,6 +15,8 @@ const scenarioAbout = `Works with scenario and plan files.
   rebound scenario lint PATH...              check scenario, plan and world files
   rebound scenario variants [flags] FILE...  list every variant, hand-written and
                                              generated from tool metadata
+  rebound scenario check [flags] FILE...     run the declared metamorphic pairs and
+                                             report those that did not hold
   rebound scenario import FILE [-o OUT]      convert an aiwg-evals scenario (recovery,
                                              grounding, distractor tests) to a rebound
                                              scenario
@@ -23,10 +25,10 @@ Run 'rebound scenario SUBCOMMAND -h' for a subcommand's flags.`
 
 func newScenarioCmd() *cobra.Command {
 	return group(&cobra.Command{
-		Use:   "scenario lint|variants|import",
-		Short: "check, list, generate and import scenarios (scenario lint|variants|import)",
+		Use:   "scenario lint|variants|check|import",
+		Short: "check, list, generate and import scenarios (scenario lint|variants|check|import)",
 		Long:  scenarioAbout,
-	}, newScenarioLintCmd(), newScenarioVariantsCmd(), newScenarioImportCmd())
+	}, newScenarioLintCmd(), newScenarioVariantsCmd(), newScenarioCheckCmd(), newScenarioImportCmd())
 }
 
 const lintAbout = `Checks scenario and plan files: YAML syntax, unknown fields, duplicate keys,

@@ -44,7 +44,7 @@ metamorphic:
 		inOut    string
 		inStderr string
 	}{
-		{"no subcommand", []string{"scenario"}, exitUsage, "", "lint, variants or import"},
+		{"no subcommand", []string{"scenario"}, exitUsage, "", "lint, variants, check or import"},
 		{"unknown subcommand", []string{"scenario", "frob"}, exitUsage, "", `unknown scenario subcommand "frob"`},
 		{"help", []string{"scenario", "-h"}, exitOK, "rebound scenario import FILE [-o OUT]", ""},
 		{"lint examples", []string{"scenario", "lint", "../../examples/scenarios/refund-timeout-after-send.yaml", "../../core/scenario/testdata/refund-metamorphic.yaml", seed004Golden, "../../examples/plans/quickstart.yaml"},
@@ -56,6 +56,15 @@ metamorphic:
 		{"variants --all", []string{"scenario", "variants", "../../examples/scenarios/refund-timeout-after-send.yaml", "--all"}, exitOK,
 			"gen/payments.refund/timeout_after_send     true         payments.refund timeout_after_send attempts [1]", ""},
 		{"variants needs a file", []string{"scenario", "variants"}, exitUsage, "", "at least one scenario file"},
+		{"check the pairs", []string{"scenario", "check", "../../examples/scenarios/charge-timeout-before-send.yaml", "--seeds", "1"}, exitOK,
+			"ok   charge-timeout-before-send metamorphic[0] (reconciliation), arm careful: timeout-after-send -> timeout-after-send-status-down: held on 1 seed(s)", ""},
+		{"check finds a pair that did not hold", []string{"scenario", "check", "../../examples/scenarios/charge-timeout-before-send.yaml", "--agent", "blind_resubmitter", "--seeds", "1"}, exitFailed,
+			"FAIL charge-timeout-before-send metamorphic[0] (reconciliation), arm blind_resubmitter", "did not hold"},
+		{"check names the seed, side and variant", []string{"scenario", "check", "../../examples/scenarios/charge-timeout-before-send.yaml", "--agent", "blind_resubmitter", "--seeds", "1"}, exitFailed,
+			"seed 1, base variant timeout-after-send: recovered is false, expected true", ""},
+		{"check a file without pairs", []string{"scenario", "check", "../../examples/scenarios/charge-502-twice.yaml"}, exitUsage, "", "declares a metamorphic pair"},
+		{"check an unknown agent", []string{"scenario", "check", "../../examples/scenarios/charge-timeout-before-send.yaml", "--agent", "nobody"}, exitUsage, "", `--agent "nobody"`},
+		{"check a plan", []string{"scenario", "check", "../../examples/plans/quickstart.yaml"}, exitUsage, "", "plan"},
 		{"variants of a broken file", []string{"scenario", "variants", badGen}, exitUsage, "", "generate: unknown kind"},
 		{"import to a file", []string{"scenario", "import", seed004, "-o", out}, exitOK, "", "wrote " + out + ": scenario recovery-test, 2 variants, 14 note(s)"},
 		{"import notes are located", []string{"scenario", "import", seed004, "-o", out}, exitOK, "", "note: " + seed004 + ":98:5: validation[4]: no_escalation_needed"},

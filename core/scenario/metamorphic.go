@@ -179,6 +179,10 @@ type Violation struct {
 	Want     Outcome  `json:"want,omitempty"`
 	Got      Outcome  `json:"got,omitempty"`
 	Msg      string   `json:"msg"`
+	// Arm and Seed name the trials checked (CheckPairs); empty when the
+	// outcomes were given per variant only.
+	Arm  string `json:"arm,omitempty"`
+	Seed uint64 `json:"seed,omitempty"`
 }
 
 func (v Violation) String() string {
@@ -191,34 +195,41 @@ func (v Violation) String() string {
 func (s *Scenario) CheckMetamorphic(outcomes map[string]map[string]*bool) []Violation {
 	var out []Violation
 	for i, p := range s.Metamorphic {
-		for _, side := range []struct {
-			name, variant string
-			want          func(Change) Outcome
-		}{
-			{"base", p.Base, func(c Change) Outcome { return c.From }},
-			{"flipped", p.Flipped, func(c Change) Outcome { return c.To }},
-		} {
-			v := Violation{Scenario: s.Name, Pair: i, Property: p.Property, Variant: side.variant, Side: side.name}
-			got, ok := outcomes[side.variant]
-			if !ok {
-				v.Msg = "no outcome was given for this variant"
-				out = append(out, v)
+		out = append(out, s.checkPair(i, p, outcomes)...)
+	}
+	return out
+}
+
+// checkPair checks pair i (p) against outcomes per variant and metric.
+func (s *Scenario) checkPair(i int, p MetamorphicPair, outcomes map[string]map[string]*bool) []Violation {
+	var out []Violation
+	for _, side := range []struct {
+		name, variant string
+		want          func(Change) Outcome
+	}{
+		{"base", p.Base, func(c Change) Outcome { return c.From }},
+		{"flipped", p.Flipped, func(c Change) Outcome { return c.To }},
+	} {
+		v := Violation{Scenario: s.Name, Pair: i, Property: p.Property, Variant: side.variant, Side: side.name}
+		got, ok := outcomes[side.variant]
+		if !ok {
+			v.Msg = "no outcome was given for this variant"
+			out = append(out, v)
+			continue
+		}
+		for _, m := range slices.Sorted(maps.Keys(p.Expect)) {
+			vm := v
+			vm.Metric, vm.Want = m, side.want(p.Expect[m])
+			b, present := got[m]
+			if !present {
+				vm.Msg = fmt.Sprintf("metric %s was not reported", m)
+				out = append(out, vm)
 				continue
 			}
-			for _, m := range slices.Sorted(maps.Keys(p.Expect)) {
-				vm := v
-				vm.Metric, vm.Want = m, side.want(p.Expect[m])
-				b, present := got[m]
-				if !present {
-					vm.Msg = fmt.Sprintf("metric %s was not reported", m)
-					out = append(out, vm)
-					continue
-				}
-				if !vm.Want.Matches(b) {
-					vm.Got = OutcomeOf(b)
-					vm.Msg = fmt.Sprintf("%s is %s, expected %s", m, vm.Got, vm.Want)
-					out = append(out, vm)
-				}
+			if !vm.Want.Matches(b) {
+				vm.Got = OutcomeOf(b)
+				vm.Msg = fmt.Sprintf("%s is %s, expected %s", m, vm.Got, vm.Want)
+				out = append(out, vm)
 			}
 		}
 	}

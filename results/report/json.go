@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 
+	"rebound/core/scenario"
 	"rebound/stats"
 )
 
@@ -97,6 +98,10 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 	if arms == nil {
 		arms = []ArmSummary{}
 	}
+	pairs := s.Pairs
+	if pairs == nil {
+		pairs = []scenario.PairResult{}
+	}
 	return json.Marshal(struct {
 		SweepID       string                 `json:"sweep_id"`
 		Name          string                 `json:"name"`
@@ -108,8 +113,9 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 		ByScenario    []jsonGroup            `json:"by_scenario"`
 		ByFaultClass  []jsonGroup            `json:"by_fault_class"`
 		ByAxis        map[string][]jsonGroup `json:"by_axis,omitempty"`
+		Pairs         []scenario.PairResult  `json:"metamorphic_pairs"`
 	}{s.SweepID, s.Name, s.Status, s.TrialsPlanned, s.TrialsStored, s.Confidence, arms,
-		jsonGroups(s.ByScenario), jsonGroups(s.ByFaultClass), axisGroups(s.ByAxis)})
+		jsonGroups(s.ByScenario), jsonGroups(s.ByFaultClass), axisGroups(s.ByAxis), pairs})
 }
 
 func axisGroups(bs []AxisBreakdown) map[string][]jsonGroup {

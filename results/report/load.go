@@ -59,7 +59,11 @@ func Load(ctx context.Context, src Source, sweepID string) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	return BuildFromTotals(sw, stored, totals, TotalsOptions{FaultClasses: true, Axes: AxesFromPlan(sw.PlanJSON)}), nil
+	sum := BuildFromTotals(sw, stored, totals, TotalsOptions{FaultClasses: true, Axes: AxesFromPlan(sw.PlanJSON)})
+	if sum.Pairs, err = LoadPairs(ctx, src, sweepID); err != nil {
+		return Summary{}, err
+	}
+	return sum, nil
 }
 
 // CompareRequest names two stored arms to compare and how.

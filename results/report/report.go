@@ -37,6 +37,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"math"
+	"rebound/core/scenario"
 	"slices"
 
 	"rebound/results/record"
@@ -113,6 +114,10 @@ type Summary struct {
 	// top_p), the arms that share a value: one group per value, clustered
 	// by scenario. Empty for a plan without a matrix.
 	ByAxis []AxisBreakdown
+	// Pairs are the metamorphic pairs the scenarios declare, checked per
+	// arm against the stored trials (LoadPairs); empty when none declares
+	// one.
+	Pairs []scenario.PairResult
 }
 
 // AxisBreakdown is the breakdown by one matrix axis.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"rebound/core/scenario"
 	"strings"
 	"text/tabwriter"
 )
@@ -107,6 +108,37 @@ func (s Summary) WriteText(w io.Writer) error {
 	for _, b := range s.ByAxis {
 		if err := writeGroups(w, "by "+b.Axis+" (the matrix arms that share each value, pooled)", b.Groups, []string{PooledArm}, []string{PooledArm}, ""); err != nil {
 			return err
+		}
+	}
+	return WritePairs(w, s.Pairs)
+}
+
+// WritePairs prints the metamorphic pairs checked, one line per pair and
+// arm, and under a pair that did not hold each expectation that failed,
+// with its seed, side and variant. Nothing when there are none.
+func WritePairs(w io.Writer, rs []scenario.PairResult) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	failed := 0
+	for _, r := range rs {
+		if !r.Held() {
+			failed++
+		}
+	}
+	fmt.Fprintf(w, "\nmetamorphic pairs (the declared change of verdict when one property flips): %d of %d did not hold\n", failed, len(rs))
+	for _, r := range rs {
+		mark := "ok  "
+		if !r.Held() {
+			mark = "FAIL"
+		}
+		if _, err := fmt.Fprintf(w, "  %s %s\n", mark, r); err != nil {
+			return err
+		}
+		for _, v := range r.Violations {
+			if _, err := fmt.Fprintf(w, "         seed %d, %s variant %s: %s\n", v.Seed, v.Side, v.Variant, v.Msg); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
