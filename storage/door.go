@@ -156,15 +156,7 @@ func (s *store) Query(ctx context.Context, sql string) (Table, error) {
 	// accepted: one statement, single line, comments gone.
 	t, err := s.t.Query(ctx, canonical)
 	if err != nil {
-		switch {
-		case IsReadOnlyRefusal(err):
-			err = fmt.Errorf("%w: %w", ErrReadOnly, err)
-		case isLimit(err):
-			err = fmt.Errorf("%w: %w", ErrLimit, err)
-		default:
-			err = fmt.Errorf("storage: query: %w", err)
-		}
-		return Table{}, elideErr(err, sql)
+		return Table{}, elideErr(runError(err), sql)
 	}
 	return s.countResult(t)
 }
@@ -182,6 +174,18 @@ func (s *store) countResult(t Table) (Table, error) {
 		return Table{}, fmt.Errorf("%w: the result holds about %d bytes, more than max_result_bytes = %d", ErrLimit, n, lim.MaxResultBytes)
 	}
 	return t, nil
+}
+
+// runError names what the engine's error on a statement the door let
+// through means: a read-only refusal, a limit, or a failure.
+func runError(err error) error {
+	switch {
+	case IsReadOnlyRefusal(err):
+		return fmt.Errorf("%w: %w", ErrReadOnly, err)
+	case isLimit(err):
+		return fmt.Errorf("%w: %w", ErrLimit, err)
+	}
+	return fmt.Errorf("storage: query: %w", err)
 }
 
 // tableBytes estimates a result's size as the engine counts it: the bytes

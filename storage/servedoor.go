@@ -185,15 +185,7 @@ func (d *Door) Run(ctx context.Context, req DoorRequest) (DoorResult, error) {
 	}
 	out, stats, err := d.raw.raw(ctx, canonical+" SETTINGS "+d.settings(req.Settings), format, req.Params)
 	if err != nil {
-		switch {
-		case IsReadOnlyRefusal(err):
-			err = fmt.Errorf("%w: %w", ErrReadOnly, err)
-		case isLimit(err):
-			err = fmt.Errorf("%w: %w", ErrLimit, err)
-		default:
-			err = fmt.Errorf("storage: query: %w", err)
-		}
-		return DoorResult{}, elideErr(err, sql)
+		return DoorResult{}, elideErr(runError(err), sql)
 	}
 	// The engine applies max_result_bytes to what it reads from tables; a
 	// result computed without one passes it, so the door measures too.
