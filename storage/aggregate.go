@@ -279,8 +279,13 @@ ORDER BY group_kind, arm, group_name, scenario`
 const caseKeySQL = `cityHash64(scenario, variant)`
 
 // classMaskSQL is a trial's fault classes as a bit mask over
-// {classes:Array(String)} (sorted, at most 64): bit j for classes[j].
-const classMaskSQL = `arrayReduce('groupBitOr', arrayMap(c -> bitShiftLeft(toUInt64(1), indexOf({classes:Array(String)}, c) - 1), fault_classes))`
+// {classes:Array(String)} (sorted, at most 64): bit j for classes[j]. A
+// class not in {classes} (all of them when the list is empty, as it is
+// when a comparison leaves classes out) adds no bit. The shift is never
+// negative: the engine evaluates both branches of an if() here, so
+// bitShiftLeft(1, indexOf(...) - 1) behind a with_classes test still
+// failed on a class outside an empty list.
+const classMaskSQL = `arrayReduce('groupBitOr', arrayMap(i -> bitShiftLeft(toUInt64(i > 0), greatest(i, 1) - 1), arrayMap(c -> indexOf({classes:Array(String)}, c), fault_classes)))`
 
 // classesOfMaskSQL lists the classes of a mask, or {no_fault} for none.
 func classesOfMaskSQL(mask string) string {

@@ -356,3 +356,33 @@ func TestReportTotalsMixedWeights(t *testing.T) {
 		})
 	}
 }
+
+// A trial's class mask has bit j for {classes}[j] and no bit for a class
+// outside the list, an empty list included (compare without classes
+// passes one, and the engine computes the mask behind its if() anyway: a
+// negative shift there failed the whole comparison).
+func TestClassMask(t *testing.T) {
+	st := openTestStore(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		classes, faults []string
+		want            uint64
+	}{
+		{[]string{}, []string{"timeout", "transient"}, 0},
+		{[]string{"rate_limited", "timeout", "transient"}, []string{"transient", "unknown_class"}, 4},
+		{[]string{"rate_limited", "timeout", "transient"}, []string{"rate_limited", "timeout", "transient", "timeout"}, 7},
+		{[]string{"a"}, []string{}, 0},
+	} {
+		var rows []struct {
+			M uint64 `ch:"m"`
+		}
+		stmt := Stmt{SQL: "SELECT " + classMaskSQL + " AS m FROM (SELECT splitByChar(',', {faults:String}) AS all_faults, arrayFilter(x -> x != '', all_faults) AS fault_classes)",
+			Params: map[string]string{"classes": arrayParam(tc.classes), "faults": strings.Join(tc.faults, ",")}}
+		if err := st.t.Select(ctx, &rows, stmt); err != nil {
+			t.Fatalf("classes %v, faults %v: %v", tc.classes, tc.faults, err)
+		}
+		if len(rows) != 1 || rows[0].M != tc.want {
+			t.Errorf("classes %v, faults %v: mask %v, want %d", tc.classes, tc.faults, rows, tc.want)
+		}
+	}
+}
