@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"rebound/internal/devstack/devstacktest"
 	"rebound/internal/sweepstatus"
@@ -132,8 +133,18 @@ func TestCompletionOfSchedules(t *testing.T) {
 		t.Fatalf("create: exit %d\n%s", code, errOut)
 	}
 	defer runCLI(t, append([]string{"schedule", "delete", "complete-me"}, cluster...)...)
+	// Temporal lists schedules from its visibility store, which sees a new
+	// schedule a moment after it is created (seconds on a loaded machine):
+	// completion may lag by that much, no more.
 	for _, sub := range []string{"describe", "trigger", "update", "delete"} {
-		if got := complete(t, append(append([]string{"schedule", sub}, cluster...), "complete-")...); !slices.Equal(got, []string{"complete-me"}) {
+		var got []string
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			got = complete(t, append(append([]string{"schedule", sub}, cluster...), "complete-")...)
+			if slices.Equal(got, []string{"complete-me"}) || time.Now().After(deadline) {
+				break
+			}
+		}
+		if !slices.Equal(got, []string{"complete-me"}) {
 			t.Errorf("__complete schedule %s complete- = %v", sub, got)
 		}
 	}
