@@ -14,6 +14,8 @@
 #   .cache/clickhouse-client/ the official ClickHouse Node client, which
 #                             deploy's tests read the served embedded store
 #                             with, npm ci from deploy/clickhouse-client/
+#   .cache/mcp-conformance/   the MCP conformance suite for servers, npm ci
+#                             from scripts/mcp-conformance/package-lock.json
 # and two system packages from Debian's packages when they are missing and
 # setup runs as root: the sandbox of command arms, bubblewrap (bwrap), and
 # chromium, the browser the review UI's tests (results/reviewui) drive
@@ -270,4 +272,31 @@ else
 	rm -rf "$log" "$cache/npm-cache"
 	echo "$cc_want" >"$cc/DEPS"
 	say "ClickHouse Node client: ready in $(elapsed "$start")"
+fi
+
+# --- MCP conformance suite (scripts/mcp-conformance/) ------------------------
+# The conformance suite for MCP servers, which core/toolserver's tests run
+# against a live trial's tool server; pinned by the committed lockfile.
+conf_src="$root/scripts/mcp-conformance"
+conf="$cache/mcp-conformance"
+conf_want=$(digest "$conf_src/package.json" "$conf_src/package-lock.json")
+if [ "$(cat "$conf/DEPS" 2>/dev/null)" = "$conf_want" ] && [ -f "$conf/node_modules/@modelcontextprotocol/conformance/dist/index.js" ]; then
+	say "MCP conformance suite: ok"
+else
+	need node "install Node.js 20 or later (Debian: apt-get install nodejs npm)"
+	need npm "install npm (Debian: apt-get install npm)"
+	start=$SECONDS
+	mkdir -p "$conf"
+	rm -f "$conf/DEPS"
+	cp "$conf_src/package.json" "$conf_src/package-lock.json" "$conf/"
+	say "MCP conformance suite: npm ci (@modelcontextprotocol/conformance; pinned by package-lock.json)"
+	log="$conf/npm-ci.log"
+	if ! (cd "$conf" && npm ci --cache "$cache/npm-cache" --no-fund --no-audit --loglevel=error >"$log" 2>&1); then
+		cat "$log" >&2
+		rm -rf "$cache/npm-cache"
+		die "npm ci for the MCP conformance suite failed (see above)"
+	fi
+	rm -rf "$log" "$cache/npm-cache"
+	echo "$conf_want" >"$conf/DEPS"
+	say "MCP conformance suite: ready in $(elapsed "$start")"
 fi

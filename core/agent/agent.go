@@ -74,6 +74,11 @@ type Process struct {
 	// (the middle of a long stream is dropped and marked).
 	Stdout string `json:"stdout,omitempty"`
 	Stderr string `json:"stderr,omitempty"`
+	// ClaimsRefused counts the process's submit_claim calls the tool
+	// server refused (nothing recorded), and LastClaimRefusal says why the
+	// last one was.
+	ClaimsRefused    int    `json:"claims_refused,omitempty"`
+	LastClaimRefusal string `json:"last_claim_refusal,omitempty"`
 	// Sandbox says how the process was confined: SandboxSealed (its own
 	// uid and namespaces, see internal/sandbox) or SandboxNone (the arm
 	// opted out: the agent could reach the worker, and its trials are

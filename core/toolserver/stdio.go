@@ -30,11 +30,13 @@ func Bridge(ctx context.Context, url string, t mcp.Transport) error {
 	init := up.InitializeResult()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "rebound", Title: "rebound scenario tools", Version: "1"},
 		&mcp.ServerOptions{Instructions: init.Instructions})
+	listed := map[string]bool{}
 	for tool, err := range up.Tools(ctx, nil) {
 		if err != nil {
 			return fmt.Errorf("mcp-stdio: tools/list: %w", err)
 		}
 		name := tool.Name
+		listed[name] = true
 		srv.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			var args any
 			if req.Params != nil && len(req.Params.Arguments) > 0 {
@@ -43,6 +45,21 @@ func Bridge(ctx context.Context, url string, t mcp.Transport) error {
 			return up.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 		})
 	}
+	// A name the listing does not hold is forwarded too: the trial's
+	// server records it as a call to a missing tool (Server.unlisted).
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			r, ok := req.(*mcp.CallToolRequest)
+			if method != "tools/call" || !ok || r.Params == nil || listed[r.Params.Name] {
+				return next(ctx, method, req)
+			}
+			var args any
+			if len(r.Params.Arguments) > 0 {
+				args = r.Params.Arguments
+			}
+			return up.CallTool(ctx, &mcp.CallToolParams{Name: r.Params.Name, Arguments: args})
+		}
+	})
 	sess, err := srv.Connect(ctx, t, nil)
 	if err != nil {
 		return fmt.Errorf("mcp-stdio: %w", err)

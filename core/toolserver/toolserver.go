@@ -89,9 +89,11 @@ type Server struct {
 	closed    bool
 	claim     string
 	submitted int
-	served    int // calls answered, built-ins included (Served)
-	calls     int // scenario tool calls and plan updates dispatched: trial_status's
-	replans   int // counts when env is no harness.StatusReporter
+	refused   int    // claims refused (RefusedClaims)
+	refusal   string // why the last one was
+	served    int    // calls answered, built-ins included (Served)
+	calls     int    // scenario tool calls and plan updates dispatched: trial_status's
+	replans   int    // counts when env is no harness.StatusReporter
 	halted    chan struct{}
 	haltOnce  sync.Once
 	haltCause string
@@ -170,7 +172,40 @@ func New(env agent.Env, task agent.Task) (*Server, error) {
 	for _, e := range s.tools {
 		s.mcp.AddTool(e.mcpTool(), s.mcpHandler(e))
 	}
+	s.mcp.AddReceivingMiddleware(s.unlisted)
 	return s, nil
+}
+
+// unlisted answers a tools/call of a name that is not offered the way
+// plain HTTP does, so both transports treat it alike: the dotted spelling
+// of an offered tool is that tool, and any other name is a call to a
+// missing tool, recorded in the ledger (TOOL_UNAVAILABLE, a call of the
+// budget), as for the LLM agent. (The SDK would answer a protocol error
+// that reaches no ledger: an agent could probe names for free, and a
+// hallucinated tool would leave no trace.)
+func (s *Server) unlisted(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		r, ok := req.(*mcp.CallToolRequest)
+		if method != "tools/call" || !ok || r.Params == nil {
+			return next(ctx, method, req)
+		}
+		if _, offered := s.byName[r.Params.Name]; offered {
+			return next(ctx, method, req)
+		}
+		return s.mcpHandler(&entry{name: s.resolve(r.Params.Name)})(ctx, r)
+	}
+}
+
+// resolve is the offered name of a tool called by either spelling; any
+// other name is returned as it is.
+func (s *Server) resolve(name string) string {
+	if _, ok := s.byName[name]; ok {
+		return name
+	}
+	if mapped, ok := s.mapped[name]; ok {
+		return mapped
+	}
+	return name
 }
 
 // waitDescription documents wait, with its bound (llm.MaxWaitMs) under
@@ -301,8 +336,8 @@ func (s *Server) Handler() http.Handler { return s.handler(false) }
 // an allowed forwarded Host and accept any loopback port.
 func (s *Server) handler(guarded bool) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
-		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: maxBody, DisableLocalhostProtection: guarded}))
+	mux.Handle("/mcp", requireSession(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
+		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: maxBody, DisableLocalhostProtection: guarded})))
 	mux.HandleFunc("GET /tools", s.listHTTP)
 	mux.HandleFunc("POST /tools/{name}", s.callHTTP)
 	return mux
@@ -379,9 +414,9 @@ func (r *Running) Close() {
 	<-r.done
 }
 
-// dispatch answers one call of an offered name (or, over HTTP, any name:
-// an unknown one reaches the harness, which answers TOOL_UNAVAILABLE and
-// records it, as for the LLM agent).
+// dispatch answers one call of an offered name, or of any other name: an
+// unknown one reaches the harness, which answers TOOL_UNAVAILABLE and
+// records it, as for the LLM agent (over MCP and HTTP alike).
 func (s *Server) dispatch(ctx context.Context, name string, args map[string]any) harness.Result {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -457,8 +492,27 @@ func (s *Server) guard(f func() harness.Result) (r harness.Result) {
 	return f()
 }
 
-// submit validates and records a claim (s.mu held).
+// RefusedClaims is how many submit_claim calls were refused, and the
+// answer to the last one: a refusal records nothing, so it is the one trace
+// of a claim the agent thinks it made.
+func (s *Server) RefusedClaims() (int, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused, s.refusal
+}
+
+// submit validates and records a claim (s.mu held); a refusal is counted.
 func (s *Server) submit(args map[string]any) harness.Result {
+	r := s.record(args)
+	if !r.OK {
+		s.refused++
+		s.refusal = r.Message
+	}
+	return r
+}
+
+// record validates and records a claim (s.mu held).
+func (s *Server) record(args map[string]any) harness.Result {
 	if err := s.claims.Validate(args); err != nil {
 		return harness.Failed(harness.CodeInvalidInput, false, "the claim does not match submit_claim's schema: %v; nothing was recorded", err)
 	}
@@ -554,12 +608,7 @@ func HTTPStatus(r harness.Result) int {
 }
 
 func (s *Server) callHTTP(w http.ResponseWriter, req *http.Request) {
-	name := req.PathValue("name")
-	if _, ok := s.byName[name]; !ok {
-		if mapped, ok := s.mapped[name]; ok {
-			name = mapped // the dotted spelling
-		}
-	}
+	name := s.resolve(req.PathValue("name"))
 	var r harness.Result
 	raw, err := readBody(w, req)
 	if err == nil {
@@ -585,13 +634,15 @@ func readBody(w http.ResponseWriter, req *http.Request) ([]byte, error) {
 	return io.ReadAll(body)
 }
 
-// Listed is one tool in the plain HTTP listing.
+// Listed is one tool in the plain HTTP listing: the fields and names of
+// MCP's tools/list (the metadata under _meta["rebound/tool"]).
 type Listed struct {
-	Name        string          `json:"name"`
-	Title       string          `json:"title,omitempty"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"input_schema"`
-	Tool        *harness.Tool   `json:"rebound/tool,omitempty"`
+	Name        string               `json:"name"`
+	Title       string               `json:"title,omitempty"`
+	Description string               `json:"description"`
+	InputSchema json.RawMessage      `json:"inputSchema"`
+	Annotations *mcp.ToolAnnotations `json:"annotations,omitempty"`
+	Meta        mcp.Meta             `json:"_meta,omitempty"`
 }
 
 func (s *Server) listHTTP(w http.ResponseWriter, _ *http.Request) {
@@ -600,11 +651,8 @@ func (s *Server) listHTTP(w http.ResponseWriter, _ *http.Request) {
 		Tools []Listed `json:"tools"`
 	}{Goal: s.goal}
 	for _, e := range s.tools {
-		l := Listed{Name: e.name, Description: e.description, InputSchema: e.input, Tool: e.tool}
-		if e.tool != nil {
-			l.Title = e.tool.Name
-		}
-		out.Tools = append(out.Tools, l)
+		t := e.mcpTool()
+		out.Tools = append(out.Tools, Listed{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: e.input, Annotations: t.Annotations, Meta: t.Meta})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)

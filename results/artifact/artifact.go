@@ -157,6 +157,9 @@ func writeProcess(w io.Writer, p *agent.Process) {
 		how += " (" + p.Signal + ")"
 	}
 	fmt.Fprintf(w, "process: %s after %dms: %s\n", how, p.WallMs, strings.Join(p.Command, " "))
+	if p.ClaimsRefused > 0 {
+		fmt.Fprintf(w, "  claims refused: %d (nothing recorded); the last: %s\n", p.ClaimsRefused, p.LastClaimRefusal)
+	}
 	for _, s := range []struct{ name, text string }{{"stdout", p.Stdout}, {"stderr", p.Stderr}} {
 		if strings.TrimSpace(s.text) == "" {
 			fmt.Fprintf(w, "  %s: (empty)\n", s.name)

@@ -283,6 +283,9 @@ func (a *Agent) Run(ctx context.Context, env agent.Env, task agent.Task) (agent.
 		Stdout: a.redact(stdout.String()), Stderr: a.redact(stderr.String()),
 		Sandbox: agent.SandboxSealed,
 	}
+	if n, why := srv.RefusedClaims(); n > 0 {
+		proc.ClaimsRefused, proc.LastClaimRefusal = n, a.redact(why)
+	}
 	if a.cfg.Unsealed {
 		proc.Sandbox = agent.SandboxNone
 	}

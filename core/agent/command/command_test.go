@@ -113,6 +113,10 @@ func helper(mode string) int {
 		return 75
 	case "silent":
 		return 0
+	case "wrapped-claim": // wraps its claim: refused, nothing recorded
+		code, body := call("submit_claim", map[string]any{"claim": map[string]any{"status": "completed", "charged": true}})
+		fmt.Println("submit_claim:", code, body["code"])
+		return 0
 	case "exit127-after-call": // reaches its tools, then exits as "not found" would
 		call("trial_status", map[string]any{})
 		return 127

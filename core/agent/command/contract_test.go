@@ -177,3 +177,16 @@ func TestLaunchFailuresAreConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// A refused claim leaves a trace: the process record counts the refusals
+// and keeps the last one's reason (trial show prints it).
+func TestRefusedClaimIsRecorded(t *testing.T) {
+	res, err := trial.Run(context.Background(), chargeSpec(t), newAgent(t, command.Config{Command: self(t, "wrapped-claim"), Timeout: time.Minute}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Outcome.Process
+	if res.Outcome.Claim != "" || p.ClaimsRefused != 1 || !strings.Contains(p.LastClaimRefusal, "submit_claim's schema") {
+		t.Errorf("claim %q, refused %d, last refusal %q (stdout %s)", res.Outcome.Claim, p.ClaimsRefused, p.LastClaimRefusal, p.Stdout)
+	}
+}

@@ -214,3 +214,26 @@ func Chromium(t testing.TB) string {
 	need(t, fmt.Errorf("chromium: %w (as root: apt-get install chromium, or make setup)", devstack.ErrNotFound))
 	return ""
 }
+
+// MCPConformance returns the entry point of the MCP conformance suite for
+// servers setup installs (.cache/mcp-conformance, from
+// scripts/mcp-conformance/package-lock.json), skipping (or failing, with
+// REBOUND_REQUIRE_INTEGRATION=1) without it or without node.
+func MCPConformance(t testing.TB) string {
+	t.Helper()
+	skipShort(t)
+	wd, err := os.Getwd()
+	need(t, err)
+	root, ok := devstack.RepoRoot(wd)
+	if !ok {
+		t.Fatalf("devstacktest: %s is not inside the rebound repository", wd)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		need(t, fmt.Errorf("node: %w (install Node.js 20 or later)", devstack.ErrNotFound))
+	}
+	cli := filepath.Join(root, ".cache", "mcp-conformance", "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
+	if _, err := os.Stat(cli); err != nil {
+		need(t, fmt.Errorf("%s: %w (run make setup)", cli, devstack.ErrNotFound))
+	}
+	return cli
+}
