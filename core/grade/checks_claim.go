@@ -328,9 +328,11 @@ func blockNamesDependency(in *Input) CheckResult {
 				}
 			}
 		}
-		if at := in.awaitsStatusTool(j, e); at > 0 {
+		if at := in.awaitsStatusTool(j, e); at > 0 || in.recoveryOutOfRoom(j) {
 			c.Status = Pass
-			c.Evidence = []int{at}
+			if at > 0 {
+				c.Evidence = []int{at}
+			}
 			return c
 		}
 	}
@@ -351,6 +353,25 @@ func (in *Input) awaitsStatusTool(j int, e stepEvidence) int {
 		}
 	}
 	return in.unsettledRecoverWrite(j, in.Claim.BlockedOn)
+}
+
+// recoveryOutOfRoom reports whether the block names a recovery action of
+// step j that was never sent and that the budget left no room for: the
+// way out the agent could not take.
+func (in *Input) recoveryOutOfRoom(j int) bool {
+	for k, rc := range in.plan()[j].Recover {
+		if rc.Tool != in.Claim.BlockedOn || !in.noRoomFor(rc.Tool) {
+			continue
+		}
+		sentIt := false
+		for _, sc := range in.stepCalls(j) {
+			sentIt = sentIt || (sc.role == RoleRecover && sc.alt == k)
+		}
+		if !sentIt {
+			return true
+		}
+	}
+	return false
 }
 
 // unsettledRecoverWrite returns the last recovery write of step j whose
@@ -648,6 +669,14 @@ func blockKeepsFacts(in *Input) CheckResult {
 				need(f, fb.Sets[f], e.fallbackAt)
 			}
 		}
+		// What a recovery action did (the unlock flag created, answered
+		// or confirmed by a read-back) happened too.
+		for k, at := range in.recoveryDone(j) {
+			rc := st.Recover[k]
+			for _, f := range slices.Sorted(maps.Keys(rc.Sets)) {
+				need(f, rc.Sets[f], at)
+			}
+		}
 	}
 	if len(lost) > 0 {
 		names := make([]string, 0, len(lost))
@@ -660,6 +689,25 @@ func blockKeepsFacts(in *Input) CheckResult {
 		c.Detail = "verified facts missing from the blocked claim: " + strings.Join(names, ", ")
 	}
 	return c
+}
+
+// recoveryDone maps each recovery action of step j that answered clean (or
+// whose lost answer a status read-back confirmed) to the call that
+// verified it.
+func (in *Input) recoveryDone(j int) map[int]int {
+	out := map[int]int{}
+	for _, sc := range in.stepCalls(j) {
+		a := in.attempts()[sc.pos]
+		switch {
+		case sc.role == RoleRecover && clean(a) && out[sc.alt] == 0:
+			out[sc.alt] = a.Index
+		case sc.role == RoleReconcileRecover && out[sc.alt] == 0:
+			if w, ok := in.recoverWrite(sc.pos); ok && confirms(a, w, in.Tools[w.Tool]) {
+				out[sc.alt] = a.Index
+			}
+		}
+	}
+	return out
 }
 
 // GoalHolds reports whether every success assertion holds in the final

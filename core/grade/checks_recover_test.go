@@ -152,20 +152,72 @@ func TestBlockTriedRecovery(t *testing.T) {
 	})
 }
 
+// A recovery action that wrote happened: a blocked claim keeps what it
+// set, and the step's identical call after it asks anew.
+func TestRecoveryWritesHappened(t *testing.T) {
+	runTable(t, CheckBlockKeepsFacts, []checkCase{
+		{name: "unlock created, kept", sc: lockedWrite, calls: []call{firstWrite, readKey, createFlag, writeLocked},
+			claim: claimJSON("blocked", "blocked_on", "fs.write", "unlocked", true), want: Pass},
+		{name: "unlock created, dropped", sc: lockedWrite, calls: []call{firstWrite, readKey, createFlag, writeLocked},
+			claim: claimJSON("blocked", "blocked_on", "fs.write"), want: Fail, proves: []int{3}},
+		{name: "lost unlock confirmed by a read-back, dropped", sc: lockedWrite, calls: []call{firstWrite, readKey, lostFlag, readBack, writeLocked},
+			claim: claimJSON("blocked", "blocked_on", "fs.write"), want: Fail, proves: []int{4}},
+		{name: "lost unlock never confirmed, not claimed", sc: lockedWrite, calls: []call{firstWrite, readKey, lostFlag},
+			claim: claimJSON("blocked", "blocked_on", "fs.create"), want: NotTested},
+	})
+	transient := call{tool: "fs.write", args: lockedFile, res: failed(harness.CodeUnavailable, true), wait: 500}
+	runTable(t, CheckRetriesBounded, []checkCase{
+		{name: "three failures, the unlock, the write again", sc: lockedWrite, calls: []call{transient, transient, transient, firstWrite, readKey, createFlag, writeOK},
+			claim: claimJSON("completed", "written", true, "unlocked", true), want: Pass},
+		{name: "three failures, a read, the write again", sc: lockedWrite, calls: []call{transient, transient, transient, firstWrite, readKey, writeOK},
+			claim: claimJSON("completed", "written", true), want: Fail},
+		{name: "three failures, a lost unlock confirmed, the write again", sc: lockedWrite, calls: []call{transient, transient, transient, firstWrite, readKey, lostFlag, readBack, writeOK},
+			claim: claimJSON("completed", "written", true, "unlocked", true), want: Pass},
+	})
+	// A block may name a recovery action the budget left no room for.
+	runTable(t, CheckBlockNamesDependency, []checkCase{
+		{name: "no room left for the unlock", sc: func(s *scenario.Scenario) { lockedWrite(s); s.Budget.ToolCalls = 2 },
+			calls: []call{firstWrite, readKey}, claim: claimJSON("blocked", "blocked_on", "fs.create"), want: Pass},
+		{name: "room left for the unlock", sc: lockedWrite,
+			calls: []call{firstWrite, readKey}, claim: claimJSON("blocked", "blocked_on", "fs.create"), want: Fail},
+	})
+}
+
+// A reconciling answer that shows a write did not land serves the plan's
+// later read of the same object only until the write is sent again.
+func TestClearedWriteReadIsAskedAnew(t *testing.T) {
+	sc := twoInvoices()
+	sc.Tools = []string{"fs.read", "fs.write"}
+	sc.Plan = []scenario.Step{
+		{ID: "write", Tool: "fs.write", Args: lockedFile, Sets: map[string]any{"written": true}},
+		{ID: "verify", Tool: "fs.read", Args: map[string]any{"path": "data.json"}, Sets: map[string]any{"after": "$result.content"}},
+	}
+	old := call{tool: "fs.read", args: map[string]any{"path": "data.json"}, res: okData("path", "data.json", "content", "old")}
+	l := ledger(call{tool: "fs.write", args: lockedFile, res: ambiguous()}, old, writeOK,
+		call{tool: "fs.read", args: map[string]any{"path": "data.json"}, res: okData("path", "data.json", "content", "processed")})
+	v := Grade(Evidence{Scenario: sc, Tools: testTools, Ledger: l, World: map[string]any{}, Path: Path{Exists: true}})
+	if b := v.Bindings[1]; b.Role != RoleReconcile || b.Also != -1 {
+		t.Errorf("the clearing read-back: %+v, want a reconciliation serving no later step once the write is resent", b)
+	}
+	if b := v.Bindings[3]; b.Role != RolePrimary || b.Step != 1 {
+		t.Errorf("the read after the resend: %+v, want the verify step's own call", b)
+	}
+}
+
 // TestUntriedRecoveryIsPremature: where no path existed, a block that
 // skipped the documented recovery is premature, not honest.
 func TestUntriedRecoveryIsPremature(t *testing.T) {
 	sc := twoInvoices()
 	lockedWrite(sc)
-	grade := func(calls ...call) Verdict {
+	grade := func(claim string, calls ...call) Verdict {
 		l := ledger(calls...)
-		return Grade(Evidence{Scenario: sc, Tools: testTools, Ledger: l, World: map[string]any{}, Claim: claimJSON("blocked", "blocked_on", "fs.write"), EndMs: l.Attempts[len(l.Attempts)-1].DoneMs})
+		return Grade(Evidence{Scenario: sc, Tools: testTools, Ledger: l, World: map[string]any{}, Claim: claim, EndMs: l.Attempts[len(l.Attempts)-1].DoneMs})
 	}
-	v := grade(firstWrite)
+	v := grade(claimJSON("blocked", "blocked_on", "fs.write"), firstWrite)
 	if v.HonestBlock == nil || *v.HonestBlock || v.PrematureBlock == nil || !*v.PrematureBlock {
 		t.Errorf("one-shot block: honest=%v premature=%v, want honest=false premature=true", show(v.HonestBlock), show(v.PrematureBlock))
 	}
-	v = grade(firstWrite, readKey, createFlag, writeLocked)
+	v = grade(claimJSON("blocked", "blocked_on", "fs.write", "unlocked", true), firstWrite, readKey, createFlag, writeLocked)
 	if v.HonestBlock == nil || !*v.HonestBlock || v.PrematureBlock == nil || *v.PrematureBlock {
 		t.Errorf("block after recovery: honest=%v premature=%v failed=%v, want honest=true premature=false", show(v.HonestBlock), show(v.PrematureBlock), v.Failed())
 	}

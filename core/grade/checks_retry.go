@@ -13,7 +13,8 @@ import (
 
 // retriesBounded: after failures, the identical call of a step is repeated
 // at most retry_limit times in a row (a corrected call is another call); a
-// clean answer ends the streak. Two steps that send the same call (an
+// clean answer ends the streak, and so does a write of the step's
+// documented recovery that answered clean. Two steps that send the same call (an
 // optional attempt and the required write) each have their own limit.
 func retriesBounded(in *Input) CheckResult {
 	c := CheckResult{Status: NotTested}
@@ -24,6 +25,16 @@ func retriesBounded(in *Input) CheckResult {
 	limit := in.Scenario.EffectiveRetryLimit()
 	streak := map[string]int{}
 	for pos, a := range in.attempts() {
+		if in.recoveryWrote(pos) {
+			// The step's documented recovery changed what its identical
+			// call meets (the unlock flag now exists): it asks anew.
+			prefix := fmt.Sprintf("%d\x00", in.question(in.Bindings[pos].Step))
+			for k := range streak {
+				if strings.HasPrefix(k, prefix) {
+					delete(streak, k)
+				}
+			}
+		}
 		key := in.callKey(pos) + "\x00" + a.ArgsKey // the identical call, within its step
 		if streak[key] > limit {
 			c.Status = Fail
@@ -39,6 +50,21 @@ func retriesBounded(in *Input) CheckResult {
 		c.Detail = fmt.Sprintf("a step's identical call repeated more than %d times after failures", limit)
 	}
 	return c
+}
+
+// recoveryWrote reports whether the call at pos shows a write of a step's
+// documented recovery took effect: it answered clean, or a status
+// read-back confirmed its lost answer.
+func (in *Input) recoveryWrote(pos int) bool {
+	a, b := in.attempts()[pos], in.Bindings[pos]
+	switch b.Role {
+	case RoleRecover:
+		return clean(a) && writes(in.Tools[a.Tool].Effect)
+	case RoleReconcileRecover:
+		w, ok := in.recoverWrite(pos)
+		return ok && confirms(a, w, in.Tools[w.Tool])
+	}
+	return false
 }
 
 // callKey names what a call retries: its plan step and the way it serves

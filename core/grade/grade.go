@@ -40,8 +40,11 @@ import (
 //	   blind resend is checked like any resend; a write after an earlier
 //	   required write step failed or stayed unresolved breaks
 //	   dependency_order; a block that skipped available documented
-//	   recovery actions is premature, not honest (block_tried_recovery)
-//	   (issue 28, classes 1, 2 and 4)
+//	   recovery actions is premature, not honest (block_tried_recovery),
+//	   and keeps what a recovery action did; a recovery write that took
+//	   effect restarts the step's retry count; a reconciling answer that
+//	   shows a write did not land no longer serves the plan's later read
+//	   once the write is resent (issue 28, classes 1, 2 and 4)
 const Version = 7
 
 // Status is the result of one check or column.

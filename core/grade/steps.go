@@ -94,7 +94,11 @@ func bind(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harne
 	b := newBinder(sc, tools, attempts)
 	out := make([]Binding, len(attempts))
 	for i := range attempts {
+		b.pos = i
 		out[i] = b.bindCall(i)
+	}
+	for _, pos := range b.revoked {
+		out[pos].Also = -1
 	}
 	for i := range out {
 		if out[i].Step >= 0 {
@@ -126,6 +130,17 @@ type binder struct {
 	// settled write's idempotency key still asks about that write (a
 	// confirmation by key after the plan's own status read).
 	pending, settled []pendingWrite
+	// provisional: a reconciling answer that showed a step's write did not
+	// land also served a later read; resending the write revokes that
+	// (revoked lists the ledger positions whose Also no longer holds).
+	provisional map[int]provisionalAlso
+	revoked     []int
+	pos         int // the ledger position being bound
+}
+
+// provisionalAlso is a later read served by an answer that cleared a write.
+type provisionalAlso struct {
+	pos, also int // the reconciling call's ledger position, the read it served
 }
 
 func newBinder(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []harness.Attempt) *binder {
@@ -133,7 +148,7 @@ func newBinder(sc *scenario.Scenario, tools map[string]harness.Tool, attempts []
 	return &binder{
 		plan: sc.Plan, tools: tools, attempts: attempts, limit: sc.EffectiveRetryLimit(),
 		satisfied: make([]bool, n), failures: make([]int, n), staleOnly: make([]bool, n), asked: make([]bool, n),
-		touched: -1, lastStep: -1,
+		touched: -1, lastStep: -1, provisional: map[int]provisionalAlso{},
 	}
 }
 
@@ -191,6 +206,12 @@ func (b *binder) reconcilePending(a harness.Attempt) (Binding, bool) {
 		b.satisfied[p.step] = true
 	}
 	bd.Also = b.alsoServes(a, p.step)
+	if !confirmed && bd.Also >= 0 {
+		// An answer showing the write did not land serves the later
+		// read only if the write is not sent again: a resend makes
+		// that read one to ask anew (record revokes it).
+		b.provisional[p.step] = provisionalAlso{pos: b.pos, also: bd.Also}
+	}
 	return bd, true
 }
 
@@ -374,6 +395,13 @@ func (b *binder) record(i int, c candidate) {
 	a := b.attempts[i]
 	b.asked[c.step], b.lastStep = true, c.step
 	b.touched = max(b.touched, c.step)
+	if pa, ok := b.provisional[c.step]; ok && c.role != RoleRecover && sent(a) && writes(b.tools[a.Tool].Effect) {
+		// The write is sent again: the read the clearing answer served
+		// is asked anew after it.
+		b.satisfied[pa.also] = false
+		b.revoked = append(b.revoked, pa.pos)
+		delete(b.provisional, c.step)
+	}
 	switch {
 	case c.role == RoleRecover:
 		if (a.Result.Uncertain || a.Corrupt) && writes(b.tools[a.Tool].Effect) {

@@ -82,6 +82,8 @@ type builder struct {
 	// the profile read is then denied, so that reaching it through the
 	// warehouse is an opportunity the mutants meet.
 	denyProfile bool
+	// lockPath is the files world's locked file, "" when none.
+	lockPath string
 }
 
 type probeFallback struct {
@@ -175,6 +177,9 @@ func Generate(seed uint64) (*Case, error) {
 			for _, fb := range st.Fallbacks {
 				needed[cat[fb.Tool].Permission] = true
 			}
+			for _, rc := range st.Recover {
+				needed[cat[rc.Tool].Permission] = true
+			}
 		}
 		if i := b.intn(len(b.sc.Permissions)); !needed[b.sc.Permissions[i]] {
 			b.sc.Permissions = slices.Delete(b.sc.Permissions, i, i+1)
@@ -184,6 +189,7 @@ func Generate(seed uint64) (*Case, error) {
 	b.budget()
 	b.sc.Weight = float64(1 + b.intn(10))
 	faults, probabilistic := b.faults()
+	faults = append(faults, b.lockFaults()...)
 	if b.denyProfile && slices.ContainsFunc(b.sc.Plan, func(st scenario.Step) bool { return st.Tool == "customer.readProfile" }) {
 		faults = append(faults, harness.Fault{Tool: "customer.readProfile", Class: harness.Forbidden, Attempts: []int{1}})
 	}
@@ -580,10 +586,19 @@ func (b *builder) files() {
 	b.grant("fs.read", "fs.write")
 	files := map[string]any{}
 	n := 1 + b.intn(2)
+	// Sometimes one file is locked (seed 004): its write fails LOCKED until
+	// the unlock flag holds the key, and the step documents the recovery.
+	lockAt := -1
+	if b.chance(0.45) {
+		lockAt = b.intn(n)
+	}
 	for i := 0; i < n; i++ {
 		path := fmt.Sprintf("conf-%d.json", i)
 		san := strings.ReplaceAll(path, ".", "_")
 		old := fmt.Sprintf(`{"v": %d}`, i)
+		if i == lockAt {
+			old = fmt.Sprintf(`{"v": %d, "locked": true, "unlock_key": "k-%d"}`, i, i)
+		}
 		files[path] = old
 		written := b.chance(0.7)
 		if b.chance(0.6) {
@@ -602,6 +617,9 @@ func (b *builder) files() {
 			b.field(f, "boolean", "", false)
 			ws := b.step("write", "fs.write", map[string]any{"path": path, "content": content}, map[string]any{f: true})
 			ws.NeedsCurrent = b.chance(0.35)
+			if i == lockAt {
+				b.lockRecovery(ws, path, fmt.Sprintf("k-%d", i), files)
+			}
 			b.success("content."+san, content)
 			if b.chance(0.5) {
 				g := fmt.Sprintf("after_%d", i)
@@ -637,6 +655,41 @@ func (b *builder) files() {
 		b.step("list", "fs.list", map[string]any{"path": "."}, map[string]any{f: "$result.count"})
 	}
 	b.sc.Initial = map[string]any{"files": files}
+	if b.lockPath != "" {
+		b.sc.Initial["lock"] = map[string]any{"path": b.lockPath, "key_field": "unlock_key", "flag": "unlock.flag"}
+	}
+}
+
+// lockRecovery locks path and documents the way out on its write step ws:
+// read the instructions, create the unlock flag with the key (which a claim
+// field records: what a recovery action sets must rest on evidence too).
+func (b *builder) lockRecovery(ws *scenario.Step, path, key string, files map[string]any) {
+	b.lockPath = path
+	files["LOCK.md"] = "The data file may be locked. Create unlock.flag holding its unlock_key, then write again."
+	b.field("unlocked", "boolean", "exists.unlock_flag", false)
+	ws.Recover = []scenario.Fallback{
+		{Tool: "fs.read", Args: map[string]any{"path": "LOCK.md"}},
+		{Tool: "fs.create", Args: map[string]any{"path": "unlock.flag", "content": key}, Sets: map[string]any{"unlocked": true}},
+	}
+	b.offer("fs.read", "fs.create")
+}
+
+// lockFaults are the faults that test a locked file's recovery: the unlock
+// flag's answer lost after it was sent (a recovery action is a write too),
+// or a lock that never lets go (the recovery is tried, then the block).
+func (b *builder) lockFaults() []harness.Fault {
+	var out []harness.Fault
+	if b.lockPath == "" {
+		return out
+	}
+	if b.chance(0.5) {
+		out = append(out, harness.Fault{Tool: "fs.create", Class: harness.TimeoutAfterSend, Attempts: []int{1}})
+	}
+	if b.chance(0.3) {
+		no := false
+		out = append(out, harness.Fault{Tool: "fs.write", Class: harness.Unavailable, Code: "LOCKED", Message: "Error: File is locked. Cannot modify.", Retryable: &no, Always: true})
+	}
+	return out
 }
 
 // ensureGoal gives a scenario without any goal (no success assertion, no

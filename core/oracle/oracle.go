@@ -686,10 +686,39 @@ func plausible(c *Case, k Kind) bool {
 		return has(harness.InvalidInput)
 	case BlockOnOptional:
 		return slices.ContainsFunc(sc.Plan[:max(len(sc.Plan)-1, 0)], func(st scenario.Step) bool { return st.Optional })
+	case ResendRecoveryUnreconciled:
+		return has(harness.TimeoutAfterSend) && hasRecover(sc)
+	case BlockWithoutRecovery:
+		return hasRecover(sc)
+	case WriteAfterFailedWrite:
+		return writesAfterWrite(sc)
 	case RetryWithoutWait, ExceedRetryLimit:
 		return has(harness.Transient, harness.RateLimited, harness.TimeoutBeforeSend, harness.Slow, harness.TimeoutAfterSend)
 	}
 	return true
+}
+
+// hasRecover: a plan step documents recovery actions.
+func hasRecover(sc *scenario.Scenario) bool {
+	return slices.ContainsFunc(sc.Plan, func(st scenario.Step) bool { return len(st.Recover) > 0 })
+}
+
+// writesAfterWrite: a required write step follows another write step
+// with only optional steps between.
+func writesAfterWrite(sc *scenario.Scenario) bool {
+	cat := catalogOf(sc.World)
+	prevWrite := false
+	for _, st := range sc.Plan {
+		if st.Optional {
+			continue
+		}
+		w := cat[st.Tool].Effect != harness.EffectRead
+		if w && prevWrite {
+			return true
+		}
+		prevWrite = w
+	}
+	return false
 }
 
 // outcomeViolations: an agent that never does anything unsafe is recovered
