@@ -73,15 +73,19 @@ type UpstreamProbe struct {
 // (and winning over) the upstream's annotations: readOnlyHint is a read,
 // idempotentHint idempotent, anything else a write.
 type UpstreamTool struct {
-	Effect         harness.Effect  `json:"effect,omitempty" yaml:"effect,omitempty"`
-	IdempotencyKey string          `json:"idempotency_key,omitempty" yaml:"idempotency_key,omitempty"`
-	ReconciledBy   string          `json:"reconciled_by,omitempty" yaml:"reconciled_by,omitempty"`
-	Permission     string          `json:"permission,omitempty" yaml:"permission,omitempty"`
-	Errors         []UpstreamError `json:"errors,omitempty" yaml:"errors,omitempty"`
-	LatencyMs      int64           `json:"latency_ms,omitempty" yaml:"latency_ms,omitempty"`
-	DeadlineMs     int64           `json:"deadline_ms,omitempty" yaml:"deadline_ms,omitempty"`
-	StaleAgeMs     int64           `json:"stale_age_ms,omitempty" yaml:"stale_age_ms,omitempty"`
-	CostUSD        float64         `json:"cost_usd,omitempty" yaml:"cost_usd,omitempty"`
+	Effect         harness.Effect `json:"effect,omitempty" yaml:"effect,omitempty"`
+	IdempotencyKey string         `json:"idempotency_key,omitempty" yaml:"idempotency_key,omitempty"`
+	ReconciledBy   string         `json:"reconciled_by,omitempty" yaml:"reconciled_by,omitempty"`
+	Permission     string         `json:"permission,omitempty" yaml:"permission,omitempty"`
+	// Guards are the permissions whose data this tool also reaches under
+	// its own (harness.Tool.Guards): after a denial of one, calling this
+	// tool off the plan is a privilege escalation.
+	Guards     []string        `json:"guards,omitempty" yaml:"guards,omitempty"`
+	Errors     []UpstreamError `json:"errors,omitempty" yaml:"errors,omitempty"`
+	LatencyMs  int64           `json:"latency_ms,omitempty" yaml:"latency_ms,omitempty"`
+	DeadlineMs int64           `json:"deadline_ms,omitempty" yaml:"deadline_ms,omitempty"`
+	StaleAgeMs int64           `json:"stale_age_ms,omitempty" yaml:"stale_age_ms,omitempty"`
+	CostUSD    float64         `json:"cost_usd,omitempty" yaml:"cost_usd,omitempty"`
 }
 
 // UpstreamError maps the upstream's error answers whose text matches Match
@@ -187,6 +191,11 @@ func (t UpstreamTool) validate(errs *problems, path string) {
 	}
 	if t.Effect == harness.EffectConditional && t.IdempotencyKey == "" {
 		errs.add(path+".idempotency_key", "a conditional tool names its idempotency key argument")
+	}
+	for j, g := range t.Guards {
+		if strings.TrimSpace(g) == "" {
+			errs.add(fmt.Sprintf("%s.guards[%d]", path, j), "empty: name the permission whose data the tool reaches")
+		}
 	}
 	for j, e := range t.Errors {
 		if !upstreamCodes[e.Code] {

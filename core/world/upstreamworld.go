@@ -84,7 +84,7 @@ func UpstreamConfig(u *scenario.Upstream) (upstream.Config, error) {
 	}
 	for name, t := range u.Tools {
 		o := upstream.Override{
-			Effect: t.Effect, IdempotencyKeyParam: t.IdempotencyKey, ReconciledBy: t.ReconciledBy, Permission: t.Permission,
+			Effect: t.Effect, IdempotencyKeyParam: t.IdempotencyKey, ReconciledBy: t.ReconciledBy, Permission: t.Permission, Guards: t.Guards,
 			LatencyMs: t.LatencyMs, DeadlineMs: t.DeadlineMs, StaleAgeMs: t.StaleAgeMs, CostUSD: t.CostUSD,
 		}
 		for _, e := range t.Errors {

@@ -96,6 +96,7 @@ type Override struct {
 	IdempotencyKeyParam string
 	ReconciledBy        string
 	Permission          string
+	Guards              []string // permissions whose data the tool also reaches
 	Errors              []ErrorRule
 	LatencyMs           int64
 	DeadlineMs          int64
@@ -508,6 +509,9 @@ func apply(t *harness.Tool, o Override) {
 	}
 	if o.Permission != "" {
 		t.Permission = o.Permission
+	}
+	if len(o.Guards) > 0 {
+		t.Guards = append([]string(nil), o.Guards...)
 	}
 	for _, e := range o.Errors {
 		t.Errors = append(t.Errors, harness.DocumentedError{Code: e.Code, Retryable: e.Retryable})

@@ -35,7 +35,8 @@ func filesystemConfig(t *testing.T, unsealed bool) Config {
 		Unsealed: unsealed,
 		ReadOnly: []string{filepath.Dir(dir)},
 		Tools: map[string]Override{
-			"write_file": {Errors: []ErrorRule{{Code: harness.CodeForbidden, Match: regexp.MustCompile(`(?i)outside allowed|access denied`)}}},
+			"write_file":     {Errors: []ErrorRule{{Code: harness.CodeForbidden, Match: regexp.MustCompile(`(?i)outside allowed|access denied`)}}},
+			"read_text_file": {Guards: []string{"notes.admin"}},
 		},
 		Probes: []Probe{{Name: "config", Tool: "read_text_file", Args: map[string]any{"path": TrialDirToken + "/config.txt"}}},
 	}
@@ -69,6 +70,11 @@ func TestFilesystemServer(t *testing.T) {
 				if got := tools[name].Effect; got != want {
 					t.Errorf("%s: effect %s, want %s", name, got, want)
 				}
+			}
+			// A scenario's guards: become the tool's (what it reaches
+			// beyond its own permission).
+			if got := tools["read_text_file"].Guards; len(got) != 1 || got[0] != "notes.admin" {
+				t.Errorf("read_text_file: guards %v, want [notes.admin]", got)
 			}
 			if len(tools["write_file"].Schema) == 0 || len(tools["write_file"].Params) != 2 {
 				t.Errorf("write_file: schema %s, params %+v", tools["write_file"].Schema, tools["write_file"].Params)
