@@ -588,9 +588,12 @@ func (b *builder) files() {
 	n := 1 + b.intn(2)
 	// Sometimes one file is locked (seed 004): its write fails LOCKED until
 	// the unlock flag holds the key, and the step documents the recovery.
+	// Only the last file: the lock's refusal is one more call of fs.write
+	// than the plan shows, which a generated variant aimed at a later
+	// fs.write step could not count.
 	lockAt := -1
 	if b.chance(0.45) {
-		lockAt = b.intn(n)
+		lockAt = n - 1
 	}
 	for i := 0; i < n; i++ {
 		path := fmt.Sprintf("conf-%d.json", i)
@@ -628,7 +631,7 @@ func (b *builder) files() {
 			}
 		}
 	}
-	if b.chance(0.4) {
+	if b.chance(0.4) && b.lockPath == "" {
 		path := "report.txt"
 		f := "created"
 		truth := ""
@@ -661,17 +664,19 @@ func (b *builder) files() {
 }
 
 // lockRecovery locks path and documents the way out on its write step ws:
-// read the instructions, create the unlock flag with the key (which a claim
-// field records: what a recovery action sets must rest on evidence too).
+// create the unlock flag with the key (which a claim field records: what a
+// recovery action sets must rest on evidence too). The recovery's tool is
+// used by no plan step (files() then plans no create step): a generated
+// variant aimed at a later step of that tool counts the plan's calls of it,
+// not the recovery's.
 func (b *builder) lockRecovery(ws *scenario.Step, path, key string, files map[string]any) {
 	b.lockPath = path
 	files["LOCK.md"] = "The data file may be locked. Create unlock.flag holding its unlock_key, then write again."
 	b.field("unlocked", "boolean", "exists.unlock_flag", false)
 	ws.Recover = []scenario.Fallback{
-		{Tool: "fs.read", Args: map[string]any{"path": "LOCK.md"}},
 		{Tool: "fs.create", Args: map[string]any{"path": "unlock.flag", "content": key}, Sets: map[string]any{"unlocked": true}},
 	}
-	b.offer("fs.read", "fs.create")
+	b.offer("fs.create")
 }
 
 // lockFaults are the faults that test a locked file's recovery: the unlock
