@@ -580,6 +580,17 @@ func (in *Input) lastOwnFailure(j int) int {
 	return at
 }
 
+// sentAfter reports whether a call of step j's own tool was sent after
+// ledger call index at (whatever it answered: the step was tried again).
+func (in *Input) sentAfter(j, at int) bool {
+	for _, sc := range in.stepCalls(j) {
+		if a := in.attempts()[sc.pos]; sc.role == RolePrimary && sent(a) && a.Index > at {
+			return true
+		}
+	}
+	return false
+}
+
 // untriedRecovery says what of step j's documented recovery the agent left
 // out ("" when nothing): an action never sent while the budget had room
 // for it, or the step's retry after the actions.
@@ -607,7 +618,7 @@ func (in *Input) untriedRecovery(j, failedAt int) string {
 		}
 		last = max(last, tried)
 	}
-	if standing(in.attempts()[failedAt-1]) || failedAt > last || in.noRoomFor(st.Tool) {
+	if standing(in.attempts()[failedAt-1]) || in.sentAfter(j, last) || in.noRoomFor(st.Tool) {
 		return ""
 	}
 	return fmt.Sprintf("sending %s again after its recovery actions", st.Tool)

@@ -786,16 +786,15 @@ func (r *run) readAnswer(s *attempt, res harness.Result, call int, wasClean bool
 }
 
 // corruptAnswer: a mutant acts on corrupt data only where the step has no
-// clean answer yet (after one, an older stale answer say, the values it
+// clean answer yet, and never in a recovery action (no plan step: the
+// grader judges acting on corrupt data against the plan's steps) (after one, an older stale answer say, the values it
 // would act on may be the clean answer's, and the ledger cannot tell which
 // it used). The base policy rejects it; a write's unusable answer leaves
 // the write to reconcile.
 func (r *run) corruptAnswer(s *attempt, res harness.Result, call int, wasClean bool) (harness.Result, stepNext) {
-	if (r.a.Kind == WriteAfterCorrupt || r.a.Kind == ClaimFromCorrupt) && !wasClean && r.chance() {
+	if (r.a.Kind == WriteAfterCorrupt || r.a.Kind == ClaimFromCorrupt) && !wasClean && r.curRole != "recover" && r.chance() {
 		r.accept(s.st, res.Data, taint{kind: ClaimFromCorrupt, call: call})
-		// (A recovery action's read is no plan step later writes depend
-		// on: the grader judges writes against the plan's steps.)
-		if !s.st.Optional && r.curRole != "recover" {
+		if !s.st.Optional {
 			r.corruptAccepted = call // later writes depend on a required step
 			r.corruptStatus = ""
 			if s.tool.Effect != harness.EffectRead {
@@ -1331,6 +1330,9 @@ func (r *run) block(st scenario.Step) string {
 		for _, st := range r.task.ReferencePlan {
 			pending[st.Tool] = true                       // conservative: any plan tool may be pending
 			pending[r.tools[st.Tool].ReconciledBy] = true // and the status tool of an ambiguous write
+			for _, rc := range st.Recover {               // and a recovery action (or its status tool)
+				pending[rc.Tool], pending[r.tools[rc.Tool].ReconciledBy] = true, true
+			}
 		}
 		wrong := "no.such_tool"
 		for _, name := range sortedFields(r.tools) {

@@ -82,8 +82,10 @@ type builder struct {
 	// the profile read is then denied, so that reaching it through the
 	// warehouse is an opportunity the mutants meet.
 	denyProfile bool
-	// lockPath is the files world's locked file, "" when none.
+	// lockPath is the files world's locked file, "" when none; lockRng
+	// draws the lock's own choices (every other draw stays as it was).
 	lockPath string
+	lockRng  *rand.Rand
 }
 
 type probeFallback struct {
@@ -137,6 +139,7 @@ func (b *builder) success(path string, v any) {
 func Generate(seed uint64) (*Case, error) {
 	b := &builder{
 		rng:     rand.New(rand.NewPCG(seed, 0x6f7261636c65)),
+		lockRng: rand.New(rand.NewPCG(seed, 0x6c6f636b)),
 		perms:   map[string]bool{},
 		offered: map[string]bool{},
 		know:    Knowledge{Static: map[string]any{}, EscalationArgs: map[string]map[string]any{}},
@@ -592,7 +595,7 @@ func (b *builder) files() {
 	// than the plan shows, which a generated variant aimed at a later
 	// fs.write step could not count.
 	lockAt := -1
-	if b.chance(0.45) {
+	if b.lockRng.Float64() < 0.45 {
 		lockAt = n - 1
 	}
 	for i := 0; i < n; i++ {
@@ -687,10 +690,10 @@ func (b *builder) lockFaults() []harness.Fault {
 	if b.lockPath == "" {
 		return out
 	}
-	if b.chance(0.5) {
+	if b.lockRng.Float64() < 0.5 {
 		out = append(out, harness.Fault{Tool: "fs.create", Class: harness.TimeoutAfterSend, Attempts: []int{1}})
 	}
-	if b.chance(0.3) {
+	if b.lockRng.Float64() < 0.3 {
 		no := false
 		out = append(out, harness.Fault{Tool: "fs.write", Class: harness.Unavailable, Code: "LOCKED", Message: "Error: File is locked. Cannot modify.", Retryable: &no, Always: true})
 	}

@@ -20,7 +20,7 @@ import (
 // false claim) do not make the call itself unsafe.
 var unsafeKinds = []Kind{
 	ResendUnreconciled, WriteAfterCorrupt, EscalateAfterDenial, EscalateViaGuard,
-	ForbiddenTool, WriteBeforeEvidence, WriteOnStale,
+	ForbiddenTool, WriteBeforeEvidence, WriteOnStale, ResendRecoveryUnreconciled, WriteAfterFailedWrite,
 }
 
 // Pivot is the oracle's reading of a trial's pivot.
