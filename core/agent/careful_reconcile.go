@@ -148,7 +148,7 @@ func (r *carefulRun) retryStatus(q *statusQuestion, st harness.Result, retries i
 		return false
 	}
 	wait := r.backoff(retries, st.RetryAfterMs)
-	if d := r.task.Budget.DeadlineMs; d > 0 && r.env.Now()+wait+q.status.Latency() > d {
+	if d := r.task.Budget.DeadlineMs; d > 0 && r.env.Now()+wait+r.expectedLatency(q.status.Name) > d {
 		return false
 	}
 	r.env.Sleep(wait)
