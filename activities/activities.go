@@ -69,6 +69,7 @@ type Activities struct {
 	HeartbeatEvery time.Duration
 
 	inflight sync.WaitGroup
+	halt     haltSignal
 	// sweeps holds the opened plans of the sweeps this worker runs (bounded,
 	// least recently used first out; a finished sweep leaves at once).
 	sweepsOnce sync.Once
@@ -140,6 +141,12 @@ func (a *Activities) FinishSweep(ctx context.Context, in workflows.FinishSweepIn
 		}
 		return err
 	}
+	if in.Status == sweepstatus.Cancelled && sw.Status == sweepstatus.Stopped {
+		// Stopped on purpose (Ctrl-C: runner.StopSweep marked it before it
+		// cancelled the workflow): it stays resumable as stopped.
+		a.sweepCache().drop(in.SweepID)
+		return nil
+	}
 	sw.Status = in.Status
 	if err := a.Store.PutSweep(ctx, sw); err != nil {
 		return err
@@ -162,6 +169,8 @@ func (a *Activities) FinishSweep(ctx context.Context, in workflows.FinishSweepIn
 func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (workflows.ShardResult, error) {
 	a.inflight.Add(1)
 	defer a.inflight.Done()
+	ctx, release := a.haltable(ctx)
+	defer release()
 	ctx, span := tracer.Start(ctx, "shard", trace.WithAttributes(
 		attribute.String("rebound.sweep_id", in.SweepID), attribute.Int("rebound.shard.from", in.From), attribute.Int("rebound.shard.to", in.To)))
 	defer span.End()
@@ -228,11 +237,16 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 	pendingBytes := 0
 	flush := func() error {
 		if len(pending) > 0 {
-			if err := a.Store.WriteTrials(ctx, pending, pendingCalls); err != nil {
-				if ctx.Err() != nil {
+			// Finished trials are written even when the shard is being
+			// cancelled or halted (they were run, some were paid for),
+			// within a bound of their own.
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+			defer cancel()
+			if err := a.Store.WriteTrials(wctx, pending, pendingCalls); err != nil {
+				if wctx.Err() != nil {
 					return fmt.Errorf("write shard %d of %s: %w", in.Shard, in.SweepID, err)
 				}
-				if err := writeEach(ctx, a.Store, pending, pendingCalls, red); err != nil {
+				if err := writeEach(wctx, a.Store, pending, pendingCalls, red); err != nil {
 					return fmt.Errorf("write shard %d of %s: %w", in.Shard, in.SweepID, err)
 				}
 			}
@@ -255,7 +269,7 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 	}
 	for i := cp.Next; i < in.To; i++ {
 		if err := ctx.Err(); err != nil {
-			return workflows.ShardResult{}, err
+			return workflows.ShardResult{}, errors.Join(halted(ctx, err), flush())
 		}
 		select {
 		case <-stopping:
@@ -281,6 +295,7 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 		}
 		row, calls, paid, err := a.runTrial(ctx, spec, attempt, rr, prog)
 		if err != nil {
+			err = halted(ctx, err)
 			if ferr := flush(); ferr != nil {
 				return workflows.ShardResult{}, errors.Join(err, ferr)
 			}
@@ -325,6 +340,9 @@ const (
 	flushRows  = 1000
 	flushBytes = bounds.Trial
 	flushEvery = 2 * time.Second
+	// flushTimeout bounds a write of finished trials that goes on after
+	// the shard was cancelled.
+	flushTimeout = 30 * time.Second
 )
 
 // rowBytes is the text a trial's rows hold, for batching.

@@ -27,6 +27,8 @@ import (
 func (a *Activities) JudgeShard(ctx context.Context, in workflows.ShardInput) (workflows.ShardResult, error) {
 	a.inflight.Add(1)
 	defer a.inflight.Done()
+	ctx, release := a.haltable(ctx)
+	defer release()
 	if activity.IsActivity(ctx) {
 		// A judge request can outlast the heartbeat timeout.
 		stop := every(a.heartbeatEvery(), func() { activity.RecordHeartbeat(ctx) })

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"rebound/core/outcome"
@@ -138,7 +139,7 @@ func (s *store) PutSweep(ctx context.Context, sw record.Sweep) error {
 		return errors.New("storage: PutSweep: empty sweep_id")
 	}
 	if !sweepstatus.Valid(sw.Status) {
-		return fmt.Errorf("storage: PutSweep %s: invalid status %q (running, completed, failed, cancelled)", sw.SweepID, sw.Status)
+		return fmt.Errorf("storage: PutSweep %s: invalid status %q (one of %s)", sw.SweepID, sw.Status, strings.Join(sweepstatus.All, ", "))
 	}
 	now := s.stamp()
 	if sw.CreatedAt.IsZero() {

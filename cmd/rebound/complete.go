@@ -155,12 +155,14 @@ func completeSweeps(extra string) completer {
 	}
 }
 
-// completeRunning offers the sweeps stored as running (run --resume).
+// completeRunning offers the sweeps a --resume can continue: stored as
+// running, stopped, cancelled or failed (run --resume, sweep start
+// --resume).
 func completeRunning(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	var out []cobra.Completion
 	for _, s := range storedSweeps(cmd) {
-		if s.Status == sweepstatus.Running && strings.HasPrefix(s.SweepID, toComplete) {
-			out = append(out, cobra.CompletionWithDesc(s.SweepID, s.Name))
+		if sweepstatus.Resumable(s.Status) && strings.HasPrefix(s.SweepID, toComplete) {
+			out = append(out, cobra.CompletionWithDesc(s.SweepID, s.Name+", "+s.Status))
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder

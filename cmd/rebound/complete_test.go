@@ -74,6 +74,7 @@ func TestCompletionOfStoredNames(t *testing.T) {
 		{SweepID: "quickstart-20261201-120000-aaaaaa", Name: "quickstart", Status: sweepstatus.Completed, Arms: []string{"careful", "naive-retrier"}},
 		{SweepID: "sched-nightly-2026-12-01T02:00:00Z", Name: "library", Status: sweepstatus.Completed, Arms: []string{"careful", "fabricator"}},
 		{SweepID: "sched-nightly-fast-2026-12-01T03:00:00Z", Name: "library", Status: sweepstatus.Running, Arms: []string{"careful"}},
+		{SweepID: "quickstart-20261201-130000-bbbbbb", Name: "quickstart", Status: sweepstatus.Stopped, Arms: []string{"careful"}},
 	} {
 		if err := st.PutSweep(ctx, sw); err != nil {
 			t.Fatal(err)
@@ -85,7 +86,7 @@ func TestCompletionOfStoredNames(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"report", d, "quick"}, []string{"quickstart-20261201-120000-aaaaaa"}},
+		{[]string{"report", d, "quickstart-20261201-12"}, []string{"quickstart-20261201-120000-aaaaaa"}},
 		{[]string{"sweep", "status", d, "sched-nightly-f"}, []string{"sched-nightly-fast-2026-12-01T03:00:00Z"}},
 		{[]string{"report", d, "quickstart-20261201-120000-aaaaaa", ""}, nil}, // one SWEEP_ID only
 		{[]string{"compare", d, "quickstart-20261201-120000-aaaaaa", "--baseline", ""}, []string{"careful", "naive-retrier"}},
@@ -94,7 +95,7 @@ func TestCompletionOfStoredNames(t *testing.T) {
 		{[]string{"trials", d, "sched-nightly-2026-12-01T02:00:00Z", "--arm", ""}, []string{"careful", "fabricator"}},
 		{[]string{"gate", d, "x", "--baseline-sweep", "pre"}, []string{"previous"}},
 		{[]string{"trend", d, ""}, []string{"nightly-fast", "nightly"}},
-		{[]string{"run", d, "--resume", ""}, []string{"sched-nightly-fast-2026-12-01T03:00:00Z"}},
+		{[]string{"run", d, "--resume", ""}, []string{"quickstart-20261201-130000-bbbbbb", "sched-nightly-fast-2026-12-01T03:00:00Z"}},
 	} {
 		got := complete(t, tc.args...)
 		if tc.want == nil {
@@ -118,7 +119,7 @@ func TestCompletionOfStoredNames(t *testing.T) {
 	}
 	// REBOUND_DATA_DIR is read as the command reads it.
 	t.Setenv("REBOUND_DATA_DIR", data)
-	if got := complete(t, "regrade", "quick"); !slices.Equal(got, []string{"quickstart-20261201-120000-aaaaaa"}) {
+	if got := complete(t, "regrade", "quickstart-20261201-12"); !slices.Equal(got, []string{"quickstart-20261201-120000-aaaaaa"}) {
 		t.Errorf("completion with REBOUND_DATA_DIR: %v", got)
 	}
 }

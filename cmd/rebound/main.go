@@ -56,6 +56,7 @@ var inputErrors = []error{
 	report.ErrUnknownArm,
 	report.ErrUnknownMetric,
 	runner.ErrNoPreviousRun,
+	runner.ErrNotResumable,
 	runner.ErrNoSchedule,
 	runner.ErrScheduleExists,
 	runner.ErrBadSchedule,

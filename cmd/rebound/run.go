@@ -17,13 +17,17 @@ import (
 const runAbout = `Runs every trial of PLAN and prints the report. By default it starts the
 embedded stack itself: a Temporal dev server (a subprocess on a free loopback
 port, its SQLite file under --data-dir) and chDB (the ClickHouse engine, data
-under --data-dir), plus a worker in this process. Ctrl-C cancels the sweep,
-records it as cancelled and stops everything it started.
+under --data-dir), plus a worker in this process. Ctrl-C stops the sweep at
+once (no model request is sent after it), records it as stopped (its trials
+are kept) and stops everything it started.
 
-On the embedded stack each sweep has its own task queue, polled only by the
-process running it. A sweep left unfinished in the data dir (the process was
-killed) is never run behind your back: run says so, and you either resume it
-(--resume ID, no PLAN) or cancel it ('rebound sweep cancel ID').
+--resume ID (no PLAN) continues a sweep: one stopped with Ctrl-C, cancelled,
+failed, or left unfinished by a killed process. Its stored trials are not run
+again and its model answers are not paid for again. On the embedded stack
+each sweep has its own task queue, polled only by the process running it: a
+sweep left unfinished in the data dir is never run behind your back: run
+says so, and you either resume it or throw it away ('rebound sweep cancel
+ID').
 
 Point at existing infrastructure instead with --temporal-address and/or
 --clickhouse-dsn (or REBOUND_TEMPORAL_ADDRESS, REBOUND_CLICKHOUSE_DSN); the
@@ -163,19 +167,22 @@ func runSweep(cmd *cobra.Command, conn *connection, plan *scenario.Resolved, res
 	defer c.Close()
 
 	sweepID, queue := resume, conn.taskQueue
+	reopen := false // resume a sweep whose workflow closed: a new run of it
 	if resume != "" {
 		st, err := runner.DescribeSweep(ctx, c, key, sweepID)
 		if err != nil {
 			return err
 		}
-		if !st.Running() {
-			what := "unknown to Temporal"
-			if st.Found {
-				what = st.Status
-			}
-			return usagef("sweep %s is not running (%s); nothing to resume (list sweeps with 'rebound sweeps')", sweepID, what)
+		switch {
+		case st.Running():
+			queue = st.TaskQueue
+		case st.Found && st.TaskQueue != "":
+			queue, reopen = st.TaskQueue, true
+		case embedded:
+			queue, reopen = runner.RunQueue(sweepID), true
+		default:
+			reopen = true
 		}
-		queue = st.TaskQueue
 	} else {
 		sweepID = runner.NewSweepID(plan.Name, time.Now())
 		if embedded {
@@ -197,6 +204,9 @@ func runSweep(cmd *cobra.Command, conn *connection, plan *scenario.Resolved, res
 	// Stop the worker, then wait for its last write, before the store
 	// closes (deferred earlier, so it runs later).
 	defer stopWorker(w, status)
+	// Ctrl-C halts this process's shards at once: no model request is
+	// sent after it (followSweep then records the sweep stopped).
+	defer context.AfterFunc(ctx, acts.Halt)()
 
 	planName := ""
 	if plan != nil {
@@ -205,16 +215,22 @@ func runSweep(cmd *cobra.Command, conn *connection, plan *scenario.Resolved, res
 	ctx, span := runner.StartSweepSpan(ctx, sweepID, planName)
 	defer span.End()
 	var run runner.WorkflowRun
-	if resume != "" {
+	switch {
+	case reopen:
+		if run, err = runner.ResumeSweep(ctx, c, store, key, queue, sweepID); err != nil {
+			return err
+		}
+		status.linef("resuming sweep %s: a new run of workflow %s on task queue %s; stored trials and model answers are reused", sweepID, runner.WorkflowID(sweepID), queue)
+	case resume != "":
 		run = runner.SweepRun(ctx, c, sweepID)
 		status.linef("resuming sweep %s (workflow %s, task queue %s)", sweepID, runner.WorkflowID(sweepID), queue)
-	} else {
+	default:
 		if run, err = runner.StartSweep(ctx, c, queue, sweepID, plan); err != nil {
 			return err
 		}
 		status.linef("sweep %s started (workflow %s)", sweepID, runner.WorkflowID(sweepID))
 	}
-	final, err := followSweep(ctx, c, run, sweepID, every, status)
+	final, err := followSweep(ctx, c, run, sweepID, every, status, store, acts)
 	if err != nil {
 		return err
 	}

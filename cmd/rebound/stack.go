@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"rebound/activities"
 	"rebound/internal/runner"
 	"rebound/storage"
 	"rebound/workflows"
@@ -54,11 +55,19 @@ func sweepOutcome(sweepID string, final workflows.Progress) error {
 	return nil
 }
 
-// followSweep shows progress until the sweep ends. On Ctrl-C it cancels
-// the workflow and waits (briefly) until the sweep recorded its status
-// cancelled, while this process's worker still runs.
-func followSweep(ctx context.Context, c runner.Client, run runner.WorkflowRun, sweepID string, every time.Duration, status *status) (workflows.Progress, error) {
-	final, err := runner.FollowSweep(ctx, c, run, sweepID, every, runner.FollowHooks{Progress: status.progress, Done: status.done, Notef: status.linef})
+// followSweep shows progress until the sweep ends. On Ctrl-C it stops the
+// sweep: this process's shards (acts, nil when the workers run elsewhere)
+// halt at once, the store marks it stopped, and the workflow is cancelled
+// and waited for (briefly) while this process's worker still runs.
+func followSweep(ctx context.Context, c runner.Client, run runner.WorkflowRun, sweepID string, every time.Duration, status *status,
+	store storage.Store, acts *activities.Activities) (workflows.Progress, error) {
+	stop := func(ctx context.Context) error {
+		if acts != nil {
+			acts.Halt()
+		}
+		return runner.MarkStopped(ctx, store, sweepID)
+	}
+	final, err := runner.FollowSweep(ctx, c, run, sweepID, every, runner.FollowHooks{Progress: status.progress, Done: status.done, Notef: status.linef, Stop: stop})
 	if runner.IsAgentConfig(err) {
 		// An arm that cannot run is the plan's to fix: exit 2.
 		return final, usageError{err}

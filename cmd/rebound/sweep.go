@@ -18,9 +18,12 @@ const sweepAbout = `Starts a sweep on an existing Temporal cluster (workers must
 'rebound worker'), shows a sweep's progress, or cancels it.
 
   rebound sweep start [flags] PLAN     start it; --wait follows it to the end
+                                       (Ctrl-C stops it: recorded stopped, resumable)
+  rebound sweep start --resume ID      continue a stopped, cancelled or failed sweep
+                                       (its stored trials and model answers are reused)
   rebound sweep status [flags] ID      progress, and shards whose attempts fail
                                        (with the last error: disk full, store down...)
-  rebound sweep cancel [flags] ID      cancel it; it records the status cancelled
+  rebound sweep cancel [flags] ID      throw it away: it records the status cancelled
 
 Without --temporal-address, status and cancel work on the embedded stack of
 --data-dir (a dev server is started for the occasion; cancel also runs the
@@ -32,6 +35,7 @@ agents, worlds' initial state, size) before anything is sent.
 
 Example:
   rebound sweep start --temporal-address temporal:7233 examples/plans/quickstart.yaml
+  rebound sweep start --temporal-address temporal:7233 --resume quickstart-20261129-124700-21fe74 --wait
   rebound sweep cancel quickstart-20261129-124700-21fe74`
 
 func newSweepCmd() *cobra.Command {
@@ -47,15 +51,29 @@ func newSweepStartCmd() *cobra.Command {
 		conn   connection
 		output string
 		wait   bool
+		resume string
 	)
 	cmd := &cobra.Command{
-		Use:   "start [flags] PLAN",
-		Short: "start a sweep of PLAN on the cluster's workers",
+		Use:   "start [flags] PLAN | start --resume SWEEP_ID",
+		Short: "start a sweep of PLAN on the cluster's workers, or continue a stopped one",
 		Long:  sweepAbout,
-		Args:  exactArgs(1, "sweep start takes exactly one PLAN"),
+		Args: func(_ *cobra.Command, args []string) error {
+			switch {
+			case resume != "" && len(args) != 0:
+				return usagef("sweep start --resume takes no PLAN (got %d arguments); see 'rebound sweep start -h'", len(args))
+			case resume == "" && len(args) != 1:
+				return usagef("sweep start takes exactly one PLAN (got %d arguments); see 'rebound sweep start -h'", len(args))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if conn.temporalAddress == "" {
 				return usagef("sweep start needs --temporal-address (or REBOUND_TEMPORAL_ADDRESS); for a self-contained run use 'rebound run'")
+			}
+			if resume != "" {
+				return withTemporal(cmd, &conn, func(ctx context.Context, c runner.Client, key []byte) error {
+					return sweepResume(ctx, c, &conn, key, resume, output, wait, cmd.OutOrStdout(), cmd.ErrOrStderr())
+				})
 			}
 			// The plan is checked before anything is sent.
 			plan, err := preparePlan(cmd.Context(), args[0])
@@ -70,13 +88,14 @@ func newSweepStartCmd() *cobra.Command {
 			}
 			defer shutdownTelemetry(tel, cmd.ErrOrStderr())
 			return withTemporal(cmd, &conn, func(ctx context.Context, c runner.Client, _ []byte) error {
-				return sweepStart(ctx, c, conn.taskQueue, plan, output, wait, cmd.OutOrStdout(), cmd.ErrOrStderr())
+				return sweepStart(ctx, c, &conn, plan, output, wait, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			})
 		},
 	}
 	sweepFlags(cmd, &conn)
 	outputFlag(cmd.Flags(), &output)
-	cmd.Flags().BoolVar(&wait, "wait", false, "follow the sweep until it ends, showing progress")
+	cmd.Flags().BoolVar(&wait, "wait", false, "follow the sweep until it ends, showing progress (Ctrl-C stops it, resumable)")
+	cmd.Flags().StringVar(&resume, "resume", "", "continue the stopped, cancelled or failed sweep SWEEP_ID instead of starting a PLAN (its stored trials and model answers are reused)")
 	return cmd
 }
 
@@ -168,9 +187,10 @@ func withTemporal(cmd *cobra.Command, conn *connection, fn func(ctx context.Cont
 	return fn(ctx, c, key)
 }
 
-// sweepStart starts a sweep of plan on queue and prints its id; with wait,
-// it follows it to its end.
-func sweepStart(ctx context.Context, c runner.Client, queue string, plan *scenario.Resolved, output string, wait bool, stdout, stderr io.Writer) error {
+// sweepStart starts a sweep of plan on conn's task queue and prints its
+// id; with wait, it follows it to its end.
+func sweepStart(ctx context.Context, c runner.Client, conn *connection, plan *scenario.Resolved, output string, wait bool, stdout, stderr io.Writer) error {
+	queue := conn.taskQueue
 	sweepID := runner.NewSweepID(plan.Name, time.Now())
 	ctx, span := runner.StartSweepSpan(ctx, sweepID, plan.Name)
 	defer span.End()
@@ -189,7 +209,53 @@ func sweepStart(ctx context.Context, c runner.Client, queue string, plan *scenar
 	if !wait {
 		return nil
 	}
-	final, err := followSweep(ctx, c, run, sweepID, time.Second, newStatus(stderr))
+	return followToEnd(ctx, c, conn, run, sweepID, stderr)
+}
+
+// sweepResume continues a stopped, cancelled or failed sweep with a new run
+// of its workflow on the cluster's workers (conn's task queue) and prints
+// its id; with wait, it follows it to its end. A sweep whose workflow is
+// still open is only followed.
+func sweepResume(ctx context.Context, c runner.Client, conn *connection, key []byte, sweepID, output string, wait bool, stdout, stderr io.Writer) error {
+	st, err := runner.DescribeSweep(ctx, c, key, sweepID)
+	if err != nil {
+		return err
+	}
+	run := runner.SweepRun(ctx, c, sweepID)
+	if !st.Running() {
+		store, err := conn.openStore(ctx)
+		if err != nil {
+			return err
+		}
+		run, err = runner.ResumeSweep(ctx, c, store, key, conn.taskQueue, sweepID)
+		store.Close()
+		if err != nil {
+			return err
+		}
+	}
+	if output == "json" {
+		if err := writeJSON(stdout, map[string]any{"sweep_id": sweepID, "workflow_id": runner.WorkflowID(sweepID), "run_id": run.GetRunID(), "resumed": !st.Running()}, false); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "%s\n", sweepID)
+		fmt.Fprintf(stderr, "resumed sweep %s on task queue %q; its stored trials are reused; follow with 'rebound sweep status %s'\n", sweepID, conn.taskQueue, sweepID)
+	}
+	if !wait {
+		return nil
+	}
+	return followToEnd(ctx, c, conn, run, sweepID, stderr)
+}
+
+// followToEnd follows a sweep of the cluster until it ends; Ctrl-C stops
+// it (recorded stopped in the store of conn, resumable).
+func followToEnd(ctx context.Context, c runner.Client, conn *connection, run runner.WorkflowRun, sweepID string, stderr io.Writer) error {
+	store, err := conn.openStore(context.WithoutCancel(ctx))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	final, err := followSweep(ctx, c, run, sweepID, time.Second, newStatus(stderr), store, nil)
 	if err != nil {
 		return err
 	}
@@ -284,13 +350,17 @@ func sweepCancel(ctx context.Context, c runner.Client, conn *connection, key []b
 	}
 	defer store.Close()
 	if !st.Running() {
+		wasStopped := false
+		if sw, err := store.Sweep(ctx, sweepID); err == nil {
+			wasStopped = sw.Status == sweepstatus.Stopped
+		}
 		ended, err := runner.CancelOrphan(ctx, store, sweepID)
 		switch {
 		case err != nil:
 			return res, err
 		case ended != "":
 			res.Result, res.Status = "already_ended", ended
-		default:
+		case !wasStopped:
 			res.Result = "orphaned"
 		}
 		return res, nil

@@ -127,12 +127,12 @@ func TestHonestSweepState(t *testing.T) {
 		t.Fatalf("resume: exit %d\n%s\n%s", code, out, stderr)
 	}
 
-	// 4. Ctrl-C records cancelled and exits 130.
+	// 4. Ctrl-C records stopped (resumable) and exits 130.
 	cmdC, outC := background(llmPlan("interrupted", 12), 4)
 	_ = cmdC.Process.Signal(os.Interrupt)
 	err = cmdC.Wait()
 	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 130 || !strings.Contains(outC.String(), "cancelled") {
+	if !errors.As(err, &exit) || exit.ExitCode() != 130 || !strings.Contains(outC.String(), "stopped") {
 		t.Fatalf("Ctrl-C: %v\n%s", err, outC)
 	}
 
@@ -155,7 +155,7 @@ func TestHonestSweepState(t *testing.T) {
 	}
 
 	rows = sweepsJSON()
-	for name, want := range map[string]string{"killed": "completed", "scripted": "completed", "interrupted": "cancelled", "orphan": "cancelled"} {
+	for name, want := range map[string]string{"killed": "completed", "scripted": "completed", "interrupted": "stopped", "orphan": "cancelled"} {
 		if r := rows[name]; r == nil || r["status"] != want || r["state"] != nil && r["state"] != "" {
 			t.Errorf("sweep %s listed as %+v, want status %s", name, r, want)
 		}

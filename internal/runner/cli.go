@@ -249,12 +249,17 @@ type FollowHooks struct {
 	Progress func(p workflows.Progress, elapsed time.Duration)
 	Done     func()
 	Notef    Notef
+	// Stop, when set, runs first once following is interrupted: it halts
+	// this process's shards (no model request is sent after it) and marks
+	// the sweep stopped in the store (MarkStopped), so the cancellation
+	// that follows records it as stopped, resumable.
+	Stop func(ctx context.Context) error
 }
 
 // FollowSweep shows a sweep's progress until it ends. When ctx ends first
-// (Ctrl-C), it cancels the workflow and waits, up to 30 seconds, until the
-// sweep recorded its status cancelled (while this process's worker still
-// runs), and returns ctx's error.
+// (Ctrl-C), it stops the sweep: h.Stop, then it cancels the workflow and
+// waits, up to 30 seconds, until the workflow closed (while this process's
+// worker still runs, to record it), and returns ctx's error.
 func FollowSweep(ctx context.Context, c Client, run WorkflowRun, sweepID string, every time.Duration, h FollowHooks) (workflows.Progress, error) {
 	start := time.Now()
 	final, err := Follow(ctx, c, run, sweepID, every, func(p workflows.Progress) { h.Progress(p, time.Since(start)) })
@@ -262,15 +267,20 @@ func FollowSweep(ctx context.Context, c Client, run WorkflowRun, sweepID string,
 	if ctx.Err() != nil {
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
+		if h.Stop != nil {
+			if serr := h.Stop(cctx); serr != nil {
+				h.Notef("interrupted: could not mark sweep %s stopped: %v", sweepID, serr)
+			}
+		}
 		if cerr := CancelSweep(cctx, c, sweepID); cerr != nil {
-			h.Notef("interrupted: could not cancel sweep %s: %v", sweepID, cerr)
+			h.Notef("interrupted: could not stop sweep %s: %v", sweepID, cerr)
 			return final, ctx.Err()
 		}
 		if _, werr := WaitClosed(cctx, c, sweepID); werr != nil && cctx.Err() != nil {
-			h.Notef("interrupted: sweep %s cancel requested, not yet recorded; check with 'rebound sweeps'", sweepID)
+			h.Notef("interrupted: sweep %s stop requested, not yet recorded; check with 'rebound sweeps'", sweepID)
 			return final, ctx.Err()
 		}
-		h.Notef("interrupted: sweep %s cancelled; trials already stored stay queryable", sweepID)
+		h.Notef("interrupted: sweep %s stopped; its stored trials are kept: continue it with 'rebound run --resume %s' (or 'rebound sweep start --resume %s' on a cluster), discard it with 'rebound sweep cancel %s'", sweepID, sweepID, sweepID, sweepID)
 		return final, ctx.Err()
 	}
 	if err != nil {

@@ -10,10 +10,11 @@ import (
 	"rebound/storage"
 )
 
-// CancelOrphan records as cancelled a sweep stored as running whose
-// workflow is gone (its process was killed before the workflow recorded an
-// end), and returns "". A sweep already stored as ended is left alone, and
-// its status returned. An unknown sweep is record.ErrNotFound.
+// CancelOrphan records as cancelled a sweep whose workflow is closed or
+// gone and that is stored as running (its process was killed before the
+// workflow recorded an end) or stopped (interrupted, resumable: cancelling
+// throws it away), and returns "". A sweep already stored as ended is left
+// alone, and its status returned. An unknown sweep is record.ErrNotFound.
 func CancelOrphan(ctx context.Context, store storage.Store, sweepID string) (string, error) {
 	sw, err := store.Sweep(ctx, sweepID)
 	if errors.Is(err, record.ErrNotFound) {
@@ -22,7 +23,7 @@ func CancelOrphan(ctx context.Context, store storage.Store, sweepID string) (str
 	if err != nil {
 		return "", err
 	}
-	if sw.Status != sweepstatus.Running {
+	if sw.Status != sweepstatus.Running && sw.Status != sweepstatus.Stopped {
 		return sw.Status, nil
 	}
 	sw.Status = sweepstatus.Cancelled

@@ -29,6 +29,7 @@ func TestCancelOrphan(t *testing.T) {
 	for _, sw := range []record.Sweep{
 		{SweepID: "orphan-1", Name: "p", Status: sweepstatus.Running, CreatedAt: now},
 		{SweepID: "done-1", Name: "p", Status: sweepstatus.Completed, CreatedAt: now},
+		{SweepID: "stopped-1", Name: "p", Status: sweepstatus.Stopped, CreatedAt: now},
 	} {
 		if err := store.PutSweep(ctx, sw); err != nil {
 			t.Fatal(err)
@@ -45,6 +46,12 @@ func TestCancelOrphan(t *testing.T) {
 	}
 	if ended, err := CancelOrphan(ctx, store, "done-1"); err != nil || ended != sweepstatus.Completed {
 		t.Fatalf("completed: %q, %v", ended, err)
+	}
+	if ended, err := CancelOrphan(ctx, store, "stopped-1"); err != nil || ended != "" {
+		t.Fatalf("stopped: %q, %v", ended, err)
+	}
+	if sw, err := store.Sweep(ctx, "stopped-1"); err != nil || sw.Status != sweepstatus.Cancelled {
+		t.Fatalf("stopped after cancel: %+v, %v", sw, err)
 	}
 	if _, err := CancelOrphan(ctx, store, "nobody"); !errors.Is(err, record.ErrNotFound) {
 		t.Fatalf("unknown: %v", err)

@@ -9,18 +9,33 @@ const (
 	Completed = "completed"
 	Failed    = "failed"
 	Cancelled = "cancelled"
+	// Stopped is a sweep interrupted on purpose (Ctrl-C): its stored trials
+	// are kept and `rebound run --resume` continues it; `rebound sweep
+	// cancel` turns it into Cancelled (thrown away).
+	Stopped = "stopped"
 	// MaxUSD ends a sweep stopped by its plan's max_usd: the trials it
 	// stored are valid, the others never ran.
 	MaxUSD = "max_usd_reached"
 )
 
 // All lists every status, in the order a sweep can reach them.
-var All = []string{Running, Completed, Failed, Cancelled, MaxUSD}
+var All = []string{Running, Stopped, Completed, Failed, Cancelled, MaxUSD}
 
 // Valid reports whether s is a sweep status.
 func Valid(s string) bool {
 	switch s {
-	case Running, Completed, Failed, Cancelled, MaxUSD:
+	case Running, Stopped, Completed, Failed, Cancelled, MaxUSD:
+		return true
+	}
+	return false
+}
+
+// Resumable reports whether a sweep stored with status s may be continued
+// by a new workflow run: stopped, cancelled, failed, or running with its
+// workflow gone. A completed sweep, or one stopped by its max_usd, is done.
+func Resumable(s string) bool {
+	switch s {
+	case Running, Stopped, Cancelled, Failed:
 		return true
 	}
 	return false
