@@ -12,6 +12,7 @@ import (
 	"rebound/core/scenario"
 	"rebound/internal/runner"
 	"rebound/internal/sweepstatus"
+	"rebound/workflows"
 )
 
 const sweepAbout = `Starts a sweep on an existing Temporal cluster (workers must be running:
@@ -293,7 +294,9 @@ func sweepStatus(ctx context.Context, c runner.Client, key []byte, sweepID, outp
 	}
 	if st.Running() {
 		fmt.Fprintf(stdout, "task queue %s: %d worker(s) polling", st.TaskQueue, st.Pollers)
-		if st.Pollers == 0 {
+		if st.Reconnecting() {
+			fmt.Fprintf(stdout, " (reconnecting: a worker held a shard within the last %s)", workflows.HeartbeatTimeout)
+		} else if st.Pollers == 0 {
 			fmt.Fprintf(stdout, " (nothing runs its shards: start 'rebound worker --task-queue %s', or on the embedded stack 'rebound run --resume %s')", st.TaskQueue, sweepID)
 		}
 		fmt.Fprintln(stdout)

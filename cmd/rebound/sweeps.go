@@ -18,7 +18,10 @@ const sweepsAbout = `Lists stored sweeps, newest first, with what their workflow
 
 A sweep stored as running is checked against Temporal (--temporal-address;
 without one, the embedded dev server of --data-dir is started for the
-occasion): running with N workers, running with no worker polling its queue
+occasion): running with N workers (a worker of this host whose process is
+gone is not counted), reconnecting (no worker polls yet, but one held a
+shard within the heartbeat timeout: the server restarted), running with no
+worker polling its queue
 (an embedded 'rebound run' was killed: resume with 'rebound run --resume ID'),
 or orphaned (its workflow is gone: 'rebound sweep cancel ID' records it).
 --running lists only those.

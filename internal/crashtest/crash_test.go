@@ -132,6 +132,18 @@ arms:
 		lost := model.Stats().Abandoned - before.Abandoned
 		inFlight += lost
 		model.Release()
+		if kill == 1 {
+			// The killed worker is not counted: Temporal still lists it as
+			// a poller, and as the last worker of its shards.
+			out := cli(t, ctx, bin, "sweep", "status", "--temporal-address", address, sweepID)
+			if !strings.Contains(out, "0 worker(s) polling") || !strings.Contains(out, "nothing runs its shards") {
+				t.Errorf("sweep status with the worker killed:\n%s", out)
+			}
+			out = cli(t, ctx, bin, "sweeps", "--temporal-address", address, "--data-dir", dataDir, "--chdb-lib", chdbLib)
+			if !strings.Contains(out, "stalled: no worker polls task queue crash") {
+				t.Errorf("sweeps with the worker killed:\n%s", out)
+			}
+		}
 		startWorker()
 		served := model.Stats().Requests
 		waitFor(t, ctx, "shards moving again", func() bool { return model.Stats().Requests > served })
@@ -145,6 +157,14 @@ arms:
 	t.Logf("dev server SIGKILLed at %d requests", model.Stats().Requests)
 	time.Sleep(time.Second)
 	startTemporal()
+	dial(t, ctx, address, []byte(redactionKey)).Close()
+	// The worker reconnects within seconds: meanwhile its sweep is
+	// reconnecting, not abandoned.
+	if out := cli(t, ctx, bin, "sweep", "status", "--temporal-address", address, sweepID); strings.Contains(out, "nothing runs its shards") || strings.Contains(out, "no worker polls its task queue") {
+		t.Errorf("sweep status right after the dev server restarted:\n%s", out)
+	} else {
+		t.Logf("sweep status right after the dev server restarted:\n%s", out)
+	}
 
 	run := c.GetWorkflow(ctx, runner.WorkflowID(sweepID), "")
 	var final workflows.Progress
@@ -205,6 +225,21 @@ arms:
 			t.Errorf("a takeover took %s, want about the heartbeat timeout %s", d, workflows.HeartbeatTimeout)
 		}
 	}
+}
+
+// cli runs the rebound binary to its end and returns its stdout; a
+// failure fails the test.
+func cli(t *testing.T, ctx context.Context, bin string, args ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "REBOUND_REDACTION_KEY="+redactionKey)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("rebound %v: %v\n%s%s", args, err, out, stderr.String())
+	}
+	return string(out)
 }
 
 // proc is a child process the test can SIGKILL or stop.

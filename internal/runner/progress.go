@@ -29,6 +29,8 @@ func CurrentProgress(ctx context.Context, c client.Client, st SweepState) (workf
 	case st.Found && st.Completed():
 		err := c.GetWorkflow(ctx, WorkflowID(st.SweepID), "").Get(ctx, &p)
 		return p, err
+	case st.Reconnecting():
+		return p, errors.New("reconnecting: a worker held a shard moments ago and is not polling yet")
 	case st.Running():
 		return p, errors.New("no worker polls its task queue")
 	case !st.Found:

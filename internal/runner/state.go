@@ -43,7 +43,8 @@ type SweepState struct {
 	Status    string `json:"status"` // running, completed, failed, canceled, terminated, timed_out, continued_as_new
 	TaskQueue string `json:"task_queue,omitempty"`
 	// Pollers is the number of workers polling the sweep's task queue for
-	// activities (0: nothing will run its shards).
+	// activities (0: nothing will run its shards), less those of this host
+	// whose process is gone.
 	Pollers int            `json:"pollers"`
 	Pending []PendingShard `json:"pending,omitempty"`
 }
@@ -115,7 +116,12 @@ func DescribeSweep(ctx context.Context, c client.Client, redactionKey []byte, sw
 	if st.Running() && st.TaskQueue != "" {
 		tq, err := c.DescribeTaskQueue(ctx, st.TaskQueue, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
 		if err == nil {
-			st.Pollers = len(tq.GetPollers())
+			for _, p := range tq.GetPollers() {
+				// Temporal lists a stopped worker for minutes.
+				if !goneLocally(p.GetIdentity()) {
+					st.Pollers++
+				}
+			}
 		}
 	}
 	return st, nil

@@ -1,10 +1,15 @@
 package runner
 
-import "fmt"
+import (
+	"fmt"
+
+	"rebound/workflows"
+)
 
 // Summary says in one line what a sweep stored as running is doing on
-// Temporal: running with N workers, stalled (no worker polls its queue: an
-// embedded run was killed), or orphaned (its workflow is gone or closed),
+// Temporal: running with N workers, reconnecting (no worker polls yet, but
+// one held a shard moments ago: the server restarted), stalled (no worker
+// polls its queue: an embedded run was killed), or orphaned (its workflow is gone or closed),
 // with its failing shards' count and first error.
 func (s SweepState) Summary() string {
 	var out string
@@ -13,6 +18,8 @@ func (s SweepState) Summary() string {
 		out = "orphaned: its workflow is unknown to Temporal"
 	case !s.Running():
 		out = "orphaned: its workflow is " + s.Status
+	case s.Reconnecting():
+		out = "reconnecting: no worker polls task queue " + s.TaskQueue + " yet, but the worker of a running shard heartbeat within " + workflows.HeartbeatTimeout.String()
 	case s.Pollers == 0:
 		out = "stalled: no worker polls task queue " + s.TaskQueue
 	default:
