@@ -15,7 +15,10 @@ whether an authorized path existed under the trial's schedule; no agent runs
 and no model is paid. The result is a new sweep (SWEEP_ID-gN by default, N the
 grader version) in which every arm appears twice: under its own name with the
 new verdicts, and as ARM@stored with the verdicts it was stored with, so the
-two graders pair on the same cases. Running it again rewrites the same rows.
+two graders pair on the same cases. The new sweep is stored as regrading
+before its first trial and completed after its last ('rebound sweeps' shows
+which); a regrade that was killed is completed by running it again, which
+rewrites the same rows.
 
 The redaction key must be the one the sweep was stored with
 (REBOUND_REDACTION_KEY, or the embedded store's own key, which --data-dir

@@ -13,18 +13,24 @@ const (
 	// are kept and `rebound run --resume` continues it; `rebound sweep
 	// cancel` turns it into Cancelled (thrown away).
 	Stopped = "stopped"
+	// Regrading is a sweep `rebound regrade` is writing: its row is written
+	// before its first trial, so no trial is ever stored without a sweep
+	// row, and it becomes Completed once every trial is written (Failed
+	// when the regrade stopped on an error). Running regrade again
+	// completes it.
+	Regrading = "regrading"
 	// MaxUSD ends a sweep stopped by its plan's max_usd: the trials it
 	// stored are valid, the others never ran.
 	MaxUSD = "max_usd_reached"
 )
 
 // All lists every status, in the order a sweep can reach them.
-var All = []string{Running, Stopped, Completed, Failed, Cancelled, MaxUSD}
+var All = []string{Running, Stopped, Regrading, Completed, Failed, Cancelled, MaxUSD}
 
 // Valid reports whether s is a sweep status.
 func Valid(s string) bool {
 	switch s {
-	case Running, Stopped, Completed, Failed, Cancelled, MaxUSD:
+	case Running, Stopped, Regrading, Completed, Failed, Cancelled, MaxUSD:
 		return true
 	}
 	return false

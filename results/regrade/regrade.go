@@ -100,14 +100,31 @@ func Sweep(ctx context.Context, store Store, sweepID, into string, keys Keys) (S
 
 	// The trials are read one (arm, scenario) group at a time and written
 	// in batches as they are regraded: memory follows a batch, not the
-	// sweep. The sweep row comes last, so a regrade cut short leaves no
-	// completed sweep behind (running it again rewrites the same rows).
+	// sweep. Before the first batch the new sweep's row is written with
+	// status regrading, so no row of it is ever stored without its sweep
+	// (plain SQL finds no orphans, `sweeps` lists it as regrading); it is
+	// written completed once every trial is. A regrade cut short leaves it
+	// regrading (killed) or failed (an error); running it again rewrites
+	// the same rows (trial ids are derived) and completes it.
 	const batch = 1000
 	var out []record.Trial
 	written := uint64(0)
+	row := func(status string) record.Sweep {
+		return record.Sweep{
+			SweepID: into, Name: sw.Name + " (regraded)", PlanHash: sw.PlanHash, PlanJSON: sw.PlanJSON,
+			TrialsPlanned: written, Status: status,
+		}
+	}
+	begun := false
 	flush := func() error {
 		if len(out) == 0 {
 			return nil
+		}
+		if !begun {
+			if err := store.PutSweep(ctx, row(sweepstatus.Regrading)); err != nil {
+				return err
+			}
+			begun = true
 		}
 		if err := store.WriteTrials(ctx, out, nil); err != nil {
 			return err
@@ -166,6 +183,11 @@ func Sweep(ctx context.Context, store Store, sweepID, into string, keys Keys) (S
 		err = flush()
 	}
 	if err != nil {
+		if begun {
+			// Best effort: the rows written stay under a sweep that says
+			// it did not finish (a rerun completes it).
+			_ = store.PutSweep(context.WithoutCancel(ctx), row(sweepstatus.Failed))
+		}
 		return sum, err
 	}
 	armList := make([]string, 0, len(arms))
@@ -173,10 +195,9 @@ func Sweep(ctx context.Context, store Store, sweepID, into string, keys Keys) (S
 		armList = append(armList, a)
 	}
 	sort.Strings(armList)
-	if err := store.PutSweep(ctx, record.Sweep{
-		SweepID: into, Name: sw.Name + " (regraded)", PlanHash: sw.PlanHash, PlanJSON: sw.PlanJSON,
-		TrialsPlanned: written, Arms: armList, Status: sweepstatus.Completed,
-	}); err != nil {
+	done := row(sweepstatus.Completed)
+	done.Arms = armList
+	if err := store.PutSweep(ctx, done); err != nil {
 		return sum, err
 	}
 	return sum, nil

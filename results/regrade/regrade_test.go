@@ -57,7 +57,7 @@ func (m *memStore) WriteTrials(_ context.Context, trials []record.Trial, _ []rec
 
 func (m *memStore) PutSweep(_ context.Context, sw record.Sweep) error {
 	m.sweeps[sw.SweepID] = sw
-	m.log = append(m.log, "sweep "+sw.SweepID)
+	m.log = append(m.log, "sweep "+sw.SweepID+" "+sw.Status)
 	return nil
 }
 
@@ -99,8 +99,9 @@ func TestSweepWritesBothArmsInBatchesAndTheSweepLast(t *testing.T) {
 	if m.writes < 3 {
 		t.Errorf("wrote in %d batches, want batches of about 1000, not the sweep at once", m.writes)
 	}
-	if last := m.log[len(m.log)-1]; last != "sweep "+into || slices.Index(m.log, last) != len(m.log)-1 {
-		t.Errorf("writes = %v, want the sweep row once and last", m.log)
+	if first, last := m.log[0], m.log[len(m.log)-1]; first != "sweep "+into+" regrading" || last != "sweep "+into+" completed" ||
+		slices.Index(m.log, last) != len(m.log)-1 || slices.Index(m.log[1:], first) != -1 {
+		t.Errorf("writes = %v, want the sweep row first (regrading) and last (completed), and only then", m.log)
 	}
 	sw := m.sweeps[into]
 	if sw.Status != sweepstatus.Completed || sw.TrialsPlanned != 3000 || sw.PlanJSON != "{sealed}" || !strings.Contains(sw.Name, "regraded") ||
@@ -119,14 +120,38 @@ func TestSweepWritesBothArmsInBatchesAndTheSweepLast(t *testing.T) {
 	}
 }
 
-func TestSweepCutShortLeavesNoSweep(t *testing.T) {
+// A regrade cut short by an error leaves its rows under a sweep row that
+// says so (failed, never completed), and running it again completes it
+// with the same rows.
+func TestSweepCutShortLeavesNoOrphansAndARerunCompletes(t *testing.T) {
 	m := lostTrials(750, "a", "b")
 	m.failOnWrite = 2
 	if _, err := Sweep(context.Background(), m, "s", "", planKeys{}); err == nil || !strings.Contains(err.Error(), "connection reset") {
 		t.Fatalf("err = %v, want the write's error", err)
 	}
-	if _, ok := m.sweeps[Into("s")]; ok {
-		t.Errorf("a regrade cut short wrote its sweep row: %v", m.log)
+	into := Into("s")
+	if sw, ok := m.sweeps[into]; !ok || sw.Status != sweepstatus.Failed || len(m.written) == 0 {
+		t.Fatalf("a regrade cut short after %d rows left sweep row %+v (present %v): %v", len(m.written), sw, ok, m.log)
+	}
+	if m.log[0] != "sweep "+into+" regrading" {
+		t.Errorf("the first write was %q, want the sweep row (regrading)", m.log[0])
+	}
+	first := slices.Clone(m.written)
+	m.written, m.log, m.failOnWrite = nil, nil, 0
+	if _, err := Sweep(context.Background(), m, "s", "", planKeys{}); err != nil {
+		t.Fatal(err)
+	}
+	if sw := m.sweeps[into]; sw.Status != sweepstatus.Completed || sw.TrialsPlanned != 3000 {
+		t.Errorf("after the rerun: %+v", sw)
+	}
+	byID := map[string]record.Trial{}
+	for _, tr := range m.written {
+		byID[tr.TrialID] = tr
+	}
+	for _, tr := range first {
+		if got, ok := byID[tr.TrialID]; !ok || got.Arm != tr.Arm || got.Attrition != tr.Attrition {
+			t.Errorf("trial %s written by the cut-short run is not the rerun's: %+v vs %+v", tr.TrialID, tr, got)
+		}
 	}
 }
 
