@@ -67,6 +67,11 @@ type Activities struct {
 	// trial and per model turn (default 5s; the heartbeat timeout is
 	// workflows.HeartbeatTimeout).
 	HeartbeatEvery time.Duration
+	// StoreWait is how long shards wait for a store that is full or
+	// unreachable before they fail (storewait.go; default
+	// DefaultStoreWait, at most MaxStoreWait); StoreBackoff caps the pause
+	// between two tries (default DefaultStoreBackoff).
+	StoreWait, StoreBackoff time.Duration
 
 	inflight sync.WaitGroup
 	halt     haltSignal
@@ -126,15 +131,25 @@ func (a *Activities) RegisterSweep(ctx context.Context, in workflows.RegisterSwe
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
 	}
-	return a.Store.PutSweep(ctx, record.Sweep{
+	sw := record.Sweep{
 		SweepID: in.SweepID, Name: red.String(plan.Name), PlanHash: plan.Hash, PlanJSON: stored,
 		TrialsPlanned: uint64(in.Trials), Arms: arms, Status: sweepstatus.Running,
-	})
+	}
+	return a.waiter(ctx).do(ctx, "register the sweep", func(ctx context.Context) error { return a.Store.PutSweep(ctx, sw) })
 }
 
 // FinishSweep records the final status of a sweep.
+//
+// A store that is full or unreachable is waited for (storewait.go), so the
+// stored status ends as the workflow's does.
 func (a *Activities) FinishSweep(ctx context.Context, in workflows.FinishSweepInput) error {
-	sw, err := a.Store.Sweep(ctx, in.SweepID)
+	wait := a.waiter(ctx)
+	var sw record.Sweep
+	err := wait.do(ctx, "read the sweep", func(ctx context.Context) error {
+		var err error
+		sw, err = a.Store.Sweep(ctx, in.SweepID)
+		return err
+	})
 	if err != nil {
 		if errors.Is(err, record.ErrNotFound) {
 			return temporal.NewNonRetryableApplicationError("unknown sweep "+in.SweepID, workflows.ErrUnknownSweep, err)
@@ -148,7 +163,7 @@ func (a *Activities) FinishSweep(ctx context.Context, in workflows.FinishSweepIn
 		return nil
 	}
 	sw.Status = in.Status
-	if err := a.Store.PutSweep(ctx, sw); err != nil {
+	if err := wait.do(ctx, "record the final status", func(ctx context.Context) error { return a.Store.PutSweep(ctx, sw) }); err != nil {
 		return err
 	}
 	// No shard of a finished sweep runs again: its plan need not stay.
@@ -169,8 +184,6 @@ func (a *Activities) FinishSweep(ctx context.Context, in workflows.FinishSweepIn
 func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (workflows.ShardResult, error) {
 	a.inflight.Add(1)
 	defer a.inflight.Done()
-	ctx, release := a.haltable(ctx)
-	defer release()
 	ctx, span := tracer.Start(ctx, "shard", trace.WithAttributes(
 		attribute.String("rebound.sweep_id", in.SweepID), attribute.Int("rebound.shard.from", in.From), attribute.Int("rebound.shard.to", in.To)))
 	defer span.End()
@@ -214,19 +227,23 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 	for i := cp.Next; i < in.To; i++ {
 		ids = append(ids, specs[i-in.From].ID())
 	}
-	storedRows, err := a.Store.StoredTrials(ctx, in.SweepID, ids)
-	if err != nil {
+	prog := &shardProgress{ctx: ctx, beat: isActivity, cp: cp}
+	if isActivity {
+		stop := prog.every(a.heartbeatEvery())
+		defer stop()
+	}
+	wait := &storeWaiter{limit: a.storeWait(), backoff: a.storeBackoff(), since: cp.WaitingSince, red: red, report: prog.waiting, stop: a.halt.done()}
+	var storedRows []storage.StoredTrial
+	if err := wait.do(ctx, "read stored trials", func(ctx context.Context) error {
+		var err error
+		storedRows, err = a.Store.StoredTrials(ctx, in.SweepID, ids)
+		return err
+	}); err != nil {
 		return workflows.ShardResult{}, fmt.Errorf("shard %d of %s: read stored trials: %w", in.Shard, in.SweepID, err)
 	}
 	stored := make(map[string]bool, len(storedRows)) // trial id -> attrition
 	for _, st := range storedRows {
 		stored[st.TrialID] = st.Attrition
-	}
-
-	prog := &shardProgress{ctx: ctx, beat: isActivity, cp: cp}
-	if isActivity {
-		stop := prog.every(a.heartbeatEvery())
-		defer stop()
 	}
 	var (
 		pending      []record.Trial
@@ -235,20 +252,28 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 		next         = cp.Next // first trial not yet known stored
 	)
 	pendingBytes := 0
+	write := func(wctx context.Context) error {
+		err := a.Store.WriteTrials(wctx, pending, pendingCalls)
+		if err == nil || wctx.Err() != nil || storage.IsUnavailable(err) {
+			return err
+		}
+		return writeEach(wctx, a.Store, pending, pendingCalls, red)
+	}
 	flush := func() error {
 		if len(pending) > 0 {
-			// Finished trials are written even when the shard is being
-			// cancelled or halted (they were run, some were paid for),
-			// within a bound of their own.
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
-			defer cancel()
-			if err := a.Store.WriteTrials(wctx, pending, pendingCalls); err != nil {
-				if wctx.Err() != nil {
-					return fmt.Errorf("write shard %d of %s: %w", in.Shard, in.SweepID, err)
-				}
-				if err := writeEach(wctx, a.Store, pending, pendingCalls, red); err != nil {
-					return fmt.Errorf("write shard %d of %s: %w", in.Shard, in.SweepID, err)
-				}
+			var err error
+			if ctx.Err() != nil || a.halt.fired() {
+				// Finished trials are written even when the shard is being
+				// cancelled or halted (they were run, some were paid
+				// for), within a bound of their own and without waiting.
+				wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+				defer cancel()
+				err = write(wctx)
+			} else {
+				err = wait.do(ctx, "write trials", write)
+			}
+			if err != nil {
+				return fmt.Errorf("write shard %d of %s: %w", in.Shard, in.SweepID, err)
 			}
 		}
 		pendingBytes = 0
@@ -269,7 +294,10 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 	}
 	for i := cp.Next; i < in.To; i++ {
 		if err := ctx.Err(); err != nil {
-			return workflows.ShardResult{}, errors.Join(halted(ctx, err), flush())
+			return workflows.ShardResult{}, errors.Join(err, flush())
+		}
+		if a.halt.fired() {
+			return workflows.ShardResult{}, errors.Join(ErrHalted, flush())
 		}
 		select {
 		case <-stopping:
@@ -293,9 +321,13 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 			prog.skip(next, att)
 			continue
 		}
-		row, calls, paid, err := a.runTrial(ctx, spec, attempt, rr, prog)
+		tctx, release := a.haltable(ctx)
+		row, calls, paid, err := a.runTrial(tctx, spec, attempt, rr, prog)
 		if err != nil {
-			err = halted(ctx, err)
+			err = halted(tctx, err)
+		}
+		release()
+		if err != nil {
 			if ferr := flush(); ferr != nil {
 				return workflows.ShardResult{}, errors.Join(err, ferr)
 			}
@@ -409,6 +441,12 @@ type ShardCheckpoint struct {
 	// next heartbeat is counted by no checkpoint: its cost is missed (its
 	// trial is not).
 	CostUSD float64 `json:"cost_usd,omitempty"`
+	// Waiting says why the shard is waiting for the store ("waiting for
+	// the store since ...: NOT_ENOUGH_SPACE ..."), empty while it answers;
+	// WaitingSince is when the store first failed, carried to the next
+	// attempt so the wait's limit counts from there.
+	Waiting      string    `json:"waiting,omitempty"`
+	WaitingSince time.Time `json:"waiting_since,omitzero"`
 }
 
 // shardProgress is a running shard's checkpoint; it heartbeats it.
@@ -433,6 +471,15 @@ func (p *shardProgress) skip(next int, attrition bool) {
 	if attrition {
 		p.cp.Attrition++
 	}
+	p.mu.Unlock()
+	p.heartbeat()
+}
+
+// waiting records (or clears) why the shard waits for the store, and
+// heartbeats it.
+func (p *shardProgress) waiting(why string, since time.Time) {
+	p.mu.Lock()
+	p.cp.Waiting, p.cp.WaitingSince = why, since
 	p.mu.Unlock()
 	p.heartbeat()
 }

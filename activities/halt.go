@@ -31,6 +31,15 @@ func (h *haltSignal) done() <-chan struct{} {
 	return h.ch
 }
 
+func (h *haltSignal) fired() bool {
+	select {
+	case <-h.done():
+		return true
+	default:
+		return false
+	}
+}
+
 func (h *haltSignal) fire() {
 	h.done()
 	h.stop.Do(func() { close(h.ch) })

@@ -289,9 +289,14 @@ func finish(ctx workflow.Context, sweepID string, p *Progress, status string, ca
 	if errors.Is(cause, workflow.ErrCanceled) || status == StatusCancelled {
 		ctx, _ = workflow.NewDisconnectedContext(ctx)
 	}
+	// FinishSweep waits, heartbeating, for a store that is full or
+	// unreachable (activities/storewait.go), so the stored status ends as
+	// the workflow's does. (Timeouts and retry policies are not commands:
+	// no version guard.)
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5},
+		StartToCloseTimeout: 30 * time.Minute,
+		HeartbeatTimeout:    HeartbeatTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 10, MaximumInterval: time.Minute},
 	})
 	if err := workflow.ExecuteActivity(actx, FinishSweepActivity, FinishSweepInput{SweepID: sweepID, Status: status}).Get(ctx, nil); err != nil && cause == nil {
 		return err

@@ -202,7 +202,29 @@ func newActivities(store storage.Store, redactionKey []byte) (*activities.Activi
 	if err != nil {
 		return nil, usageError{err}
 	}
-	return &activities.Activities{Store: store, RedactionKey: redactionKey, RedactPatterns: patterns}, nil
+	wait, err := storeWaitFromEnv(os.Getenv)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return &activities.Activities{Store: store, RedactionKey: redactionKey, RedactPatterns: patterns, StoreWait: wait}, nil
+}
+
+// storeWaitEnv names how long shards wait for a full or unreachable store
+// (activities.DefaultStoreWait when unset).
+const storeWaitEnv = "REBOUND_STORE_WAIT"
+
+// storeWaitFromEnv reads $REBOUND_STORE_WAIT: a duration from 1s to
+// activities.MaxStoreWait; unset is 0 (the default).
+func storeWaitFromEnv(getenv func(string) string) (time.Duration, error) {
+	v := getenv(storeWaitEnv)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Second || d > activities.MaxStoreWait {
+		return 0, fmt.Errorf("%s=%q: want a duration from 1s to %s (e.g. 2h30m)", storeWaitEnv, v, activities.MaxStoreWait)
+	}
+	return d, nil
 }
 
 // redactionKeyEnv names the deployment's redaction key (redact.EnvKey).

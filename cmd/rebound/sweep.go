@@ -301,6 +301,9 @@ func sweepStatus(ctx context.Context, c runner.Client, key []byte, sweepID, outp
 		}
 		fmt.Fprintln(stdout)
 	}
+	for _, w := range st.WaitingForStore() {
+		fmt.Fprintf(stdout, "  %s %s (attempt %d of %d): %s\n", w.Activity, w.ActivityID, w.Attempt, w.MaxAttempts, termSafe(w.Waiting, false))
+	}
 	failing := st.Failing()
 	if len(failing) == 0 {
 		return nil

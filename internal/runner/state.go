@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"rebound/activities"
 	"rebound/workflows"
 )
 
@@ -25,12 +26,15 @@ func RunQueue(sweepID string) string { return "rebound-run-" + sweepID }
 // PendingShard is a shard activity Temporal holds for a sweep: its attempt
 // and, when an attempt failed, the last error (disk full, store down...).
 type PendingShard struct {
-	ActivityID    string    `json:"activity_id"`
-	Activity      string    `json:"activity"`
-	State         string    `json:"state"` // scheduled, started, cancel_requested
-	Attempt       int       `json:"attempt"`
-	MaxAttempts   int       `json:"max_attempts"`
-	LastError     string    `json:"last_error,omitempty"`
+	ActivityID  string `json:"activity_id"`
+	Activity    string `json:"activity"`
+	State       string `json:"state"` // scheduled, started, cancel_requested
+	Attempt     int    `json:"attempt"`
+	MaxAttempts int    `json:"max_attempts"`
+	LastError   string `json:"last_error,omitempty"`
+	// Waiting says why a shard is waiting for the store (full or
+	// unreachable) instead of failing its attempt, from its heartbeat.
+	Waiting       string    `json:"waiting,omitempty"`
 	LastWorker    string    `json:"last_worker,omitempty"`
 	LastHeartbeat time.Time `json:"last_heartbeat,omitempty"`
 	NextAttemptAt time.Time `json:"next_attempt_at,omitempty"`
@@ -58,6 +62,17 @@ func (s SweepState) Running() bool {
 // the final progress).
 func (s SweepState) Completed() bool {
 	return s.Found && s.Status == workflowStatus(enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED)
+}
+
+// WaitingForStore lists the pending shards waiting for the store.
+func (s SweepState) WaitingForStore() []PendingShard {
+	var out []PendingShard
+	for _, p := range s.Pending {
+		if p.Waiting != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Failing lists the pending shards whose last attempt failed.
@@ -106,6 +121,12 @@ func DescribeSweep(ctx context.Context, c client.Client, redactionKey []byte, sw
 		}
 		if t := p.GetLastHeartbeatTime(); t != nil {
 			ps.LastHeartbeat = t.AsTime()
+		}
+		if hd := p.GetHeartbeatDetails(); hd != nil && secure.DataConverter != nil {
+			var cp activities.ShardCheckpoint
+			if err := secure.DataConverter.FromPayloads(hd, &cp); err == nil {
+				ps.Waiting = cp.Waiting
+			}
 		}
 		if t := p.GetNextAttemptScheduleTime(); t != nil {
 			ps.NextAttemptAt = t.AsTime()

@@ -25,6 +25,9 @@ func (s SweepState) Summary() string {
 	default:
 		out = fmt.Sprintf("running: %d worker(s)", s.Pollers)
 	}
+	if w := s.WaitingForStore(); len(w) > 0 {
+		out += fmt.Sprintf("; %d shard(s) %s", len(w), w[0].Waiting)
+	}
 	if f := s.Failing(); len(f) > 0 {
 		out += fmt.Sprintf("; %d shard(s) failing, last error: %s", len(f), f[0].LastError)
 	}
