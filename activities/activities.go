@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -75,6 +76,7 @@ type Activities struct {
 
 	inflight sync.WaitGroup
 	halt     haltSignal
+	ran      atomic.Int64 // trials run and stored by these activities
 	// sweeps holds the opened plans of the sweeps this worker runs (bounded,
 	// least recently used first out; a finished sweep leaves at once).
 	sweepsOnce sync.Once
@@ -143,6 +145,13 @@ func (a *Activities) RegisterSweep(ctx context.Context, in workflows.RegisterSwe
 // A store that is full or unreachable is waited for (storewait.go), so the
 // stored status ends as the workflow's does.
 func (a *Activities) FinishSweep(ctx context.Context, in workflows.FinishSweepInput) error {
+	if in.Status == sweepstatus.Cancelled && a.halt.fired() {
+		// This process was interrupted (Ctrl-C) and records the sweep
+		// stopped itself (runner.MarkStopped), while this runs: nothing to
+		// write, nothing to race.
+		a.sweepCache().drop(in.SweepID)
+		return nil
+	}
 	wait := a.waiter(ctx)
 	var sw record.Sweep
 	err := wait.do(ctx, "read the sweep", func(ctx context.Context) error {
@@ -245,49 +254,9 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 	for _, st := range storedRows {
 		stored[st.TrialID] = st.Attrition
 	}
-	var (
-		pending      []record.Trial
-		pendingCalls []record.ToolCall
-		pendingSince time.Time
-		next         = cp.Next // first trial not yet known stored
-	)
-	pendingBytes := 0
-	write := func(wctx context.Context) error {
-		err := a.Store.WriteTrials(wctx, pending, pendingCalls)
-		if err == nil || wctx.Err() != nil || storage.IsUnavailable(err) {
-			return err
-		}
-		return writeEach(wctx, a.Store, pending, pendingCalls, red)
-	}
-	flush := func() error {
-		if len(pending) > 0 {
-			var err error
-			if ctx.Err() != nil || a.halt.fired() {
-				// Finished trials are written even when the shard is being
-				// cancelled or halted (they were run, some were paid
-				// for), within a bound of their own and without waiting.
-				wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
-				defer cancel()
-				err = write(wctx)
-			} else {
-				err = wait.do(ctx, "write trials", write)
-			}
-			if err != nil {
-				return fmt.Errorf("write shard %d of %s: %w", in.Shard, in.SweepID, err)
-			}
-		}
-		pendingBytes = 0
-		att, cost := 0, 0.0
-		for _, t := range pending {
-			if t.Attrition {
-				att++
-			}
-			cost += t.CostUSD
-		}
-		prog.advance(next, len(pending), att, cost)
-		pending, pendingCalls = pending[:0], pendingCalls[:0]
-		return nil
-	}
+	next := cp.Next // first trial not yet known stored
+	batch := &shardBatch{a: a, ctx: ctx, in: in, wait: wait, red: red, prog: prog}
+	flush := func() error { return batch.flush(next) }
 	var stopping <-chan struct{}
 	if isActivity {
 		stopping = activity.GetWorkerStopChannel(ctx)
@@ -333,14 +302,9 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 			}
 			return workflows.ShardResult{}, err
 		}
-		if len(pending) == 0 {
-			pendingSince = time.Now()
-		}
-		pending = append(pending, row)
-		pendingCalls = append(pendingCalls, calls...)
-		pendingBytes += rowBytes(row, calls)
+		batch.add(row, calls)
 		next = i + 1
-		if paid || len(pending) >= flushRows || pendingBytes >= flushBytes || time.Since(pendingSince) >= flushEvery {
+		if paid || batch.full() {
 			if err := flush(); err != nil {
 				return workflows.ShardResult{}, err
 			}
@@ -356,6 +320,75 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 	}
 	done := prog.checkpoint()
 	return workflows.ShardResult{Trials: done.Trials, Attrition: done.Attrition, CostUSD: done.CostUSD}, nil
+}
+
+// shardBatch holds a shard's finished trials until they are written.
+type shardBatch struct {
+	a     *Activities
+	ctx   context.Context
+	in    workflows.ShardInput
+	wait  *storeWaiter
+	red   *redact.Redactor
+	prog  *shardProgress
+	rows  []record.Trial
+	calls []record.ToolCall
+	bytes int
+	since time.Time
+}
+
+func (b *shardBatch) add(row record.Trial, calls []record.ToolCall) {
+	if len(b.rows) == 0 {
+		b.since = time.Now()
+	}
+	b.rows = append(b.rows, row)
+	b.calls = append(b.calls, calls...)
+	b.bytes += rowBytes(row, calls)
+}
+
+// full says the batch is due: flushRows trials, flushBytes of text, or
+// flushEvery old.
+func (b *shardBatch) full() bool {
+	return len(b.rows) >= flushRows || b.bytes >= flushBytes || time.Since(b.since) >= flushEvery
+}
+
+func (b *shardBatch) write(ctx context.Context) error {
+	err := b.a.Store.WriteTrials(ctx, b.rows, b.calls)
+	if err == nil || ctx.Err() != nil || storage.IsUnavailable(err) {
+		return err
+	}
+	return writeEach(ctx, b.a.Store, b.rows, b.calls, b.red)
+}
+
+// flush writes the batch (waiting for a store that is full or unreachable)
+// and moves the checkpoint to next.
+func (b *shardBatch) flush(next int) error {
+	if len(b.rows) > 0 {
+		var err error
+		if b.ctx.Err() != nil || b.a.halt.fired() {
+			// Finished trials are written even when the shard is being
+			// cancelled or halted (they were run, some were paid for),
+			// within a bound of their own and without waiting.
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(b.ctx), flushTimeout)
+			defer cancel()
+			err = b.write(wctx)
+		} else {
+			err = b.wait.do(b.ctx, "write trials", b.write)
+		}
+		if err != nil {
+			return fmt.Errorf("write shard %d of %s: %w", b.in.Shard, b.in.SweepID, err)
+		}
+	}
+	b.a.ran.Add(int64(len(b.rows)))
+	att, cost := 0, 0.0
+	for _, t := range b.rows {
+		if t.Attrition {
+			att++
+		}
+		cost += t.CostUSD
+	}
+	b.prog.advance(next, len(b.rows), att, cost)
+	b.rows, b.calls, b.bytes = b.rows[:0], b.calls[:0], 0
+	return nil
 }
 
 // Batching of scripted trials' rows: a batch is written when it has
@@ -676,6 +709,11 @@ func (j *modelJournal) Save(ctx context.Context, e llm.JournalEntry) error {
 	}
 	return err
 }
+
+// TrialsRun is how many trials these activities ran and stored (trials an
+// earlier attempt or process stored are skipped, not counted): what a
+// process that runs a sweep's worker ran itself.
+func (a *Activities) TrialsRun() int { return int(a.ran.Load()) }
 
 // Drain waits until no shard is running on these activities (after the
 // worker stopped), or ctx ends: the store must outlive the last write.

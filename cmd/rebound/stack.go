@@ -61,13 +61,34 @@ func sweepOutcome(sweepID string, final workflows.Progress) error {
 // and waited for (briefly) while this process's worker still runs.
 func followSweep(ctx context.Context, c runner.Client, run runner.WorkflowRun, sweepID string, every time.Duration, status *status,
 	store storage.Store, acts *activities.Activities) (workflows.Progress, error) {
+	var marked chan error
 	stop := func(ctx context.Context) error {
-		if acts != nil {
-			acts.Halt()
+		if acts == nil {
+			// The workers are elsewhere: the mark lands before the
+			// cancellation, whose last activity keeps it.
+			return runner.MarkStopped(ctx, store, sweepID)
 		}
-		return runner.MarkStopped(ctx, store, sweepID)
+		// This process's activities record nothing for the cancellation
+		// once halted, so the mark is written meanwhile.
+		acts.Halt()
+		marked = make(chan error, 1)
+		go func() {
+			mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			marked <- runner.MarkStopped(mctx, store, sweepID)
+		}()
+		return nil
 	}
-	final, err := runner.FollowSweep(ctx, c, run, sweepID, every, runner.FollowHooks{Progress: status.progress, Done: status.done, Notef: status.linef, Stop: stop})
+	hooks := runner.FollowHooks{Progress: status.progress, Done: status.done, Notef: status.linef, Stop: stop}
+	if acts != nil {
+		hooks.RanHere = acts.TrialsRun
+	}
+	final, err := runner.FollowSweep(ctx, c, run, sweepID, every, hooks)
+	if marked != nil {
+		if merr := <-marked; merr != nil {
+			status.linef("interrupted: could not record sweep %s as stopped: %v", sweepID, merr)
+		}
+	}
 	if runner.IsAgentConfig(err) {
 		// An arm that cannot run is the plan's to fix: exit 2.
 		return final, usageError{err}

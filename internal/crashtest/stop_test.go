@@ -124,6 +124,10 @@ func TestStopThenResumePaysNothingTwice(t *testing.T) {
 	if !strings.Contains(rout.String(), fmt.Sprintf("%d of %d trials stored", seeds, seeds)) {
 		t.Errorf("resume's report:\n%s", rout.String())
 	}
+	// Its summary counts what it ran itself.
+	if want := fmt.Sprintf("completed: %d trials, %d of them run by this process", seeds, uint64(seeds)-storedAtStop); !strings.Contains(rerr.String(), want) {
+		t.Errorf("resume's summary does not say %q:\n%s", want, rerr.String())
+	}
 
 	st = openStore()
 	defer st.Close()

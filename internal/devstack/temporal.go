@@ -169,14 +169,19 @@ func (t *Temporal) ExitErr() error {
 // A temporary data directory (Options.DataDir empty) is removed, and its
 // server killed at once, since there is no state worth a clean shutdown.
 // Stop is idempotent and safe for concurrent use.
-func (t *Temporal) Stop() error {
+func (t *Temporal) Stop() error { return t.StopWithin(t.opts.StopTimeout) }
+
+// StopWithin is Stop with grace instead of Options.StopTimeout: an
+// interrupted command that must exit at once gives the server a moment,
+// then kills it (its state is durable: a killed dev server restarts on the
+// same file where it was).
+func (t *Temporal) StopWithin(grace time.Duration) error {
 	t.stopOnce.Do(func() {
-		grace := t.opts.StopTimeout
 		if t.tempDir != "" {
 			grace = 0 // the state is about to be deleted: nothing to shut down cleanly
 		}
 		if t.proc.terminate(grace) {
-			fmt.Fprintf(t.opts.LogWriter, "devstack: temporal did not stop within %s after SIGTERM; killed\n", t.opts.StopTimeout)
+			fmt.Fprintf(t.opts.LogWriter, "devstack: temporal did not stop within %s after SIGTERM; killed\n", grace)
 		}
 		t.stopErr = t.release()
 	})

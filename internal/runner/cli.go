@@ -196,8 +196,22 @@ func StartDevServer(ctx context.Context, o DevServerOptions, notef Notef) (addre
 		return "", nil, err
 	}
 	notef("Temporal dev server on %s (%.1fs; log in %s)", srv.Address(), time.Since(start).Seconds(), logFile.Name())
-	return srv.Address(), func() { srv.Stop(); closeLog() }, nil
+	return srv.Address(), func() {
+		if ctx.Err() != nil {
+			// Interrupted (Ctrl-C): the command exits at once; the
+			// server's state is durable, a kill loses nothing.
+			_ = srv.StopWithin(interruptedStopGrace)
+		} else {
+			_ = srv.Stop()
+		}
+		closeLog()
+	}, nil
 }
+
+// interruptedStopGrace is how long an interrupted command lets its dev
+// server shut down before killing it: not at all (a clean shutdown takes
+// a second or more; the sweep is recorded before the server stops).
+const interruptedStopGrace = 0
 
 // OpenLog opens (appending) the log file name of the data dir, creating
 // the data dir if needed.
@@ -254,6 +268,10 @@ type FollowHooks struct {
 	// the sweep stopped in the store (MarkStopped), so the cancellation
 	// that follows records it as stopped, resumable.
 	Stop func(ctx context.Context) error
+	// RanHere, when set, counts the trials this process's worker ran
+	// (activities.Activities.TrialsRun): the end says it when it differs
+	// from the sweep's (a resumed sweep, other workers).
+	RanHere func() int
 }
 
 // FollowSweep shows a sweep's progress until it ends. When ctx ends first
@@ -286,7 +304,13 @@ func FollowSweep(ctx context.Context, c Client, run WorkflowRun, sweepID string,
 	if err != nil {
 		return final, fmt.Errorf("sweep %s: %w", sweepID, err)
 	}
-	h.Notef("sweep %s %s: %d trials in %.1fs", sweepID, final.Status, final.TrialsDone, time.Since(start).Seconds())
+	trials := fmt.Sprintf("%d trials", final.TrialsDone)
+	if h.RanHere != nil {
+		if n := h.RanHere(); n != final.TrialsDone {
+			trials += fmt.Sprintf(", %d of them run by this process", n)
+		}
+	}
+	h.Notef("sweep %s %s: %s in %.1fs", sweepID, final.Status, trials, time.Since(start).Seconds())
 	return final, nil
 }
 

@@ -9,16 +9,19 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"runtime"
 	"strings"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -121,6 +124,53 @@ func StartSweep(ctx context.Context, c client.Client, queue, sweepID string, pla
 	}, workflows.SweepWorkflowName, in)
 }
 
+// getRetrying waits for the workflow's result, asking again after an error
+// that is not the workflow's own end.
+func getRetrying(ctx context.Context, c client.Client, run client.WorkflowRun, sweepID string, final *workflows.Progress) error {
+	delay, start := time.Second, time.Time{}
+	for {
+		err := run.Get(ctx, final)
+		if err == nil || ctx.Err() != nil || !transientFollowError(err) {
+			return err
+		}
+		if start.IsZero() {
+			start = time.Now()
+		}
+		if time.Since(start) > FollowRetryFor {
+			return fmt.Errorf("temporal did not answer for %s: %w", FollowRetryFor, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 30*time.Second)
+		// The latest run of the sweep's workflow (a continue-as-new may
+		// have happened meanwhile).
+		run = c.GetWorkflow(ctx, WorkflowID(sweepID), "")
+	}
+}
+
+// transientFollowError reports whether waiting for a workflow failed for
+// a reason other than the workflow's own end: Temporal (or the way to it)
+// did not answer.
+func transientFollowError(err error) bool {
+	var (
+		exec  *temporal.WorkflowExecutionError
+		cncl  *temporal.CanceledError
+		term  *temporal.TerminatedError
+		tout  *temporal.TimeoutError
+		app   *temporal.ApplicationError
+		nf    *serviceerror.NotFound
+		inval *serviceerror.InvalidArgument
+	)
+	if errors.As(err, &exec) || errors.As(err, &cncl) || errors.As(err, &term) || errors.As(err, &tout) || errors.As(err, &app) ||
+		errors.As(err, &nf) || errors.As(err, &inval) {
+		return false
+	}
+	return true
+}
+
 // Progress asks a running sweep for its progress.
 func Progress(ctx context.Context, c client.Client, sweepID string) (workflows.Progress, error) {
 	var p workflows.Progress
@@ -131,8 +181,17 @@ func Progress(ctx context.Context, c client.Client, sweepID string) (workflows.P
 	return p, v.Get(&p)
 }
 
+// FollowRetryFor bounds how long Follow keeps retrying while Temporal does
+// not answer (a dev server whose store timed out, a restart): errors that
+// are not the sweep's own end are transient.
+var FollowRetryFor = 10 * time.Minute
+
 // Follow waits for a sweep to finish, calling onProgress at every interval
-// with the latest progress. It returns the final progress.
+// with the latest progress. It returns the final progress. Waiting outlasts
+// Temporal's transient errors (unavailable, a deadline exceeded, a
+// restart): Follow asks again, with backoff, for up to FollowRetryFor;
+// only the workflow's own end (completed, failed, cancelled, terminated)
+// ends it.
 func Follow(ctx context.Context, c client.Client, run client.WorkflowRun, sweepID string, every time.Duration, onProgress func(workflows.Progress)) (workflows.Progress, error) {
 	done := make(chan struct{})
 	var (
@@ -141,7 +200,7 @@ func Follow(ctx context.Context, c client.Client, run client.WorkflowRun, sweepI
 	)
 	go func() {
 		defer close(done)
-		err = run.Get(ctx, &final)
+		err = getRetrying(ctx, c, run, sweepID, &final)
 	}()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
