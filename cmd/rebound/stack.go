@@ -66,6 +66,9 @@ func followSweep(ctx context.Context, c runner.Client, run runner.WorkflowRun, s
 		if acts == nil {
 			// The workers are elsewhere: the mark lands before the
 			// cancellation, whose last activity keeps it.
+			if store == nil {
+				return nil
+			}
 			return runner.MarkStopped(ctx, store, sweepID)
 		}
 		// This process's activities record nothing for the cancellation

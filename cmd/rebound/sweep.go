@@ -12,6 +12,7 @@ import (
 	"rebound/core/scenario"
 	"rebound/internal/runner"
 	"rebound/internal/sweepstatus"
+	"rebound/storage"
 	"rebound/workflows"
 )
 
@@ -249,13 +250,18 @@ func sweepResume(ctx context.Context, c runner.Client, conn *connection, key []b
 }
 
 // followToEnd follows a sweep of the cluster until it ends; Ctrl-C stops
-// it (recorded stopped in the store of conn, resumable).
+// it: recorded stopped in the store of --clickhouse-dsn when one is given
+// (without one, the workers record it cancelled: resumable too).
 func followToEnd(ctx context.Context, c runner.Client, conn *connection, run runner.WorkflowRun, sweepID string, stderr io.Writer) error {
-	store, err := conn.openStore(context.WithoutCancel(ctx))
-	if err != nil {
-		return err
+	var store storage.Store
+	if conn.clickhouseDSN != "" {
+		st, err := conn.openStore(context.WithoutCancel(ctx))
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		store = st
 	}
-	defer store.Close()
 	final, err := followSweep(ctx, c, run, sweepID, time.Second, newStatus(stderr), store, nil)
 	if err != nil {
 		return err

@@ -46,7 +46,7 @@ func TestUnknownIDsExitTwo(t *testing.T) {
 		{[]string{"regrade", sweep}, sweep},
 		{append([]string{"sweep", "status", sweep}, cluster...), "sweep " + sweep + " is unknown to this Temporal"},
 		{append([]string{"sweep", "cancel", sweep}, cluster...), `no sweep "` + sweep + `"`},
-		{append([]string{"run", "--resume", sweep}, cluster...), "sweep " + sweep + " is not running (unknown to Temporal)"},
+		{append([]string{"run", "--resume", sweep}, cluster...), "no sweep \"" + sweep + "\" in this store"},
 		{[]string{"trial", "show", trial}, `no trial "` + trial + `" in storage`},
 		{[]string{"replay", trial}, `no trial "` + trial + `" in storage`},
 		{[]string{"trend", "no-such-schedule"}, `no completed run of schedule "no-such-schedule"`},
