@@ -214,89 +214,59 @@ else
 	say "example agents: ready in $(elapsed "$start")"
 fi
 
-# --- upstream MCP servers (examples/upstreams/) ------------------------------
+# --- npm packages pinned by a committed lockfile -----------------------------
+# npm_pinned NAME SRC DEST WHAT [FILE...]: npm ci of SRC's package.json and
+# package-lock.json into DEST, redone only when either file changes (their
+# digest is kept in DEST/DEPS) or one of FILE (relative to DEST) is missing.
+# With NPM_PINNED_READABLE=1 the install is made readable by every uid.
+npm_pinned() {
+	local name=$1 src=$2 dest=$3 what=$4
+	shift 4
+	local want ok=1 f
+	want=$(digest "$src/package.json" "$src/package-lock.json")
+	[ "$(cat "$dest/DEPS" 2>/dev/null)" = "$want" ] || ok=
+	for f in "$@"; do
+		[ -f "$dest/$f" ] || ok=
+	done
+	if [ -n "$ok" ]; then
+		say "$name: ok"
+		return
+	fi
+	need node "install Node.js 20 or later (Debian: apt-get install nodejs npm)"
+	need npm "install npm (Debian: apt-get install npm)"
+	local start=$SECONDS log="$dest/npm-ci.log"
+	mkdir -p "$dest"
+	rm -f "$dest/DEPS"
+	cp "$src/package.json" "$src/package-lock.json" "$dest/"
+	say "$name: npm ci ($what; pinned by package-lock.json)"
+	if ! (cd "$dest" && npm ci --cache "$cache/npm-cache" --no-fund --no-audit --loglevel=error >"$log" 2>&1); then
+		cat "$log" >&2
+		rm -rf "$cache/npm-cache"
+		die "npm ci for the $name failed (see above)"
+	fi
+	rm -rf "$log" "$cache/npm-cache"
+	if [ "${NPM_PINNED_READABLE:-}" = 1 ]; then
+		chmod -R a+rX "$dest"
+	fi
+	echo "$want" >"$dest/DEPS"
+	say "$name: ready in $(elapsed "$start")"
+}
+
 # The official reference servers the upstream world (core/world/upstream) is
-# tested and demonstrated on: written by nobody on the team, pinned by the
-# committed lockfile, reinstalled only when it changes.
-up_src="$root/examples/upstreams"
-up="$cache/upstreams"
-up_want=$(digest "$up_src/package.json" "$up_src/package-lock.json")
-if [ "$(cat "$up/DEPS" 2>/dev/null)" = "$up_want" ] && [ -f "$up/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js" ] &&
-	[ -f "$up/node_modules/@modelcontextprotocol/server-memory/dist/index.js" ]; then
-	say "upstream MCP servers: ok"
-else
-	need node "install Node.js 20 or later (Debian: apt-get install nodejs npm)"
-	need npm "install npm (Debian: apt-get install npm)"
-	start=$SECONDS
-	mkdir -p "$up"
-	rm -f "$up/DEPS"
-	cp "$up_src/package.json" "$up_src/package-lock.json" "$up/"
-	say "upstream MCP servers: npm ci (server-filesystem, server-memory; pinned by package-lock.json)"
-	log="$up/npm-ci.log"
-	if ! (cd "$up" && npm ci --cache "$cache/npm-cache" --no-fund --no-audit --loglevel=error >"$log" 2>&1); then
-		cat "$log" >&2
-		rm -rf "$cache/npm-cache"
-		die "npm ci for the upstream MCP servers failed (see above)"
-	fi
-	rm -rf "$log" "$cache/npm-cache"
-	# Sealed upstreams run under a uid of their own: the install must be
-	# readable by others.
-	chmod -R a+rX "$up"
-	echo "$up_want" >"$up/DEPS"
-	say "upstream MCP servers: ready in $(elapsed "$start")"
-fi
+# tested and demonstrated on: written by nobody on the team. Sealed upstreams
+# run under a uid of their own, so the install is readable by others.
+NPM_PINNED_READABLE=1 npm_pinned "upstream MCP servers" "$root/examples/upstreams" "$cache/upstreams" \
+	"server-filesystem, server-memory" \
+	node_modules/@modelcontextprotocol/server-filesystem/dist/index.js \
+	node_modules/@modelcontextprotocol/server-memory/dist/index.js
 
-# --- the official ClickHouse Node client (deploy/clickhouse-client/) --------
-# A third-party client of the embedded store a worker serves over
-# ClickHouse's HTTP interface (storage/served): deploy's tests run the
-# dashboard's SQL with it. Pinned by the committed lockfile.
-cc_src="$root/deploy/clickhouse-client"
-cc="$cache/clickhouse-client"
-cc_want=$(digest "$cc_src/package.json" "$cc_src/package-lock.json")
-if [ "$(cat "$cc/DEPS" 2>/dev/null)" = "$cc_want" ] && [ -f "$cc/node_modules/@clickhouse/client/package.json" ]; then
-	say "ClickHouse Node client: ok"
-else
-	need node "install Node.js 20 or later (Debian: apt-get install nodejs npm)"
-	need npm "install npm (Debian: apt-get install npm)"
-	start=$SECONDS
-	mkdir -p "$cc"
-	rm -f "$cc/DEPS"
-	cp "$cc_src/package.json" "$cc_src/package-lock.json" "$cc/"
-	say "ClickHouse Node client: npm ci (@clickhouse/client; pinned by package-lock.json)"
-	log="$cc/npm-ci.log"
-	if ! (cd "$cc" && npm ci --cache "$cache/npm-cache" --no-fund --no-audit --loglevel=error >"$log" 2>&1); then
-		cat "$log" >&2
-		rm -rf "$cache/npm-cache"
-		die "npm ci for the ClickHouse Node client failed (see above)"
-	fi
-	rm -rf "$log" "$cache/npm-cache"
-	echo "$cc_want" >"$cc/DEPS"
-	say "ClickHouse Node client: ready in $(elapsed "$start")"
-fi
+# The official ClickHouse Node client: a third-party client of the embedded
+# store a worker serves over ClickHouse's HTTP interface (storage/served);
+# deploy's tests run the dashboard's SQL with it.
+npm_pinned "ClickHouse Node client" "$root/deploy/clickhouse-client" "$cache/clickhouse-client" \
+	"@clickhouse/client" node_modules/@clickhouse/client/package.json
 
-# --- MCP conformance suite (scripts/mcp-conformance/) ------------------------
 # The conformance suite for MCP servers, which core/toolserver's tests run
-# against a live trial's tool server; pinned by the committed lockfile.
-conf_src="$root/scripts/mcp-conformance"
-conf="$cache/mcp-conformance"
-conf_want=$(digest "$conf_src/package.json" "$conf_src/package-lock.json")
-if [ "$(cat "$conf/DEPS" 2>/dev/null)" = "$conf_want" ] && [ -f "$conf/node_modules/@modelcontextprotocol/conformance/dist/index.js" ]; then
-	say "MCP conformance suite: ok"
-else
-	need node "install Node.js 20 or later (Debian: apt-get install nodejs npm)"
-	need npm "install npm (Debian: apt-get install npm)"
-	start=$SECONDS
-	mkdir -p "$conf"
-	rm -f "$conf/DEPS"
-	cp "$conf_src/package.json" "$conf_src/package-lock.json" "$conf/"
-	say "MCP conformance suite: npm ci (@modelcontextprotocol/conformance; pinned by package-lock.json)"
-	log="$conf/npm-ci.log"
-	if ! (cd "$conf" && npm ci --cache "$cache/npm-cache" --no-fund --no-audit --loglevel=error >"$log" 2>&1); then
-		cat "$log" >&2
-		rm -rf "$cache/npm-cache"
-		die "npm ci for the MCP conformance suite failed (see above)"
-	fi
-	rm -rf "$log" "$cache/npm-cache"
-	echo "$conf_want" >"$conf/DEPS"
-	say "MCP conformance suite: ready in $(elapsed "$start")"
-fi
+# against a live trial's tool server.
+npm_pinned "MCP conformance suite" "$root/scripts/mcp-conformance" "$cache/mcp-conformance" \
+	"@modelcontextprotocol/conformance" node_modules/@modelcontextprotocol/conformance/dist/index.js
