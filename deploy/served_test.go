@@ -26,13 +26,10 @@ import (
 // answers in process; and a parameterized query reads its parameter.
 func TestDashboardThroughTheServedStore(t *testing.T) {
 	conn := requireEngine(t)
+	modules := devstacktest.ClickHouseClient(t)
 	node, err := exec.LookPath("node")
-	modules, _ := filepath.Abs("../.cache/clickhouse-client/node_modules")
-	if _, serr := os.Stat(filepath.Join(modules, "@clickhouse", "client", "package.json")); err != nil || serr != nil {
-		if devstacktest.Required() {
-			t.Fatalf("node or @clickhouse/client is missing (run make setup): %v %v", err, serr)
-		}
-		t.Skipf("node or @clickhouse/client is missing (run make setup)")
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Setenv("REBOUND_KEY_DIR", filepath.Join(t.TempDir(), "keys"))
 	ctx := context.Background()

@@ -25,9 +25,7 @@ const benchTrials = 60_720
 //
 //	make bench-served
 func BenchmarkServedRead(b *testing.B) {
-	if fx.err != nil {
-		b.Skip(fx.err)
-	}
+	need(b)
 	ctx := context.Background()
 	for _, q := range readbench.InsertSQL(benchTrials) {
 		if _, err := fx.st.Query(ctx, q); err != nil {

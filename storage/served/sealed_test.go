@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"rebound/internal/devstack/devstacktest"
 	"rebound/internal/sandbox"
 )
 
@@ -36,7 +36,7 @@ func (b *syncBuffer) String() string {
 func TestSealedAgentCannotReachTheServedStore(t *testing.T) {
 	need(t)
 	if err := sandbox.Check(); err != nil {
-		if os.Getenv("REBOUND_REQUIRE_INTEGRATION") != "" {
+		if devstacktest.Required() {
 			t.Fatalf("sandbox required: %v", err)
 		}
 		t.Skipf("no sandbox here: %v", err)

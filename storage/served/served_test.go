@@ -82,7 +82,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func need(t *testing.T) {
+func need(t testing.TB) {
 	t.Helper()
 	devstacktest.Unavailable(t, fx.err)
 	if fx.err != nil {

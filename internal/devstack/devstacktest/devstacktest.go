@@ -152,13 +152,11 @@ func need(t testing.TB, err error) {
 	}
 }
 
-// ExampleAgent returns the launcher of the TypeScript example agents
-// (examples/agents/openai-agents-ts/run), or skips (or fails, see the
-// package comment) when node or their build under .cache/ (make setup) is
-// missing.
-func ExampleAgent(t testing.TB) string {
+// nodeAndRepo returns the repository's root for a test that runs a Node
+// program setup installed under .cache/, skipping (or failing, see the
+// package comment) without node.
+func nodeAndRepo(t testing.TB) string {
 	t.Helper()
-	skipShort(t)
 	wd, err := os.Getwd()
 	need(t, err)
 	root, ok := devstack.RepoRoot(wd)
@@ -168,6 +166,17 @@ func ExampleAgent(t testing.TB) string {
 	if _, err := exec.LookPath("node"); err != nil {
 		need(t, fmt.Errorf("node: %w (install Node.js 20 or later)", devstack.ErrNotFound))
 	}
+	return root
+}
+
+// ExampleAgent returns the launcher of the TypeScript example agents
+// (examples/agents/openai-agents-ts/run), or skips (or fails, see the
+// package comment) when node or their build under .cache/ (make setup) is
+// missing.
+func ExampleAgent(t testing.TB) string {
+	t.Helper()
+	skipShort(t)
+	root := nodeAndRepo(t)
 	built := filepath.Join(root, ".cache", "agents", "openai-agents-ts", "dist", "agent.js")
 	if _, err := os.Stat(built); err != nil {
 		need(t, fmt.Errorf("%s: %w (run make setup)", built, devstack.ErrNotFound))
@@ -182,15 +191,7 @@ func ExampleAgent(t testing.TB) string {
 // without them or without node.
 func ReferenceServers(t testing.TB) string {
 	t.Helper()
-	wd, err := os.Getwd()
-	need(t, err)
-	root, ok := devstack.RepoRoot(wd)
-	if !ok {
-		t.Fatalf("devstacktest: %s is not inside the rebound repository", wd)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		need(t, fmt.Errorf("node: %w (install Node.js 20 or later)", devstack.ErrNotFound))
-	}
+	root := nodeAndRepo(t)
 	dir := filepath.Join(root, ".cache", "upstreams", "node_modules", "@modelcontextprotocol")
 	for _, s := range []string{"server-filesystem", "server-memory"} {
 		if _, err := os.Stat(filepath.Join(dir, s, "dist", "index.js")); err != nil {
@@ -198,6 +199,19 @@ func ReferenceServers(t testing.TB) string {
 		}
 	}
 	return dir
+}
+
+// ClickHouseClient returns the node_modules holding the official ClickHouse
+// Node client (@clickhouse/client) setup installs under
+// .cache/clickhouse-client, skipping (or failing, with
+// REBOUND_REQUIRE_INTEGRATION=1) without it or without node.
+func ClickHouseClient(t testing.TB) string {
+	t.Helper()
+	modules := filepath.Join(nodeAndRepo(t), ".cache", "clickhouse-client", "node_modules")
+	if _, err := os.Stat(filepath.Join(modules, "@clickhouse", "client", "package.json")); err != nil {
+		need(t, fmt.Errorf("@clickhouse/client: %w (run make setup)", devstack.ErrNotFound))
+	}
+	return modules
 }
 
 // Chromium returns the system Chromium (Debian's package, which make setup
@@ -222,15 +236,7 @@ func Chromium(t testing.TB) string {
 func MCPConformance(t testing.TB) string {
 	t.Helper()
 	skipShort(t)
-	wd, err := os.Getwd()
-	need(t, err)
-	root, ok := devstack.RepoRoot(wd)
-	if !ok {
-		t.Fatalf("devstacktest: %s is not inside the rebound repository", wd)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		need(t, fmt.Errorf("node: %w (install Node.js 20 or later)", devstack.ErrNotFound))
-	}
+	root := nodeAndRepo(t)
 	cli := filepath.Join(root, ".cache", "mcp-conformance", "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
 	if _, err := os.Stat(cli); err != nil {
 		need(t, fmt.Errorf("%s: %w (run make setup)", cli, devstack.ErrNotFound))
