@@ -710,6 +710,19 @@ func (j *modelJournal) Save(ctx context.Context, e llm.JournalEntry) error {
 	return err
 }
 
+// Sent journals a model request before the agent sends it (model_requests):
+// a send whose answer never reaches model_calls is counted, estimated at its
+// bound, in the sweep's spend. Unlike Save it is not detached from a
+// cancelled shard: a request that cannot be journaled is not sent.
+func (j *modelJournal) Sent(ctx context.Context, s llm.JournalSend) error {
+	return j.store.PutModelRequest(ctx, record.ModelRequest{
+		SweepID: j.sweepID, TrialID: j.trialID, Step: uint32(s.Step), Generation: uint32(s.Generation),
+		Kind: s.Kind, RequestHash: s.RequestHash, PromptTokensBound: uint64(s.PromptTokensBound),
+		MaxTokens: uint64(s.MaxTokens), CompletionTokensBound: uint64(s.CompletionTokensBound),
+		InputUSDPerMTok: s.Prices.InputPerMTok, OutputUSDPerMTok: s.Prices.OutputPerMTok, ActivityAttempt: j.attempt,
+	})
+}
+
 // TrialsRun is how many trials these activities ran and stored (trials an
 // earlier attempt or process stored are skipped, not counted): what a
 // process that runs a sweep's worker ran itself.

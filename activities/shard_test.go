@@ -31,6 +31,7 @@ type memStore struct {
 	writes [][]record.Trial
 	stored map[string]bool
 	calls  []record.ModelCall
+	sends  []record.ModelRequest
 }
 
 func (m *memStore) Sweep(context.Context, string) (record.Sweep, error) { return m.sweep, nil }
@@ -61,6 +62,13 @@ func (m *memStore) PutModelCall(_ context.Context, c record.ModelCall) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls = append(m.calls, c)
+	return nil
+}
+
+func (m *memStore) PutModelRequest(_ context.Context, r record.ModelRequest) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sends = append(m.sends, r)
 	return nil
 }
 
@@ -146,6 +154,14 @@ func TestModelTrialsAreWrittenOneByOne(t *testing.T) {
 	}
 	if len(st.calls) != 6 || model.Stats().Requests != 6 {
 		t.Fatalf("journal holds %d responses of %d requests, want 6 of 6", len(st.calls), model.Stats().Requests)
+	}
+	if len(st.sends) != 6 {
+		t.Fatalf("model_requests holds %d sends, want one per request: 6", len(st.sends))
+	}
+	for i, r := range st.sends {
+		if r.SweepID != "s" || r.Step == 0 || r.PromptTokensBound == 0 || r.CompletionTokensBound == 0 || r.ActivityAttempt == 0 {
+			t.Fatalf("send %d: %+v", i, r)
+		}
 	}
 	for _, w := range st.writes {
 		if w[0].Tokens != 99 || w[0].CostUSD != 0 {

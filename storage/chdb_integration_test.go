@@ -85,7 +85,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	for _, r := range tables {
 		names = append(names, r.Name)
 	}
-	want := []string{"judge_cache", "judgements", "model_calls", "paired_weighted", "review_queue", "reviews", "schema_migrations", "sweeps", "tool_calls", "tool_calls_current", "trial_metrics", "trial_rates", "trials"}
+	want := []string{"judge_cache", "judgements", "model_calls", "model_requests", "paired_weighted", "review_queue", "reviews", "schema_migrations", "sweeps", "tool_calls", "tool_calls_current", "trial_metrics", "trial_rates", "trials"}
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("tables = %v, want %v", names, want)
 	}

@@ -103,6 +103,7 @@ var shardingKeys = map[string]string{
 	"trials":            "cityHash64(sweep_id)",
 	"tool_calls":        "cityHash64(sweep_id)",
 	"model_calls":       "cityHash64(sweep_id)",
+	"model_requests":    "cityHash64(sweep_id)",
 	"judgements":        "cityHash64(sweep_id)",
 	"review_queue":      "cityHash64(sweep_id)",
 	"reviews":           "cityHash64(sweep_id)",

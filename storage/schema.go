@@ -562,6 +562,11 @@ var migrations = []migration{
 		Name:       "reviews: human verdicts with a note, append-only (rebound ui)",
 		Statements: []string{ddlReviews},
 	},
+	{
+		Version:    13,
+		Name:       "model_requests: every model request journaled before it is sent (spend lost in flight)",
+		Statements: []string{ddlModelRequests},
+	},
 }
 
 // render substitutes the database name into a statement.

@@ -67,6 +67,12 @@ type Store interface {
 	// ModelCalls returns a trial's stored model responses, ordered by
 	// (step, generation).
 	ModelCalls(ctx context.Context, sweepID, trialID string) ([]record.ModelCall, error)
+	// PutModelRequest journals one model request before it is sent; it
+	// returns once the row is written.
+	PutModelRequest(ctx context.Context, m record.ModelRequest) error
+	// Spend is a sweep's model spend: exact, and estimated at an upper
+	// bound for the requests sent whose answers were lost.
+	Spend(ctx context.Context, sweepID string) (record.Spend, error)
 	// CountTrials counts a sweep's distinct trials.
 	CountTrials(ctx context.Context, sweepID string) (uint64, error)
 	// Trials returns a sweep's trials, each once, ordered by

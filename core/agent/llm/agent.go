@@ -369,6 +369,14 @@ func (r *run) step(ctx context.Context, kind string, req openai.ChatCompletionRe
 			body = len(b) // what the provider counts
 		}
 		estimate := EstimateTokens(body, a.cfg.MaxTokens)
+		if r.journal != nil {
+			// Journaled before it leaves: an answer lost with the worker
+			// is still counted (estimated at this bound).
+			send := newSend(index, r.journal.gen, kind, RequestHash(sr), body, a.cfg.MaxTokens, a.cfg.Prices)
+			if err := r.journal.j.Sent(ctx, send); err != nil {
+				return resp, fmt.Errorf("model journal: journal step %d before sending it: %w", index, err)
+			}
+		}
 		var err error
 		resp, raw, retries, err = r.complete(ctx, req, estimate)
 		r.rec.ProviderRetries += retries

@@ -21,6 +21,57 @@ type Journal interface {
 	// Save stores one entry durably; the agent does not go on before it
 	// returns. An error stops the trial (its shard is retried).
 	Save(ctx context.Context, e JournalEntry) error
+	// Sent stores, durably, that a request is about to be sent; the agent
+	// sends it only after Sent returned nil (an error stops the trial).
+	// A send with no stored answer was paid for by nobody the store knows:
+	// the worker died with it in flight, or its answer could not be
+	// stored. Its spend is then counted at the send's upper bound.
+	Sent(ctx context.Context, s JournalSend) error
+}
+
+// DefaultCompletionAllowance bounds the completion of a request sent
+// without max_tokens, in tokens: not a bound the provider enforces, but the
+// allowance a lost request of such an arm is estimated at (the count of
+// those is reported beside the estimate).
+const DefaultCompletionAllowance = 4096
+
+// JournalSend is one model request as it leaves: which step of the trial
+// it asks, and an upper bound of what the provider may bill for it.
+type JournalSend struct {
+	Step       int
+	Generation int
+	Kind       string
+	// RequestHash is that of the JournalEntry its answer is stored as.
+	RequestHash string
+	// PromptTokensBound bounds the prompt tokens: the length in bytes of
+	// the request's JSON body. A byte-level BPE token (every OpenAI-style
+	// tokenizer) covers at least one byte of the text it encodes, and the
+	// body holds every message, tool definition and name the prompt is
+	// rendered from plus the JSON syntax around them, which outweighs the
+	// few tokens of chat formatting each message adds.
+	PromptTokensBound int64
+	// MaxTokens is the completion limit the request carries (0: none);
+	// CompletionTokensBound is MaxTokens, or DefaultCompletionAllowance
+	// without one.
+	MaxTokens             int64
+	CompletionTokensBound int64
+	// Prices are the arm's: BoundUSD prices the bound with them.
+	Prices Prices
+}
+
+// BoundUSD is the upper bound of the send's cost at its prices.
+func (s JournalSend) BoundUSD() float64 {
+	return s.Prices.Cost(s.PromptTokensBound, s.CompletionTokensBound)
+}
+
+// newSend is the journal row of a request with a body of bodyBytes.
+func newSend(index, gen int, kind, hash string, bodyBytes, maxTokens int, prices Prices) JournalSend {
+	s := JournalSend{Step: index, Generation: gen, Kind: kind, RequestHash: hash,
+		PromptTokensBound: int64(bodyBytes), MaxTokens: int64(maxTokens), CompletionTokensBound: int64(maxTokens), Prices: prices}
+	if maxTokens <= 0 {
+		s.MaxTokens, s.CompletionTokensBound = 0, DefaultCompletionAllowance
+	}
+	return s
 }
 
 // JournalEntry is one model response of a trial.

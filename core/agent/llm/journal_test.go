@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -14,8 +15,26 @@ import (
 type memJournal struct {
 	mu         sync.Mutex
 	entries    []JournalEntry
+	sends      []JournalSend
 	crashAfter int
 	crash      context.CancelFunc
+	// sentErr, when set, refuses every send; onSend sees each send before
+	// it is journaled.
+	sentErr error
+	onSend  func(JournalSend)
+}
+
+func (j *memJournal) Sent(_ context.Context, s JournalSend) error {
+	if j.onSend != nil {
+		j.onSend(s)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.sentErr != nil {
+		return j.sentErr
+	}
+	j.sends = append(j.sends, s)
+	return nil
 }
 
 func (j *memJournal) Load(context.Context) ([]JournalEntry, error) {
@@ -187,5 +206,75 @@ func TestJournalMangledEntryGoesLive(t *testing.T) {
 	}
 	if out.Tokens != srv.Stats().BilledTokens() {
 		t.Fatalf("tokens %d, billed %d", out.Tokens, srv.Stats().BilledTokens())
+	}
+}
+
+// Every request is journaled before it leaves: the server has not seen it
+// when Sent is called, a replayed step sends nothing, a send refused by
+// the journal is never sent, and the step the worker died in has a send
+// and no answer.
+func TestJournalSendsBeforeSending(t *testing.T) {
+	srv := llmtest.New(t)
+	script := chargeScript()
+	srv.Push(script...)
+	base, _ := newAgent(t, srv, func(c *Config) { c.MaxTokens = 256 })
+
+	j := &memJournal{crashAfter: 2}
+	j.onSend = func(s JournalSend) {
+		if got := len(srv.Requests()); got != s.Step-1 {
+			t.Errorf("send of step %d journaled after the server saw %d requests: it must precede the request", s.Step, got)
+		}
+	}
+	ctx, crash := context.WithCancel(context.Background())
+	j.crash = crash
+	env, _ := newEnv(t, badGatewayOnFirstCharge)
+	if _, err := base.WithJournal(j).Run(ctx, env, testTask); !errors.Is(err, context.Canceled) {
+		t.Fatalf("crashed run: err = %v", err)
+	}
+	if len(j.sends) != 2 || len(j.entries) != 2 {
+		t.Fatalf("crashed run: %d sends, %d answers; want 2 and 2", len(j.sends), len(j.entries))
+	}
+	for i, s := range j.sends {
+		req := srv.Requests()[i]
+		if s.Step != i+1 || s.RequestHash != j.entries[i].RequestHash || s.Kind != "turn" {
+			t.Fatalf("send %d = %+v, answer %+v", i, s, j.entries[i])
+		}
+		if s.PromptTokensBound != int64(len(req.Body)) || s.MaxTokens != 256 || s.CompletionTokensBound != 256 {
+			t.Fatalf("send %d bounds = %+v; body is %d bytes", i, s, len(req.Body))
+		}
+		if want := (float64(len(req.Body))*2.5 + 256*10) / 1e6; s.BoundUSD() != want {
+			t.Fatalf("send %d bound $%g, want $%g", i, s.BoundUSD(), want)
+		}
+	}
+
+	// The resumed run replays two answers and sends the rest, each once.
+	j.onSend = nil
+	env2, _ := newEnv(t, badGatewayOnFirstCharge)
+	if _, err := base.WithJournal(j).Run(context.Background(), env2, testTask); err != nil {
+		t.Fatal(err)
+	}
+	if len(j.sends) != len(script) || len(srv.Requests()) != len(script) {
+		t.Fatalf("%d sends, %d requests; want %d of each", len(j.sends), len(srv.Requests()), len(script))
+	}
+
+	// A journal that cannot store the send stops the trial before it sends.
+	refused := &memJournal{sentErr: errors.New("store full")}
+	before := len(srv.Requests())
+	env3, _ := newEnv(t, badGatewayOnFirstCharge)
+	_, err := base.WithJournal(refused).Run(context.Background(), env3, testTask)
+	if err == nil || !strings.Contains(err.Error(), "store full") || len(srv.Requests()) != before {
+		t.Fatalf("refused send: err %v, %d requests sent", err, len(srv.Requests())-before)
+	}
+}
+
+// Without max_tokens, a send's completion is bounded by the documented
+// allowance and says it had no limit.
+func TestJournalSendWithoutMaxTokens(t *testing.T) {
+	s := newSend(1, 0, "turn", "h", 1000, 0, Prices{InputPerMTok: 1, OutputPerMTok: 2})
+	if s.MaxTokens != 0 || s.CompletionTokensBound != DefaultCompletionAllowance || s.PromptTokensBound != 1000 {
+		t.Fatalf("%+v", s)
+	}
+	if want := (1000.0 + 2*DefaultCompletionAllowance) / 1e6; s.BoundUSD() != want {
+		t.Fatalf("bound $%g, want $%g", s.BoundUSD(), want)
 	}
 }
