@@ -11,7 +11,7 @@ import (
 // ProtocolVersion identifies the text the agent adds to the arm's prompt
 // (the task protocol below). It changes whenever that text changes, so a
 // difference between two runs of one prompt hash can be traced to it.
-const ProtocolVersion = "1"
+const ProtocolVersion = "2"
 
 // systemMessage is the arm's prompt followed by the task protocol: how tool
 // results look, the built-in functions, the budget and the final claim. The
@@ -37,11 +37,9 @@ func systemMessage(prompt string, task agent.Task, tools []harness.Tool) string 
 		"and returns the task time; update_plan(summary) publishes your plan when it changes.\n\n")
 	b.WriteString("Budget:\n")
 	budget := task.Budget
-	if budget.ToolCalls > 0 {
-		fmt.Fprintf(&b, "- at most %d tool calls (wait and update_plan are not tool calls); calls beyond it are refused\n", budget.ToolCalls)
-	} else {
-		b.WriteString("- tool calls: no fixed limit\n")
-	}
+	// The harness's limit, which is the default one when the scenario sets
+	// none: the agent is told the budget it is held to.
+	fmt.Fprintf(&b, "- at most %d tool calls (wait and update_plan are not tool calls); calls beyond it are refused\n", budget.CallLimit())
 	if budget.DeadlineMs > 0 {
 		fmt.Fprintf(&b, "- deadline: %d ms of task time; every tool call takes task time and wait advances it\n", budget.DeadlineMs)
 	}
