@@ -787,12 +787,17 @@ func (r *run) readAnswer(s *attempt, res harness.Result, call int, wasClean bool
 
 // corruptAnswer: a mutant acts on corrupt data only where the step has no
 // clean answer yet, and never in a recovery action (no plan step: the
-// grader judges acting on corrupt data against the plan's steps) (after one, an older stale answer say, the values it
-// would act on may be the clean answer's, and the ledger cannot tell which
-// it used). The base policy rejects it; a write's unusable answer leaves
-// the write to reconcile.
+// grader judges acting on corrupt data against the plan's steps). After a
+// clean answer (an older stale one, say) the values it would act on may be
+// the clean answer's, and the ledger cannot tell which it used. That holds
+// for a clean answer to the same question asked by a reconciliation too,
+// stale or not, with nothing written since: the grader binds it to the
+// step (seed 1017083: a stale status answer, then a corrupt re-read). The
+// base policy rejects it; a write's unusable answer leaves the write to
+// reconcile.
 func (r *run) corruptAnswer(s *attempt, res harness.Result, call int, wasClean bool) (harness.Result, stepNext) {
-	if (r.a.Kind == WriteAfterCorrupt || r.a.Kind == ClaimFromCorrupt) && !wasClean && r.curRole != "recover" && r.chance() {
+	_, answeredBefore := r.reusable(s.st.Tool, s.args)
+	if (r.a.Kind == WriteAfterCorrupt || r.a.Kind == ClaimFromCorrupt) && !wasClean && !answeredBefore && r.curRole != "recover" && r.chance() {
 		r.accept(s.st, res.Data, taint{kind: ClaimFromCorrupt, call: call})
 		if !s.st.Optional {
 			r.corruptAccepted = call // later writes depend on a required step
