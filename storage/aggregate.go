@@ -374,9 +374,9 @@ SELECT
     arm,
     class AS group_name,
     scenario,` + rateColumns + `,
-    0 AS variation_cases,
-    0 AS constant_cases,
-    0 AS multi_cells
+    toUInt64(0) AS variation_cases,
+    toUInt64(0) AS constant_cases,
+    toUInt8(0) AS multi_cells
 FROM cells AS c
 LEFT JOIN faults AS f ON c.scenario = f.scenario AND c.variant = f.variant AND c.seed = f.seed
 ARRAY JOIN if(empty(f.classes), [{no_fault:String}], f.classes) AS class

@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -85,27 +86,8 @@ var ignoredParams = map[string]bool{
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch r.URL.Path {
-	case "/ping":
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			http.Error(w, "GET /ping", http.StatusMethodNotAllowed)
-			return
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
-		_, _ = io.WriteString(w, "Ok.\n")
-		return
-	case "/":
-	default:
-		h.fail(w, r, "", codeBadArguments, fmt.Errorf("there is no handler %s (the served store answers / and /ping)", r.URL.Path), http.StatusNotFound)
-		return
-	}
-	params := r.URL.Query()
-	queryID := params.Get("query_id")
-	if queryID == "" {
-		queryID = newQueryID()
-	}
-	if !h.authenticated(r, params) {
-		h.fail(w, r, queryID, codeAuthenticationFailed, errors.New(User+": Authentication failed: password is incorrect, or there is no user with such name (the served store's user is "+User+", its password the data dir's credential)"), 0)
+	params, queryID, ok := h.admit(w, r)
+	if !ok {
 		return
 	}
 	query := params.Get("query")
@@ -153,8 +135,46 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, queryID, storage.DoorCode(err), err, 0)
 		return
 	}
+	h.answer(w, r, params, queryID, res, clientRevision)
+}
+
+// admit answers /ping and refuses other paths and requests without the
+// credential; ok is true for a request to / that presents it, with its
+// parameters and query id (the client's, or a new one).
+func (h *handler) admit(w http.ResponseWriter, r *http.Request) (params url.Values, queryID string, ok bool) {
+	switch r.URL.Path {
+	case "/ping":
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			http.Error(w, "GET /ping", http.StatusMethodNotAllowed)
+			return nil, "", false
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
+		_, _ = io.WriteString(w, "Ok.\n")
+		return nil, "", false
+	case "/":
+	default:
+		h.fail(w, r, "", codeBadArguments, fmt.Errorf("there is no handler %s (the served store answers / and /ping)", r.URL.Path), http.StatusNotFound)
+		return nil, "", false
+	}
+	params = r.URL.Query()
+	queryID = params.Get("query_id")
+	if queryID == "" {
+		queryID = newQueryID()
+	}
+	if !h.authenticated(r, params) {
+		h.fail(w, r, queryID, codeAuthenticationFailed, errors.New(User+": Authentication failed: password is incorrect, or there is no user with such name (the served store's user is "+User+", its password the data dir's credential)"), 0)
+		return nil, "", false
+	}
+	return params, queryID, true
+}
+
+// answer writes a statement's result as a server does: Native framed for
+// the client's protocol revision, the X-ClickHouse-* headers, gzip when
+// asked.
+func (h *handler) answer(w http.ResponseWriter, r *http.Request, params url.Values, queryID string, res storage.DoorResult, clientRevision uint64) {
 	body := res.Body
 	if res.Format == "Native" && clientRevision > 0 {
+		var err error
 		body, err = frameNative(body, clientRevision)
 		if err != nil {
 			h.fail(w, r, queryID, codeUnknown, err, 0)

@@ -70,17 +70,34 @@ type Server struct {
 // Serve serves door on a loopback port and writes the data dir's
 // served.json. The credential is made the first time (localkey.Secret).
 func Serve(door *storage.Door, o Options) (*Server, error) {
+	addr, err := o.address()
+	if err != nil {
+		return nil, err
+	}
+	return listen(o.DataDir, addr, door.Database(), func(secret string) http.Handler {
+		return &handler{door: door, secret: secret, log: o.Log, timezone: serverTimezone(context.Background(), door)}
+	}, door.Limits().MaxExecutionTime)
+}
+
+// address is the loopback address to listen on, once the options are
+// checked.
+func (o Options) address() (string, error) {
 	if o.DataDir == "" {
-		return nil, errors.New("served: a data dir is required")
+		return "", errors.New("served: a data dir is required")
 	}
 	addr := o.Addr
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	if err := checkLoopback(addr); err != nil {
-		return nil, err
-	}
-	secret, err := localkey.Secret(o.DataDir)
+	return addr, checkLoopback(addr)
+}
+
+// listen serves the handler newHandler makes with the data dir's
+// credential on addr (loopback, checked by Options.address), and writes
+// served.json. A statement runs at most maxExecution; the answer is written
+// after it.
+func listen(dataDir, addr, database string, newHandler func(secret string) http.Handler, maxExecution time.Duration) (*Server, error) {
+	secret, err := localkey.Secret(dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("served: %w", err)
 	}
@@ -88,26 +105,23 @@ func Serve(door *storage.Door, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("served: listen on %s: %w", addr, err)
 	}
-	h := &handler{door: door, secret: secret, log: o.Log, timezone: serverTimezone(context.Background(), door)}
 	s := &Server{
 		srv: &http.Server{
-			Handler:           h,
+			Handler:           newHandler(secret),
 			ReadHeaderTimeout: 10 * time.Second,
-			// A statement runs at most the door's max_execution_time; the
-			// answer is written after it.
-			WriteTimeout: door.Limits().MaxExecutionTime + time.Minute,
-			IdleTimeout:  2 * time.Minute,
+			WriteTimeout:      maxExecution + time.Minute,
+			IdleTimeout:       2 * time.Minute,
 		},
 		ln:   ln,
 		done: make(chan struct{}),
 		endpoint: Endpoint{
 			Address:  ln.Addr().String(),
 			PID:      os.Getpid(),
-			Database: door.Database(),
+			Database: database,
 			User:     User,
 		},
 	}
-	file, err := writeEndpoint(o.DataDir, s.endpoint)
+	file, err := writeEndpoint(dataDir, s.endpoint)
 	if err != nil {
 		_ = ln.Close()
 		return nil, err

@@ -33,6 +33,8 @@ var fx struct {
 	st      storage.Store // the holding process's store (writable)
 	srv     *served.Server
 	dataDir string
+	chdbDir string // the engine's data dir
+	lib     string // libchdb.so
 	secret  string
 	err     error // why the fixture is missing
 }
@@ -53,8 +55,9 @@ func TestMain(m *testing.M) {
 		defer os.RemoveAll(dir)
 		os.Setenv("REBOUND_KEY_DIR", filepath.Join(dir, "keys"))
 		fx.dataDir = filepath.Join(dir, "data")
+		fx.chdbDir, fx.lib = filepath.Join(fx.dataDir, "chdb"), lib
 		ctx := context.Background()
-		st, err := storage.Open(ctx, storage.Config{DataDir: filepath.Join(fx.dataDir, "chdb"), LibPath: lib})
+		st, err := storage.Open(ctx, storage.Config{DataDir: fx.chdbDir, LibPath: lib})
 		if err != nil {
 			fx.err = err
 			return m.Run()
