@@ -37,6 +37,12 @@ type DoorRequest struct {
 	// (output_format_*), applied to this statement only. Names and values
 	// are checked (OutputSetting).
 	Settings map[string]string
+	// Limits are the client's limits for this statement (rebound sql's
+	// --timeout, --max-memory, --max-rows, --max-result-bytes, sent as
+	// max_execution_time, max_memory_usage, max_result_rows and
+	// max_result_bytes): each nonzero field lowers the door's, none raises
+	// it (LimitsFor).
+	Limits Limits
 }
 
 // DoorResult is a statement's output, as the engine wrote it, with what
@@ -90,6 +96,27 @@ func NewDoor(ctx context.Context, st Store, limits Limits) (*Door, error) {
 
 // Limits are the limits of every statement of the door.
 func (d *Door) Limits() Limits { return d.lim }
+
+// LimitsFor are the limits req runs under: the door's, each lowered to the
+// client's where the client asks for less.
+func (d *Door) LimitsFor(req DoorRequest) Limits { return d.lim.lowered(req.Limits) }
+
+// lowered is l with each field lowered to c's where c's is set and less.
+func (l Limits) lowered(c Limits) Limits {
+	if c.MaxExecutionTime > 0 && c.MaxExecutionTime < l.MaxExecutionTime {
+		l.MaxExecutionTime = c.MaxExecutionTime
+	}
+	if c.MaxMemoryBytes > 0 && c.MaxMemoryBytes < l.MaxMemoryBytes {
+		l.MaxMemoryBytes = c.MaxMemoryBytes
+	}
+	if c.MaxResultRows > 0 && c.MaxResultRows < l.MaxResultRows {
+		l.MaxResultRows = c.MaxResultRows
+	}
+	if c.MaxResultBytes > 0 && c.MaxResultBytes < l.MaxResultBytes {
+		l.MaxResultBytes = c.MaxResultBytes
+	}
+	return l
+}
 
 // Database is the served database.
 func (d *Door) Database() string { return d.st.db }
@@ -183,22 +210,23 @@ func (d *Door) Run(ctx context.Context, req DoorRequest) (DoorResult, error) {
 	if err := s.admitWith(ctx, canonical, req.Params); err != nil {
 		return DoorResult{}, elideErr(err, sql)
 	}
-	out, stats, err := d.raw.raw(ctx, canonical+" SETTINGS "+d.settings(req.Settings), format, req.Params)
+	lim := d.LimitsFor(req)
+	out, stats, err := d.raw.raw(ctx, canonical+" SETTINGS "+settingsFor(lim, req.Settings), format, req.Params)
 	if err != nil {
 		return DoorResult{}, elideErr(runError(err), sql)
 	}
 	// The engine applies max_result_bytes to what it reads from tables; a
 	// result computed without one passes it, so the door measures too.
-	if uint64(len(out)) > d.lim.MaxResultBytes {
-		return DoorResult{}, fmt.Errorf("%w: the result is %d bytes, more than max_result_bytes = %d", ErrLimit, len(out), d.lim.MaxResultBytes)
+	if uint64(len(out)) > lim.MaxResultBytes {
+		return DoorResult{}, fmt.Errorf("%w: the result is %d bytes, more than max_result_bytes = %d", ErrLimit, len(out), lim.MaxResultBytes)
 	}
 	return DoorResult{Body: out, Format: format, Stats: stats}, nil
 }
 
-// settings is the SETTINGS clause of every statement: a server's output
-// defaults, the client's output settings, the door's limits, and readonly=1
-// last.
-func (d *Door) settings(client map[string]string) string {
+// settingsFor is the SETTINGS clause of every statement: a server's output
+// defaults, the client's output settings, the statement's limits, and
+// readonly=1 last.
+func settingsFor(lim Limits, client map[string]string) string {
 	var parts []string
 	for _, v := range serverOutputDefaults {
 		if _, set := client[v.Name]; !set {
@@ -208,7 +236,7 @@ func (d *Door) settings(client map[string]string) string {
 	for k, v := range client {
 		parts = append(parts, fmt.Sprintf("%s = '%s'", k, v))
 	}
-	for _, v := range d.lim.readOnlySettings() {
+	for _, v := range lim.readOnlySettings() {
 		parts = append(parts, strings.TrimPrefix(v.setStatement(), "SET "))
 	}
 	parts = append(parts, "readonly = 1")

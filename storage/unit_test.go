@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"regexp"
@@ -560,5 +561,33 @@ func TestMetricCellRates(t *testing.T) {
 	var z outcome.Cell
 	if r := z.Rate(); r == r {
 		t.Fatal("rate of nothing tested is not NaN")
+	}
+}
+
+// A served door's client lowers a limit for its statement, never raises
+// one: rebound sql's --timeout 1s applies at the served store, --timeout 10m
+// leaves the door's 60 s.
+func TestDoorLimitsFor(t *testing.T) {
+	d := &Door{lim: DefaultLimits}
+	for _, tc := range []struct {
+		name   string
+		client Limits
+		want   Limits
+	}{
+		{"none", Limits{}, DefaultLimits},
+		{"lower", Limits{MaxExecutionTime: time.Second, MaxMemoryBytes: 8 << 20, MaxResultRows: 10, MaxResultBytes: 1 << 10},
+			Limits{MaxExecutionTime: time.Second, MaxMemoryBytes: 8 << 20, MaxResultRows: 10, MaxResultBytes: 1 << 10}},
+		{"higher", Limits{MaxExecutionTime: 10 * time.Minute, MaxMemoryBytes: 64 << 30, MaxResultRows: 1 << 40, MaxResultBytes: 1 << 40}, DefaultLimits},
+		{"mixed", Limits{MaxExecutionTime: 10 * time.Minute, MaxMemoryBytes: 1 << 20},
+			Limits{MaxExecutionTime: DefaultLimits.MaxExecutionTime, MaxMemoryBytes: 1 << 20, MaxResultRows: DefaultLimits.MaxResultRows, MaxResultBytes: DefaultLimits.MaxResultBytes}},
+	} {
+		if got := d.LimitsFor(DoorRequest{Limits: tc.client}); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+		// The statement's SETTINGS carry them, readonly=1 last.
+		set := settingsFor(d.LimitsFor(DoorRequest{Limits: tc.client}), nil)
+		if !strings.Contains(set, fmt.Sprintf("max_memory_usage = %d", tc.want.MaxMemoryBytes)) || !strings.HasSuffix(set, "readonly = 1") {
+			t.Errorf("%s: SETTINGS %s", tc.name, set)
+		}
 	}
 }

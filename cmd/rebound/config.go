@@ -120,6 +120,16 @@ func (c *connection) openReadOnlyStore(ctx context.Context) (storage.Store, erro
 	return storage.Open(ctx, cfg)
 }
 
+// servedElsewhere reports whether another process holds the embedded data
+// dir and serves it (reads then go through it).
+func (c *connection) servedElsewhere() bool {
+	if c.clickhouseDSN != "" {
+		return false
+	}
+	ep, found, _ := served.Find(c.dataDir)
+	return found && ep.PID != os.Getpid()
+}
+
 // openServedStore opens the embedded store of the data dir through the
 // process that holds and serves it (storage/served), when one does: over
 // ClickHouse's HTTP interface with the ClickHouse server transport,

@@ -128,6 +128,22 @@ func TestNightlyLoopOnOneMachine(t *testing.T) {
 	}
 	// rebound sql's door holds at the served store: exit 2 for a refusal.
 	cli(exitUsage, append([]string{"sql", "SELECT * FROM system.users"}, local...)...)
+	// So do its limits: --timeout 1s stops a statement that runs for
+	// seconds (a billion-row cross join), --max-memory one that holds a
+	// 24 MB array; exit 1, with the flags to raise.
+	slow := "SELECT count() FROM (SELECT arrayJoin(range(20000)) AS a) AS x CROSS JOIN (SELECT arrayJoin(range(100000)) AS b) AS y WHERE a + b > 7"
+	start := time.Now()
+	if code, _, errOut := runCLI(t, append([]string{"sql", "--timeout", "1s", slow}, local...)...); code != exitFailed || !strings.Contains(errOut, "TIMEOUT_EXCEEDED") || !strings.Contains(errOut, "raise --timeout") || time.Since(start) > 30*time.Second {
+		t.Errorf("sql --timeout 1s through the served store: exit %d after %v, %s", code, time.Since(start), errOut)
+	}
+	// Above the defaults, the note says they stay.
+	if code, _, errOut := runCLI(t, append([]string{"sql", "--timeout", "10m", "SELECT 1"}, local...)...); code != exitOK || !strings.Contains(errOut, "stays at those") {
+		t.Errorf("sql --timeout 10m through the served store: exit %d, %s", code, errOut)
+	}
+	big := "SELECT length(groupArray(x)) AS n FROM (SELECT arrayJoin(range(3000000)) AS x)"
+	if code, _, errOut := runCLI(t, append([]string{"sql", "--max-memory", "8MiB", big}, local...)...); code != exitFailed || !strings.Contains(errOut, "MEMORY_LIMIT_EXCEEDED") {
+		t.Errorf("sql --max-memory 8MiB through the served store: exit %d, %s", code, errOut)
+	}
 	// A command that writes is told who holds the data dir.
 	if code, _, errOut := runCLI(t, append([]string{"sql", "--write", "SELECT 1"}, local...)...); code == exitOK || !strings.Contains(errOut, "held by process") {
 		t.Errorf("sql --write while the worker holds the data dir: exit %d, %s", code, errOut)

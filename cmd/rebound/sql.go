@@ -19,7 +19,10 @@ import (
 const sqlAbout = `Runs one SQL statement against rebound's ClickHouse store and prints the
 result: the way to query the embedded store and a quick look at a server.
 While a worker or rebound run holds the embedded store, sql reads it
-through that process, which applies the same door and its default limits. Tables are in the database
+through that process, which applies the same door and limits: --timeout,
+--max-memory, --max-rows and --max-result-bytes lower them as in process,
+but not above the defaults there (the worker's engine runs one statement at
+a time; stop the worker to run longer). Tables are in the database
 'rebound'; they are ReplacingMergeTree, so deduplicate with FINAL (or use
 the views trial_metrics and trial_rates, which do). Outcome columns are
 Nullable: NULL is NOT TESTED, and avg() skips it.
@@ -79,6 +82,9 @@ func newSQLCmd() *cobra.Command {
 			open := conn.openReadOnlyStore
 			if write {
 				open = conn.openStore
+			}
+			if !write && limitsAbove(limits, storage.DefaultLimits) && conn.servedElsewhere() {
+				fmt.Fprintln(cmd.ErrOrStderr(), "note: the data dir is held by a worker or rebound run, which serves it within rebound sql's default limits (60s, 4GiB, 1000000 rows, 256MiB); a higher --timeout, --max-memory, --max-rows or --max-result-bytes stays at those")
 			}
 			store, err := open(ctx)
 			if err != nil {
@@ -183,4 +189,10 @@ func cell(v any) string {
 		return string(b)
 	}
 	return fmt.Sprint(v)
+}
+
+// limitsAbove reports whether any of l is above the same limit of base.
+func limitsAbove(l, base storage.Limits) bool {
+	return l.MaxExecutionTime > base.MaxExecutionTime || l.MaxMemoryBytes > base.MaxMemoryBytes ||
+		l.MaxResultRows > base.MaxResultRows || l.MaxResultBytes > base.MaxResultBytes
 }

@@ -12,10 +12,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"rebound/storage"
 )
@@ -74,8 +76,9 @@ const maxBody = storage.MaxStatementBytes + 1
 
 // ignoredParams are parameters of ClickHouse's HTTP interface that change
 // nothing here: credentials and the statement (read apart), the session
-// (the door keeps none), progress headers, and the settings a client may
-// send that the door fixes (readonly, the limits: the door's values hold).
+// (the door keeps none) and progress headers. Of the other settings, the
+// limits lower the door's (limitParams), output_format_* pass, and the
+// rest are the door's to fix (readonly: its value holds).
 var ignoredParams = map[string]bool{
 	"query": true, "user": true, "password": true, "database": true, "default_format": true,
 	"query_id": true, "quota_key": true, "session_id": true, "session_timeout": true, "session_check": true,
@@ -131,7 +134,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, queryID, code, err, 0)
 		return
 	}
-	if err := checkRows(h.door.Limits(), res.Format, res.Body); err != nil {
+	if err := checkRows(h.door.LimitsFor(req), res.Format, res.Body); err != nil {
 		h.fail(w, r, queryID, storage.DoorCode(err), err, 0)
 		return
 	}
@@ -236,6 +239,10 @@ func (h *handler) request(r *http.Request, params map[string][]string, query str
 		case strings.HasPrefix(k, "param_"):
 			req.Params[strings.TrimPrefix(k, "param_")] = v
 		case ignoredParams[k], k == "compress":
+		case limitParams[k]:
+			if err := clientLimit(&req.Limits, k, v); err != nil {
+				return req, 0, err
+			}
 		case storage.OutputSetting(k, v):
 			req.Settings[k] = v
 		}
@@ -243,6 +250,38 @@ func (h *handler) request(r *http.Request, params map[string][]string, query str
 		// (readonly, the limits), as documented in docs/security.md.
 	}
 	return req, rev, nil
+}
+
+// limitParams are the settings of the door's limits a client may lower
+// for its statement (rebound sql's --timeout, --max-memory, --max-rows and
+// --max-result-bytes, which the server transport sends with every query;
+// clickhouse-go also sends a context's deadline as max_execution_time). A
+// value above the door's, or 0 (no limit, on a server), leaves the door's.
+var limitParams = map[string]bool{"max_execution_time": true, "max_memory_usage": true, "max_result_rows": true, "max_result_bytes": true}
+
+// clientLimit reads one of limitParams into l.
+func clientLimit(l *storage.Limits, name, v string) error {
+	if name == "max_execution_time" {
+		secs, err := strconv.ParseFloat(v, 64)
+		if err != nil || secs < 0 || math.IsNaN(secs) || math.IsInf(secs, 0) {
+			return fmt.Errorf("%w: %s = %q (seconds)", errBadArgument, name, v)
+		}
+		l.MaxExecutionTime = time.Duration(min(secs, 1e9) * float64(time.Second))
+		return nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: %s = %q (a count)", errBadArgument, name, v)
+	}
+	switch name {
+	case "max_memory_usage":
+		l.MaxMemoryBytes = n
+	case "max_result_rows":
+		l.MaxResultRows = n
+	case "max_result_bytes":
+		l.MaxResultBytes = n
+	}
+	return nil
 }
 
 var (

@@ -283,6 +283,70 @@ func TestSQLDoorAtTheServer(t *testing.T) {
 	}
 }
 
+// slowSQL runs for seconds (a billion-row cross join) in little memory;
+// bigSQL holds one 24 MB array.
+const (
+	slowSQL = "SELECT count() FROM (SELECT arrayJoin(range(20000)) AS a) AS x CROSS JOIN (SELECT arrayJoin(range(100000)) AS b) AS y WHERE a + b > 7"
+	bigSQL  = "SELECT length(groupArray(x)) AS n FROM (SELECT arrayJoin(range(3000000)) AS x)"
+)
+
+// rebound sql's --timeout and --max-memory apply at the served store as
+// in process: the client store sends its limits with every query, and the
+// door runs the statement under them when they are lower than its own.
+func TestSQLLimitsAtTheServer(t *testing.T) {
+	need(t)
+	ctx := context.Background()
+	open := func(l storage.Limits) storage.Store {
+		ep, _, err := served.Find(fx.dataDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := storage.Open(ctx, storage.Config{DSN: ep.DSN(fx.secret), ReadOnly: true, DoorAtServer: true, Limits: l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	code := func(err error) int {
+		var ee *storage.EngineError
+		if errors.As(err, &ee) {
+			return ee.Code
+		}
+		return 0
+	}
+	// --timeout 1s: the statement stops at the engine's TIMEOUT_EXCEEDED,
+	// long before the door's own 60 s.
+	start := time.Now()
+	_, err := open(storage.Limits{MaxExecutionTime: time.Second}).Query(ctx, slowSQL)
+	took := time.Since(start)
+	if !errors.Is(err, storage.ErrLimit) || code(err) != 159 || took > 20*time.Second {
+		t.Errorf("--timeout 1s through the served store: after %v: %v (code %d), want TIMEOUT_EXCEEDED (159)", took, err, code(err))
+	}
+	// --max-memory 8MiB: MEMORY_LIMIT_EXCEEDED on a statement the door's
+	// own 4 GiB runs.
+	low := open(storage.Limits{MaxMemoryBytes: 8 << 20})
+	if _, err := low.Query(ctx, bigSQL); !errors.Is(err, storage.ErrLimit) || code(err) != 241 {
+		t.Errorf("--max-memory 8MiB through the served store: %v (code %d), want MEMORY_LIMIT_EXCEEDED (241)", err, code(err))
+	}
+	tab, err := open(storage.Limits{}).Query(ctx, bigSQL)
+	if err != nil || len(tab.Rows) != 1 || fmt.Sprint(tab.Rows[0][0]) != "3000000" {
+		t.Errorf("the same statement within the default limits: %v %v", tab.Rows, err)
+	}
+	// --max-rows 10: the client's row limit, counted at the server.
+	if _, err := open(storage.Limits{MaxResultRows: 10}).Query(ctx, "SELECT arrayJoin(range(11)) AS x"); !errors.Is(err, storage.ErrLimit) {
+		t.Errorf("--max-rows 10 through the served store: %v", err)
+	}
+	// A limit that is not a number is the client's mistake. (That a client
+	// cannot raise the door's limits: storage's TestDoorLimitsFor, and
+	// TestHTTPInterface for max_result_rows.)
+	u := url.Values{"default_format": {"TSV"}}
+	u.Set("max_execution_time", "soon")
+	if resp, body := post(t, "/", u, "SELECT 1", map[string]string{"Authorization": "Basic " + basicAuth(served.User, fx.secret)}); resp.StatusCode != 400 {
+		t.Errorf("max_execution_time=soon: %d %q", resp.StatusCode, body)
+	}
+}
+
 // post sends one request to the served store.
 func post(t *testing.T, path string, params url.Values, body string, hdr map[string]string) (*http.Response, string) {
 	t.Helper()
