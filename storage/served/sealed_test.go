@@ -78,3 +78,34 @@ func TestSealedAgentCannotReachTheServedStore(t *testing.T) {
 		t.Fatalf("a sealed agent read served.json:\n%s", got)
 	}
 }
+
+// The served store listens on loopback only: the host's other addresses do
+// not answer on its port (Serve also refuses a non-loopback --serve-listen:
+// TestEndpointFile).
+func TestBindsLoopbackOnly(t *testing.T) {
+	need(t)
+	_, port, err := net.SplitHostPort(fx.srv.Endpoint().Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tried := 0
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		tried++
+		addr := net.JoinHostPort(ipn.IP.String(), port)
+		if c, err := net.DialTimeout("tcp", addr, 2*time.Second); err == nil {
+			c.Close()
+			t.Errorf("the served store answers on %s, an address that is not loopback", addr)
+		}
+	}
+	if tried == 0 {
+		t.Skip("this host has no address but loopback")
+	}
+}

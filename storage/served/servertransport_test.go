@@ -144,6 +144,7 @@ type workload struct {
 	retried  []record.Trial // a shard's retry: some trials written again
 	retryC   []record.ToolCall
 	models   []record.ModelCall
+	requests []record.ModelRequest
 	judged   []record.Judgement
 	queued   []record.ReviewItem
 	reviews  []record.Review
@@ -208,6 +209,18 @@ func newWorkload(seed uint64) *workload {
 			w.models = append(w.models, record.ModelCall{SweepID: tr.SweepID, TrialID: tr.TrialID, Step: step + 1, Generation: uint32(i % 2), Kind: []string{"turn", "claim"}[step],
 				RequestHash: fmt.Sprintf("req-%d-%d", i, step), Response: `{"choices":[{"message":{"content":"` + awkward[i%len(awkward)] + `"}}]}`,
 				PromptTokens: uint64(100 + i), CompletionTokens: uint64(20 + i%7), ProviderRetries: uint32(i % 2), ActivityAttempt: 1})
+		}
+	}
+	// Every answer's request journaled before it was sent, and some sends
+	// whose answers never came (lost: their spend is estimated).
+	for i, m := range w.models {
+		w.requests = append(w.requests, record.ModelRequest{SweepID: m.SweepID, TrialID: m.TrialID, Step: m.Step, Generation: m.Generation,
+			SendID: fmt.Sprintf("send-%d", i), Kind: m.Kind, RequestHash: m.RequestHash, PromptTokensBound: 4 * m.PromptTokens,
+			MaxTokens: uint64(512 * (i % 2)), CompletionTokensBound: 512, InputUSDPerMTok: 2.5, OutputUSDPerMTok: 10, ActivityAttempt: 1})
+		if i%3 == 0 {
+			w.requests = append(w.requests, record.ModelRequest{SweepID: m.SweepID, TrialID: m.TrialID, Step: m.Step + 10, Generation: 0,
+				SendID: fmt.Sprintf("lost-%d", i), Kind: "turn", PromptTokensBound: 900, CompletionTokensBound: 256, MaxTokens: 256,
+				InputUSDPerMTok: 2.5, OutputUSDPerMTok: 10, ActivityAttempt: 1})
 		}
 	}
 	for i, tr := range w.trials {
@@ -331,6 +344,12 @@ func (w *workload) write(ctx context.Context, st storage.Store, covered map[stri
 	if err := st.WriteTrials(ctx, w.retried, w.retryC); err != nil {
 		return fmt.Errorf("WriteTrials (retry): %w", err)
 	}
+	covered["PutModelRequest"] = true
+	for _, m := range w.requests {
+		if err := st.PutModelRequest(ctx, m); err != nil {
+			return fmt.Errorf("PutModelRequest: %w", err)
+		}
+	}
 	for _, m := range w.models {
 		if err := st.PutModelCall(ctx, m); err != nil {
 			return fmt.Errorf("PutModelCall: %w", err)
@@ -409,6 +428,7 @@ func (w *workload) reads(ctx context.Context, covered map[string]bool) []read {
 		return st.StoredTrials(ctx, big, []string{one.TrialID, w.trials[len(w.trials)-1].TrialID, "nope", w.trials[0].TrialID})
 	})
 	add("ModelCalls", "ModelCalls", func(st storage.Store) (any, error) { return st.ModelCalls(ctx, withModel.SweepID, withModel.TrialID) })
+	add("Spend", "Spend", func(st storage.Store) (any, error) { return st.Spend(ctx, big) })
 	add("Cells", "Cells", func(st storage.Store) (any, error) { return st.Cells(ctx, big) })
 	add("CaseFaults", "CaseFaults", func(st storage.Store) (any, error) { return st.CaseFaults(ctx, big) })
 	add("ReportTotals", "ReportTotals", func(st storage.Store) (any, error) { return st.ReportTotals(ctx, big, "none") })
@@ -481,7 +501,7 @@ func (w *workload) reads(ctx context.Context, covered map[string]bool) []read {
 
 // comparable is a read's answer as JSON, without the times the store sets
 // at the time of a write (UpdatedAt, WrittenAt, JudgedAt, QueuedAt,
-// ReviewedAt): the two stores were written moments apart.
+// ReviewedAt, SentAt): the two stores were written moments apart.
 func comparable(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
@@ -501,8 +521,8 @@ func comparable(t *testing.T, v any) string {
 	return string(b)
 }
 
-var writeTimes = map[string]bool{"UpdatedAt": true, "WrittenAt": true, "JudgedAt": true, "QueuedAt": true, "ReviewedAt": true,
-	"updated_at": true, "written_at": true, "judged_at": true, "queued_at": true, "reviewed_at": true}
+var writeTimes = map[string]bool{"UpdatedAt": true, "WrittenAt": true, "JudgedAt": true, "QueuedAt": true, "ReviewedAt": true, "SentAt": true,
+	"updated_at": true, "written_at": true, "judged_at": true, "queued_at": true, "reviewed_at": true, "sent_at": true}
 
 func dropWriteTimes(v any) any {
 	switch x := v.(type) {
