@@ -71,7 +71,9 @@ func main() {
 		command.SetBinary(exe)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stopProfile := startProfile(os.Stderr)
 	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stopProfile()
 	interrupted := ctx.Err() != nil
 	stop()
 	if interrupted && code != exitOK {

@@ -29,8 +29,9 @@ const CodeLocked = "LOCKED"
 // LockedMessage is the exact message of a LOCKED failure (seed 004).
 const LockedMessage = "Error: File is locked. Cannot modify."
 
-// Files is seed 004's workspace: a real per-trial temporary directory on
-// disk, created when the world is built and removed by Close. Every path is
+// Files is seed 004's workspace: a real per-trial temporary directory
+// (in memory when the machine has a tmpfs: workspace.go), created when the
+// world is built and removed by Close. Every path is
 // relative to the workspace root; absolute paths and ".." components are
 // INVALID_INPUT, and a path that resolves outside the workspace through a
 // symbolic link is FORBIDDEN. All I/O also goes through an os.Root, so an
@@ -135,7 +136,7 @@ func newFiles(initial map[string]any) (harness.World, error) {
 		}
 	}
 
-	tmp, err := os.MkdirTemp("", "rebound-files-")
+	tmp, err := os.MkdirTemp(workspaceBase(), "rebound-files-")
 	if err != nil {
 		return nil, fmt.Errorf("world files: workspace: %w", err)
 	}
@@ -309,6 +310,11 @@ func (f *Files) resolve(p string) (wsPath, *harness.ToolError) {
 		parent, err := filepath.EvalSymlinks(filepath.Dir(full))
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
+				if !f.existingWithin(filepath.Dir(full)) {
+					// Through a link out of the workspace: FORBIDDEN whether
+					// or not the rest exists there (no oracle of what does).
+					return wsPath{}, outside
+				}
 				return wsPath{}, harness.Errorf(harness.CodeNotFound, "directory %q does not exist", filepath.ToSlash(filepath.Dir(clean)))
 			}
 			if errors.Is(err, syscall.ENOTDIR) {
@@ -334,6 +340,35 @@ func (f *Files) resolve(p string) (wsPath, *harness.ToolError) {
 	}
 	t.real = rel
 	return t, nil
+}
+
+// existingWithin says whether the longest existing prefix of the path p (in
+// the workspace, lexically) resolves inside the workspace.
+// A dangling link is followed to its target's own existing prefix.
+func (f *Files) existingWithin(p string) bool {
+	for hops := 0; hops < 40; hops++ { // the kernel's bound on links in a path
+		for ; p != f.dir && f.within(p); p = filepath.Dir(p) {
+			if _, err := os.Lstat(p); err == nil {
+				break
+			}
+		}
+		if p == f.dir || !f.within(p) {
+			return p == f.dir
+		}
+		r, err := filepath.EvalSymlinks(p)
+		if err == nil {
+			return f.within(r)
+		}
+		target, lerr := os.Readlink(p)
+		if lerr != nil {
+			return false
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		p = filepath.Clean(target)
+	}
+	return false
 }
 
 func (f *Files) within(p string) bool {

@@ -298,9 +298,10 @@ func TestFilesWorkspaceEscapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plant(rel, "relleak")      // file link, relative target climbing out
-	plant("../..", "up")       // directory link, relative, climbing out
-	plant("data.json", "safe") // link that stays inside
+	plant(rel, "relleak")         // file link, relative target climbing out
+	plant("../..", "up")          // directory link, relative, climbing out
+	plant("data.json", "safe")    // link that stays inside
+	plant("gone/deeper", "ghost") // dangling link that stays inside
 
 	type attempt struct {
 		tool string
@@ -309,7 +310,11 @@ func TestFilesWorkspaceEscapes(t *testing.T) {
 	}
 	var cases []attempt
 	invalid := []string{"../x", "../../etc/passwd", "/etc/passwd", "/tmp", "a/../../x", "sub/../data.json", "..", `..\x`, "", "data.json\x00.txt"}
-	forbidden := []string{"escape/secret.txt", "leak", "relleak", "dangling", "up/etc/passwd", "escape"}
+	// Through a link out, a path is FORBIDDEN whether or not the rest of
+	// it exists out there (wherever the workspace is: "up" is its
+	// grandparent): no oracle of what exists outside.
+	forbidden := []string{"escape/secret.txt", "leak", "relleak", "dangling", "up/etc/passwd", "escape",
+		"escape/no-such-dir/x.txt", "up/rebound-no-such-dir/x.txt", "dangling/x.txt"}
 	for _, p := range invalid {
 		cases = append(cases,
 			attempt{"fs.read", map[string]any{"path": p}, harness.CodeInvalidInput},
@@ -328,6 +333,9 @@ func TestFilesWorkspaceEscapes(t *testing.T) {
 			attempt{"fs.list", map[string]any{"path": p}, harness.CodeForbidden},
 		)
 	}
+	// A dangling link that stays inside is an ordinary missing directory.
+	cases = append(cases, attempt{"fs.read", map[string]any{"path": "ghost/x.txt"}, harness.CodeNotFound},
+		attempt{"fs.create", map[string]any{"path": "ghost/x.txt", "content": "x"}, harness.CodeNotFound})
 	cases = append(cases,
 		attempt{"fs.create", map[string]any{"path": "escape/new.txt", "content": "pwned"}, harness.CodeForbidden},
 		attempt{"fs.create", map[string]any{"path": "up/rebound-escape.txt", "content": "pwned"}, harness.CodeForbidden},
