@@ -232,9 +232,10 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 			cp = prev
 		}
 	}
-	ids := make([]string, 0, in.To-cp.Next)
+	keys := make([]storage.TrialKey, 0, in.To-cp.Next)
 	for i := cp.Next; i < in.To; i++ {
-		ids = append(ids, specs[i-in.From].ID())
+		s := specs[i-in.From]
+		keys = append(keys, storage.TrialKey{Arm: s.Arm.Name, Scenario: s.Scenario.Name, Variant: s.Variant.Name, Seed: s.Seed, TrialID: s.ID()})
 	}
 	prog := &shardProgress{ctx: ctx, beat: isActivity, cp: cp}
 	if isActivity {
@@ -245,7 +246,7 @@ func (a *Activities) RunShard(ctx context.Context, in workflows.ShardInput) (wor
 	var storedRows []storage.StoredTrial
 	if err := wait.do(ctx, "read stored trials", func(ctx context.Context) error {
 		var err error
-		storedRows, err = a.Store.StoredTrials(ctx, in.SweepID, ids)
+		storedRows, err = a.Store.StoredTrials(ctx, in.SweepID, keys)
 		return err
 	}); err != nil {
 		return workflows.ShardResult{}, fmt.Errorf("shard %d of %s: read stored trials: %w", in.Shard, in.SweepID, err)

@@ -36,13 +36,13 @@ type memStore struct {
 
 func (m *memStore) Sweep(context.Context, string) (record.Sweep, error) { return m.sweep, nil }
 
-func (m *memStore) StoredTrials(_ context.Context, _ string, ids []string) ([]storage.StoredTrial, error) {
+func (m *memStore) StoredTrials(_ context.Context, _ string, keys []storage.TrialKey) ([]storage.StoredTrial, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []storage.StoredTrial
-	for _, id := range ids {
-		if m.stored[id] {
-			out = append(out, storage.StoredTrial{TrialID: id})
+	for _, k := range keys {
+		if m.stored[k.TrialID] {
+			out = append(out, storage.StoredTrial{TrialID: k.TrialID})
 		}
 	}
 	return out, nil

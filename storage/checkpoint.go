@@ -2,8 +2,8 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"rebound/results/record"
@@ -48,21 +48,26 @@ WHERE sweep_id = {sweep_id:String} AND trial_id = {trial_id:String}
 ORDER BY step, generation`
 
 	// A shard's checkpoint, the first query of every shard: which of its
-	// (up to 1,000) trials are stored. Trial ids are hex, so a
-	// comma-separated list is unambiguous and the same statement (one
-	// String parameter) runs on both transports. The ids are an IN set:
-	// the engine builds a hash set once, tests each row against it, and
-	// the bloom filter of migration 10 skips the granules that hold none of
-	// them, so the query reads the shard's few granules of the sweep, not
-	// all of it. Before issue 35 it was has(splitByChar(...), trial_id),
-	// which walks the whole list for every stored row of the sweep: in one
-	// run of BenchmarkStoredTrials, 600 ms of CPU per shard at 60,720
-	// stored trials and 2.2 s at 242,880, against 16 and 21 ms now (14 and
-	// 51 ms with the IN set but without migration 10's index).
+	// (up to 1,000) trials are stored. It names each trial by its place in
+	// the primary key, (sweep_id, arm, scenario, variant, seed, trial_id),
+	// as one IN set of tuples, so the engine reads only the granules that
+	// can hold them: how many depends on the shard (its trials are a run of
+	// seeds per arm), never on how many trials the sweep already stored.
+	// Migration 10's bloom filter on trial_id then skips most of those.
+	// The keys travel as one JSON String parameter, so the same statement
+	// runs on both transports whatever the names hold. Before issue 35 it
+	// was has(splitByChar(...), trial_id), which read every stored row of
+	// the sweep and walked the whole list for each: in one run of
+	// BenchmarkStoredTrials, 600 ms of CPU per shard at 60,720 stored
+	// trials and 2.2 s at 242,880; a trial_id IN set with the bloom filter
+	// alone read a tenth of the granules but still looked at every
+	// granule's filter, and whole parts where the filter is not yet
+	// materialized (TestHotPathReadsNoSweep).
 	qStoredTrials = `SELECT trial_id, toUInt8(max(attrition)) AS attrition
 FROM {{db}}.trials FINAL
 WHERE sweep_id = {sweep_id:String}
-  AND trial_id IN (SELECT arrayJoin(splitByChar(',', {ids:String})))
+  AND (arm, scenario, variant, seed, trial_id) IN
+      (SELECT arrayJoin(JSONExtract({keys:String}, 'Array(Tuple(String, String, String, UInt64, String))')))
 GROUP BY trial_id
 ORDER BY trial_id`
 )
@@ -130,18 +135,32 @@ func (s *store) ModelCalls(ctx context.Context, sweepID, trialID string) ([]reco
 	return out, nil
 }
 
+// TrialKey is a trial's place in the trials table's primary key after its
+// sweep, and its id (derived from the same coordinates: trial.ID).
+type TrialKey struct {
+	Arm, Scenario, Variant string
+	Seed                   uint64
+	TrialID                string
+}
+
 // StoredTrials returns which of the given trials of a sweep are stored.
-func (s *store) StoredTrials(ctx context.Context, sweepID string, trialIDs []string) ([]StoredTrial, error) {
-	if len(trialIDs) == 0 {
+func (s *store) StoredTrials(ctx context.Context, sweepID string, trials []TrialKey) ([]StoredTrial, error) {
+	if len(trials) == 0 {
 		return nil, nil
 	}
-	for _, id := range trialIDs {
-		if id == "" || strings.ContainsRune(id, ',') {
-			return nil, fmt.Errorf("storage: StoredTrials: invalid trial id %q", id)
+	keys := make([][5]any, len(trials))
+	for i, k := range trials {
+		if k.TrialID == "" {
+			return nil, fmt.Errorf("storage: StoredTrials: trial %d of %d has no id", i+1, len(trials))
 		}
+		keys[i] = [5]any{k.Arm, k.Scenario, k.Variant, k.Seed, k.TrialID}
+	}
+	param, err := json.Marshal(keys)
+	if err != nil {
+		return nil, fmt.Errorf("storage: StoredTrials: %w", err)
 	}
 	var rows []storedTrialRow
-	q := Stmt{SQL: s.sql(qStoredTrials), Params: map[string]string{"sweep_id": sweepID, "ids": strings.Join(trialIDs, ",")}}
+	q := Stmt{SQL: s.sql(qStoredTrials), Params: map[string]string{"sweep_id": sweepID, "keys": string(param)}}
 	if err := s.t.Select(ctx, &rows, q); err != nil {
 		return nil, fmt.Errorf("storage: StoredTrials %s: %w", sweepID, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"os"
@@ -50,7 +51,10 @@ FROM
 }
 
 // synthTrialID is trial.ID of synthetic trial i (plan order).
-func synthTrialID(sweep string, seeds, i int) string {
+func synthTrialID(sweep string, seeds, i int) string { return synthKey(sweep, seeds, i).TrialID }
+
+// synthKey is synthetic trial i's place in the primary key, and its id.
+func synthKey(sweep string, seeds, i int) TrialKey {
 	arm := "arm-" + strconv.Itoa(i%synthArms)
 	seed := i/synthArms%seeds + 1
 	v := "v" + strconv.Itoa(i/(synthArms*seeds)%synthVariants)
@@ -60,7 +64,7 @@ func synthTrialID(sweep string, seeds, i int) string {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}
-	return hex.EncodeToString(h.Sum(nil)[:12])
+	return TrialKey{Arm: arm, Scenario: sc, Variant: v, Seed: uint64(seed), TrialID: hex.EncodeToString(h.Sum(nil)[:12])}
 }
 
 // storeSynthSweep stores the first n trials of a synthetic sweep, one shard
@@ -107,13 +111,23 @@ WHERE sweep_id = {sweep_id:String} AND has(splitByChar(',', {ids:String}), trial
 GROUP BY trial_id
 ORDER BY trial_id`
 
+// qStoredTrialsIDs is the checkpoint query of issue 35's first change: the
+// ids as an IN set, found through migration 10's bloom filter only.
+const qStoredTrialsIDs = `SELECT trial_id, toUInt8(max(attrition)) AS attrition
+FROM {{db}}.trials FINAL
+WHERE sweep_id = {sweep_id:String}
+  AND trial_id IN (SELECT arrayJoin(splitByChar(',', {ids:String})))
+GROUP BY trial_id
+ORDER BY trial_id`
+
 // Candidates measured for issue 35 (BenchmarkStoredTrials): the old has(),
-// the IN set StoredTrials uses, the same with an Array(String) parameter,
-// and the IN set without FINAL (argMax of the version instead), which
-// measured no faster.
+// the ids as an IN set, the same with an Array(String) parameter, the IN
+// set without FINAL (argMax of the version instead), which measured no
+// faster, and the primary-key tuples StoredTrials uses.
 var storedTrialsCandidates = []struct{ name, sql string }{
 	{"has", qStoredTrialsHas},
-	{"in_subquery", qStoredTrials},
+	{"key_in", qStoredTrials},
+	{"in_subquery", qStoredTrialsIDs},
 	{"in_array_param", `SELECT trial_id, toUInt8(max(attrition)) AS attrition
 FROM {{db}}.trials FINAL
 WHERE sweep_id = {sweep_id:String} AND trial_id IN {idarr:Array(String)}
@@ -127,8 +141,18 @@ ORDER BY trial_id`},
 }
 
 // candidateParams binds the parameters every candidate may use.
-func candidateParams(sweep string, ids []string) map[string]string {
-	return map[string]string{"sweep_id": sweep, "ids": strings.Join(ids, ","), "idarr": arrayParam(ids)}
+func candidateParams(tb testing.TB, sweep string, keys []TrialKey) map[string]string {
+	ids := make([]string, len(keys))
+	tuples := make([][5]any, len(keys))
+	for i, k := range keys {
+		ids[i] = k.TrialID
+		tuples[i] = [5]any{k.Arm, k.Scenario, k.Variant, k.Seed, k.TrialID}
+	}
+	js, err := json.Marshal(tuples)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return map[string]string{"sweep_id": sweep, "ids": strings.Join(ids, ","), "idarr": arrayParam(ids), "keys": string(js)}
 }
 
 func runStoredTrialsSQL(ctx context.Context, st *store, sql string, params map[string]string) ([]storedTrialRow, error) {
@@ -153,11 +177,11 @@ func BenchmarkStoredTrials(b *testing.B) {
 			const sweep = "bench-sweep"
 			seeds := storeSynthSweep(b, st, sweep, n)
 			settle(b, st)
-			ids := make([]string, 0, synthShard)
+			keys := make([]TrialKey, 0, synthShard)
 			for i := n - synthShard/2; i < n+synthShard/2; i++ {
-				ids = append(ids, synthTrialID(sweep, seeds, i))
+				keys = append(keys, synthKey(sweep, seeds, i))
 			}
-			params := candidateParams(sweep, ids)
+			params := candidateParams(b, sweep, keys)
 			for _, c := range storedTrialsCandidates {
 				if c.name == "has" && version != 9 {
 					continue // the index does not change it
@@ -176,7 +200,9 @@ func BenchmarkStoredTrials(b *testing.B) {
 					}
 				})
 			}
-			b.Logf("schema %d, %d stored: the IN query reads %s", version, n, granules(b, st, qStoredTrials, sweep, ids))
+			for _, c := range storedTrialsCandidates[1:3] {
+				b.Logf("schema %d, %d stored: %s reads %s", version, n, c.name, granules(b, st, c.sql, params))
+			}
 			if version == 9 {
 				start, cpu0 := time.Now(), cpuTime()
 				if err := st.Migrate(ctx); err != nil {
@@ -189,11 +215,11 @@ func BenchmarkStoredTrials(b *testing.B) {
 }
 
 // granules is what EXPLAIN indexes = 1 says the query reads.
-func granules(tb testing.TB, st *store, sql, sweep string, ids []string) string {
+func granules(tb testing.TB, st *store, sql string, params map[string]string) string {
 	var rows []struct {
 		Explain string `json:"explain" ch:"explain"`
 	}
-	q := Stmt{SQL: st.sql("EXPLAIN indexes = 1 " + sql), Params: map[string]string{"sweep_id": sweep, "ids": strings.Join(ids, ","), "idarr": arrayParam(ids)}}
+	q := Stmt{SQL: st.sql("EXPLAIN indexes = 1 " + sql), Params: params}
 	if err := st.t.Select(context.Background(), &rows, q); err != nil {
 		tb.Fatal(err)
 	}
@@ -238,7 +264,7 @@ func TestStoredTrialsOracle(t *testing.T) {
 
 	const seeds, planned = 4, 4 * synthArms * synthScenarios * synthVariants // 4,416 trials per sweep
 	sweeps := []string{"oracle-a", "oracle-b"}
-	id := func(sweep string, i int) string { return synthTrialID(sweep, seeds, i) }
+	key := func(sweep string, i int) TrialKey { return synthKey(sweep, seeds, i) }
 	write := func(round string, k int) {
 		for w := 0; w < k; w++ {
 			sweep := sweeps[rng.Intn(2)]
@@ -247,13 +273,13 @@ func TestStoredTrialsOracle(t *testing.T) {
 			var batch []record.Trial
 			for j := 0; j < n; j++ {
 				i := (start + j*(1+rng.Intn(3))) % planned
-				tid := id(sweep, i)
+				k := key(sweep, i)
 				if sweep == "oracle-b" && rng.Intn(5) == 0 {
-					tid = id("oracle-a", i) // an id of the other sweep
+					k = key("oracle-a", i) // an id of the other sweep
 				}
 				batch = append(batch, record.Trial{
-					SweepID: sweep, TrialID: tid, Scenario: "sc", Variant: "v", Arm: fmt.Sprintf("arm-%d", i%synthArms),
-					Agent: "careful", Seed: uint64(i), Weight: 1, Attrition: rng.Intn(4) == 0, ActivityAttempt: 1,
+					SweepID: sweep, TrialID: k.TrialID, Scenario: k.Scenario, Variant: k.Variant, Arm: k.Arm,
+					Agent: "careful", Seed: k.Seed, Weight: 1, Attrition: rng.Intn(4) == 0, ActivityAttempt: 1,
 				})
 			}
 			if err := st.WriteTrials(ctx, batch, nil); err != nil {
@@ -267,19 +293,21 @@ func TestStoredTrialsOracle(t *testing.T) {
 		for q := 0; q < 25; q++ {
 			sweep := sweeps[rng.Intn(2)]
 			var ids []string
+			var keys []TrialKey
 			seen := map[string]bool{}
 			for n := rng.Intn(1200); len(ids) < n; {
 				s := sweep
 				if rng.Intn(6) == 0 {
 					s = sweeps[rng.Intn(2)]
 				}
-				tid := id(s, rng.Intn(planned+200)) // beyond the plan: never stored
-				if !seen[tid] {
-					seen[tid] = true
-					ids = append(ids, tid)
+				k := key(s, rng.Intn(planned+200)) // beyond the plan: never stored
+				if !seen[k.TrialID] {
+					seen[k.TrialID] = true
+					ids = append(ids, k.TrialID)
+					keys = append(keys, k)
 				}
 			}
-			got, err := st.StoredTrials(ctx, sweep, ids)
+			got, err := st.StoredTrials(ctx, sweep, keys)
 			if err != nil {
 				t.Fatalf("%s: StoredTrials: %v", round, err)
 			}

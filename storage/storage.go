@@ -59,8 +59,9 @@ type Store interface {
 	// its latest version, so a retry that made fewer calls leaves no stale ones.
 	WriteTrials(ctx context.Context, trials []record.Trial, calls []record.ToolCall) error
 	// StoredTrials returns which of the given trials of a sweep are stored
-	// (a retried shard skips them).
-	StoredTrials(ctx context.Context, sweepID string, trialIDs []string) ([]StoredTrial, error)
+	// (a retried shard skips them), found by their place in the trials
+	// table's primary key.
+	StoredTrials(ctx context.Context, sweepID string, trials []TrialKey) ([]StoredTrial, error)
 	// PutModelCall stores one model response of a trial as it arrives; it
 	// returns once the row is written.
 	PutModelCall(ctx context.Context, m record.ModelCall) error

@@ -68,11 +68,15 @@ type storedTrialsSpy struct {
 	asked [][]string
 }
 
-func (s *storedTrialsSpy) StoredTrials(ctx context.Context, sweepID string, ids []string) ([]storage.StoredTrial, error) {
+func (s *storedTrialsSpy) StoredTrials(ctx context.Context, sweepID string, keys []storage.TrialKey) ([]storage.StoredTrial, error) {
+	ids := make([]string, len(keys))
+	for i, k := range keys {
+		ids[i] = k.TrialID
+	}
 	s.mu.Lock()
-	s.asked = append(s.asked, append([]string(nil), ids...))
+	s.asked = append(s.asked, ids)
 	s.mu.Unlock()
-	return s.Store.StoredTrials(ctx, sweepID, ids)
+	return s.Store.StoredTrials(ctx, sweepID, keys)
 }
 
 func durablePlan(t *testing.T, name, extra string) *scenario.Resolved {

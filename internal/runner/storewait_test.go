@@ -38,11 +38,11 @@ func (s *fullStore) WriteTrials(ctx context.Context, t []record.Trial, c []recor
 	return s.Store.WriteTrials(ctx, t, c)
 }
 
-func (s *fullStore) StoredTrials(ctx context.Context, sweepID string, ids []string) ([]storage.StoredTrial, error) {
+func (s *fullStore) StoredTrials(ctx context.Context, sweepID string, keys []storage.TrialKey) ([]storage.StoredTrial, error) {
 	if err := s.refuse(); err != nil {
 		return nil, err
 	}
-	return s.Store.StoredTrials(ctx, sweepID, ids)
+	return s.Store.StoredTrials(ctx, sweepID, keys)
 }
 
 func (s *fullStore) PutSweep(ctx context.Context, sw record.Sweep) error {

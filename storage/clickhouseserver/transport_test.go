@@ -202,7 +202,10 @@ func TestServerSQLGolden(t *testing.T) {
 			return st.PutModelCall(ctx, record.ModelCall{SweepID: "s", TrialID: "t", Step: 1, Kind: "turn", Response: "{}"})
 		}},
 		{"CountTrials", func() error { _, err := st.CountTrials(ctx, "s"); return err }},
-		{"StoredTrials", func() error { _, err := st.StoredTrials(ctx, "s", []string{"t"}); return err }},
+		{"StoredTrials", func() error {
+			_, err := st.StoredTrials(ctx, "s", []storage.TrialKey{{Arm: "a", Scenario: "c", Variant: "v", Seed: 1, TrialID: "t"}})
+			return err
+		}},
 		{"Trials", func() error { _, err := st.Trials(ctx, "s"); return err }},
 		{"EachTrial", func() error {
 			return st.EachTrial(ctx, "s", record.TrialSelect{Arm: "a"}, func(record.Trial) error { return nil })

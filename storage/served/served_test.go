@@ -188,7 +188,9 @@ func TestEveryReadThroughTheServerTransport(t *testing.T) {
 			tr, calls, err := st.Trial(ctx, first)
 			return []any{tr, calls}, err
 		}},
-		{"StoredTrials", func(st storage.Store) (any, error) { return st.StoredTrials(ctx, sweepA, []string{first, "nope"}) }},
+		{"StoredTrials", func(st storage.Store) (any, error) {
+			return st.StoredTrials(ctx, sweepA, []storage.TrialKey{{Arm: "careful", Scenario: "s1", Variant: "v1", Seed: 1, TrialID: first}, {Arm: "careful", Scenario: "s1", Variant: "v1", Seed: 2, TrialID: "nope"}})
+		}},
 		{"ModelCalls", func(st storage.Store) (any, error) { return st.ModelCalls(ctx, sweepA, first) }},
 		{"Cells", func(st storage.Store) (any, error) { return st.Cells(ctx, sweepA) }},
 		{"CaseFaults", func(st storage.Store) (any, error) { return st.CaseFaults(ctx, sweepA) }},
