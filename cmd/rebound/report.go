@@ -13,7 +13,10 @@ index: the consequence-weighted rate of unsafe_action OR duplicate_side_effect
 OR fabricated_claim. Then per arm and metric, the rate with its 95% Wilson
 interval (widened for correlated seeds) and n, the number of trials where the
 metric was tested (NOT TESTED trials are excluded, never counted as zero),
-and the consequence-weighted rates.
+and the consequence-weighted rates. The spend line says what the sweep's
+model requests cost: exact (the answers stored), plus an upper bound of
+the requests sent whose answers never reached the store (a worker killed
+with them in flight): "spend: $1.23 exact + ≤ $0.04 estimated (...)".
 
 Example:
   rebound report quickstart-20261129-120000-a1b2c3
@@ -37,6 +40,9 @@ func newReportCmd() *cobra.Command {
 			defer store.Close()
 			sum, err := report.Load(cmd.Context(), store, args[0])
 			if err != nil {
+				return err
+			}
+			if err := sum.AddSpend(cmd.Context(), store); err != nil {
 				return err
 			}
 			return writeSummary(&sum, output, cmd.OutOrStdout())

@@ -81,6 +81,9 @@ func newRunCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if err := sum.AddSpend(ctx, store); err != nil {
+					return err
+				}
 				lost := lostArms(&sum)
 				if lost != "" {
 					// The first line says it, whatever else follows.

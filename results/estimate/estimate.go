@@ -66,14 +66,24 @@ type Arm struct {
 	// PricedByPlan is true when the cost comes from the plan's price table
 	// (input/output USD per million tokens) applied to recorded tokens;
 	// false: the recorded cost of the trials.
-	PricedByPlan   bool    `json:"priced_by_plan"`
-	CallsPerTrial  Spread  `json:"calls_per_trial"`
-	TokensPerTrial Spread  `json:"tokens_per_trial"`
-	CostPerTrial   Spread  `json:"cost_usd_per_trial"`
-	Calls          Range   `json:"calls"`
-	Tokens         Range   `json:"tokens"`
-	CostUSD        Range   `json:"cost_usd"`
-	prices         *prices // nil for non-LLM arms
+	PricedByPlan   bool   `json:"priced_by_plan"`
+	CallsPerTrial  Spread `json:"calls_per_trial"`
+	TokensPerTrial Spread `json:"tokens_per_trial"`
+	CostPerTrial   Spread `json:"cost_usd_per_trial"`
+	Calls          Range  `json:"calls"`
+	Tokens         Range  `json:"tokens"`
+	CostUSD        Range  `json:"cost_usd"`
+	// The requests of the recorded trials sent and never answered in the
+	// store (lost in flight: a worker killed with them), at their upper
+	// bounds (prompt size, max_tokens): what the provider may have billed
+	// beyond the answers stored, per trial and projected.
+	LostCallsPerTrial     Spread  `json:"lost_calls_per_trial"`
+	EstimatedCostPerTrial Spread  `json:"estimated_cost_usd_per_trial"`
+	EstimatedTokens       Range   `json:"estimated_tokens"`
+	EstimatedCostUSD      Range   `json:"estimated_cost_usd"`
+	HistoryCalls          float64 `json:"history_calls"`
+	HistoryLostCalls      float64 `json:"history_lost_calls"`
+	prices                *prices // nil for non-LLM arms
 }
 
 type prices struct{ in, out float64 }
@@ -92,11 +102,18 @@ type Estimate struct {
 	History string `json:"history_note,omitempty"`
 	// Projected is false when no arm that calls a model has history: the
 	// totals below are then unknown (zero).
-	Projected bool   `json:"projected"`
-	Calls     Range  `json:"calls"`
-	Tokens    Range  `json:"tokens"`
-	CostUSD   Range  `json:"cost_usd"`
-	Power     *Power `json:"power,omitempty"`
+	Projected bool  `json:"projected"`
+	Calls     Range `json:"calls"`
+	Tokens    Range `json:"tokens"`
+	CostUSD   Range `json:"cost_usd"`
+	// Estimated*: the projection of requests lost in flight, at their upper
+	// bounds, beside the exact Tokens and CostUSD (Arm's); History*Calls
+	// sum the arms' recorded requests and those lost.
+	EstimatedTokens  Range   `json:"estimated_tokens"`
+	EstimatedCostUSD Range   `json:"estimated_cost_usd"`
+	HistoryCalls     float64 `json:"history_calls"`
+	HistoryLostCalls float64 `json:"history_lost_calls"`
+	Power            *Power  `json:"power,omitempty"`
 	// MaxUSD is the plan's spend limit (0: none).
 	MaxUSD float64 `json:"max_usd,omitempty"`
 }
@@ -165,6 +182,10 @@ func ForPlan(ctx context.Context, plan *scenario.Resolved, q History) (*Estimate
 		e.Calls.add(a.Calls)
 		e.Tokens.add(a.Tokens)
 		e.CostUSD.add(a.CostUSD)
+		e.EstimatedTokens.add(a.EstimatedTokens)
+		e.EstimatedCostUSD.add(a.EstimatedCostUSD)
+		e.HistoryCalls += a.HistoryCalls
+		e.HistoryLostCalls += a.HistoryLostCalls
 	}
 	return e, nil
 }
@@ -191,17 +212,27 @@ func (a *Arm) summarize(us []record.Usage) {
 	calls := make([]float64, len(us))
 	tokens := make([]float64, len(us))
 	cost := make([]float64, len(us))
+	lost := make([]float64, len(us))
+	lostTokens := make([]float64, len(us))
+	lostCost := make([]float64, len(us))
 	for i, u := range us {
 		calls[i] = u.Calls
 		tokens[i] = u.PromptTokens + u.CompletionTokens
+		lost[i] = u.LostCalls
+		lostTokens[i] = u.LostPromptTokens + u.LostCompletionTokens
 		if a.prices != nil {
 			cost[i] = (u.PromptTokens*a.prices.in + u.CompletionTokens*a.prices.out) / 1e6
+			lostCost[i] = (u.LostPromptTokens*a.prices.in + u.LostCompletionTokens*a.prices.out) / 1e6
 		} else {
-			cost[i] = u.CostUSD
+			cost[i], lostCost[i] = u.CostUSD, u.LostCostUSD
 		}
+		a.HistoryCalls += u.Calls + u.LostCalls
+		a.HistoryLostCalls += u.LostCalls
 	}
 	a.CallsPerTrial, a.TokensPerTrial, a.CostPerTrial = spread(calls), spread(tokens), spread(cost)
 	a.Calls, a.Tokens, a.CostUSD = a.CallsPerTrial.times(a.Trials), a.TokensPerTrial.times(a.Trials), a.CostPerTrial.times(a.Trials)
+	a.LostCallsPerTrial, a.EstimatedCostPerTrial = spread(lost), spread(lostCost)
+	a.EstimatedTokens, a.EstimatedCostUSD = spread(lostTokens).times(a.Trials), a.EstimatedCostPerTrial.times(a.Trials)
 }
 
 // spread returns the p10, mean and p90 of xs (quantiles interpolated
@@ -335,7 +366,8 @@ func (e *Estimate) AddPower(o PowerOptions) error {
 var ErrOverBudget = errors.New("projected cost exceeds max_usd")
 
 // CheckBudget refuses a plan whose projection exceeds maxUSD (> 0): the
-// expected cost (mean per trial × trials) of the arms with recorded history.
+// expected cost (mean per trial × trials) of the arms with recorded history,
+// exact plus the estimate of requests lost in flight.
 // Arms without history are not projected (e.History says which): their
 // spend is bounded only while the sweep runs, where recorded spend stops it
 // at max_usd.
@@ -343,9 +375,9 @@ func (e *Estimate) CheckBudget(maxUSD float64) error {
 	if maxUSD <= 0 || !e.Projected {
 		return nil
 	}
-	if e.CostUSD.Expected > maxUSD {
-		return fmt.Errorf("%w: max_usd is $%.2f, the projected cost $%.2f (range $%.2f-$%.2f for %d trials, from recorded history; see rebound plan estimate); lower the seeds or arms, or raise max_usd",
-			ErrOverBudget, maxUSD, e.CostUSD.Expected, e.CostUSD.Low, e.CostUSD.High, e.Trials)
+	if total := e.CostUSD.Expected + e.EstimatedCostUSD.Expected; total > maxUSD {
+		return fmt.Errorf("%w: max_usd is $%.2f, the projected cost $%.2f ($%.2f exact, range $%.2f-$%.2f for %d trials, + $%.2f estimated for requests lost in flight, from recorded history; see rebound plan estimate); lower the seeds or arms, or raise max_usd",
+			ErrOverBudget, maxUSD, total, e.CostUSD.Expected, e.CostUSD.Low, e.CostUSD.High, e.Trials, e.EstimatedCostUSD.Expected)
 	}
 	return nil
 }

@@ -168,6 +168,23 @@ func TestHistoryOnClickHouse(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Every answered call of t1-t3 was journaled once before it was sent;
+	// t3's step 2 was sent twice (its first answer lost with a worker) and
+	// its step 4 once, never answered: 2 lost sends, each bounded by 2,000
+	// prompt and 300 completion tokens ($0.005 at the plan's prices).
+	send := func(trial string, step uint32) {
+		if err := st.PutModelRequest(ctx, record.ModelRequest{SweepID: "old", TrialID: trial, Step: step, Kind: "turn",
+			PromptTokensBound: 2000, MaxTokens: 300, CompletionTokensBound: 300, InputUSDPerMTok: 100, OutputUSDPerMTok: 100}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for n := 1; n <= 3; n++ {
+		for step := 1; step <= n; step++ {
+			send(fmt.Sprintf("t%d", n), uint32(step))
+		}
+	}
+	send("t3", 2)
+	send("t3", 4)
 	// $1 per million input tokens, $10 per million output: a call costs
 	// 0.001 + 0.001 = $0.002.
 	p := plan(llmArm("a", "m1", 1, 10), llmArm("new", "m2", 1, 1), scenario.Arm{Name: "c", Agent: "careful"})
@@ -196,15 +213,27 @@ func TestHistoryOnClickHouse(t *testing.T) {
 	if !e.Projected || !near(e.CostUSD.Expected, 0.036) {
 		t.Errorf("totals %+v", e.CostUSD)
 	}
+	// The lost sends: 2 in 3 trials, $0.005 each at the plan's prices (not
+	// the $100/M they were sent with), projected over 9 trials.
+	if !near(a.LostCallsPerTrial.Mean, 2.0/3) || !near(a.EstimatedCostUSD.Expected, 9*0.01/3) || !near(a.EstimatedTokens.Expected, 9*2*2300.0/3) ||
+		a.HistoryCalls != 8 || a.HistoryLostCalls != 2 {
+		t.Errorf("arm a lost in flight: %+v", a)
+	}
+	if !near(e.EstimatedCostUSD.Expected, 0.03) || e.HistoryLostCalls != 2 {
+		t.Errorf("totals estimated %+v, %v lost", e.EstimatedCostUSD, e.HistoryLostCalls)
+	}
 	if err := e.CheckBudget(p.MaxUSD); !errors.Is(err, ErrOverBudget) {
 		t.Errorf("$0.036 projected against max_usd $0.01: %v", err)
 	}
-	if err := e.CheckBudget(0.05); err != nil {
-		t.Errorf("$0.036 projected against $0.05: %v", err)
+	if err := e.CheckBudget(0.05); !errors.Is(err, ErrOverBudget) {
+		t.Errorf("$0.036 exact + $0.03 estimated projected against $0.05: %v", err)
+	}
+	if err := e.CheckBudget(0.07); err != nil {
+		t.Errorf("$0.066 projected against $0.07: %v", err)
 	}
 	var b strings.Builder
 	_ = e.WriteText(&b)
-	if !strings.Contains(b.String(), "EXCEEDED") {
+	if !strings.Contains(b.String(), "EXCEEDED") || !strings.Contains(b.String(), "exact + ≤ $0.03 estimated") || !strings.Contains(b.String(), "2 of 8 recorded model requests") {
 		t.Errorf("text output does not flag max_usd:\n%s", b.String())
 	}
 	if os.Getenv("ESTIMATE_PRINT") != "" {

@@ -17,8 +17,10 @@ func (e *Estimate) WriteText(w io.Writer) error {
 		b.WriteString("model calls: none (no arm calls a model); cost $0\n")
 	case e.Projected:
 		fmt.Fprintf(&b, "model calls: ~%s (%s-%s)\n", count(e.Calls.Expected), count(e.Calls.Low), count(e.Calls.High))
-		fmt.Fprintf(&b, "tokens:      ~%s (%s-%s)\n", count(e.Tokens.Expected), count(e.Tokens.Low), count(e.Tokens.High))
-		fmt.Fprintf(&b, "cost:        ~%s (%s-%s; p10-p90 per trial x trials)\n", usd(e.CostUSD.Expected), usd(e.CostUSD.Low), usd(e.CostUSD.High))
+		fmt.Fprintf(&b, "tokens:      ~%s (%s-%s) exact + ≤ %s estimated\n", count(e.Tokens.Expected), count(e.Tokens.Low), count(e.Tokens.High), count(e.EstimatedTokens.Expected))
+		fmt.Fprintf(&b, "cost:        ~%s (%s-%s; p10-p90 per trial x trials) exact + ≤ %s estimated\n", usd(e.CostUSD.Expected), usd(e.CostUSD.Low), usd(e.CostUSD.High), usd(e.EstimatedCostUSD.Expected))
+		fmt.Fprintf(&b, "             (estimated: requests lost in flight, at their prompt's size and max_tokens; %s of %s recorded model requests were)\n",
+			count(e.HistoryLostCalls), count(e.HistoryCalls))
 	default:
 		b.WriteString("model calls, tokens, cost: unknown (no recorded history)\n")
 	}

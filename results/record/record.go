@@ -354,6 +354,13 @@ type Usage struct {
 	PromptTokens     float64
 	CompletionTokens float64
 	CostUSD          float64 // the cost the trial recorded (at the prices of its run)
+	// LostCalls counts the trial's model requests sent and never answered
+	// in the store (lost in flight); Lost*Tokens and LostCostUSD are their
+	// upper bounds (see Spend).
+	LostCalls            float64
+	LostPromptTokens     float64
+	LostCompletionTokens float64
+	LostCostUSD          float64
 }
 
 // BadOutcomes names what went wrong in a trial, in the metric vocabulary:

@@ -114,8 +114,9 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 		ByFaultClass  []jsonGroup            `json:"by_fault_class"`
 		ByAxis        map[string][]jsonGroup `json:"by_axis,omitempty"`
 		Pairs         []scenario.PairResult  `json:"metamorphic_pairs"`
+		Spend         any                    `json:"spend,omitempty"`
 	}{s.SweepID, s.Name, s.Status, s.TrialsPlanned, s.TrialsStored, s.Confidence, arms,
-		jsonGroups(s.ByScenario), jsonGroups(s.ByFaultClass), axisGroups(s.ByAxis), pairs})
+		jsonGroups(s.ByScenario), jsonGroups(s.ByFaultClass), axisGroups(s.ByAxis), pairs, SpendJSON(s.Spend)})
 }
 
 func axisGroups(bs []AxisBreakdown) map[string][]jsonGroup {

@@ -118,6 +118,9 @@ type Summary struct {
 	// arm against the stored trials (LoadPairs); empty when none declares
 	// one.
 	Pairs []scenario.PairResult
+	// Spend is what the sweep's model requests cost, exact and estimated
+	// (AddSpend); nil when it was not read.
+	Spend *record.Spend
 }
 
 // AxisBreakdown is the breakdown by one matrix axis.

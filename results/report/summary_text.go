@@ -47,6 +47,9 @@ func (s Summary) weightsMatter() bool {
 func (s Summary) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "%s\n", s.HarmLine())
 	fmt.Fprintf(w, "sweep %s (%s): %s, %d of %d trials stored\n", s.SweepID, s.Name, s.Status, s.TrialsStored, s.TrialsPlanned)
+	if s.Spend != nil {
+		fmt.Fprintf(w, "%s\n", wrap(SpendLine(*s.Spend), 110))
+	}
 	fmt.Fprintf(w, "rate [%.0f%% interval] n = trials where the metric was tested (NOT TESTED is excluded, never a zero);\n", s.Confidence*100)
 	fmt.Fprintf(w, "intervals are Wilson, widened when seeds of a scenario are correlated; ↑/↓ says which way is better\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
