@@ -121,6 +121,8 @@ type Server struct {
 	stats    Stats
 	gate     chan struct{} // closed: requests pass; open channel: held
 	limits   *limits
+	// finish: a request whose client went away is answered anyway.
+	finish bool
 }
 
 // Stats is what the server saw and billed. A response is billed when it
@@ -134,10 +136,31 @@ type Stats struct {
 	Held                   int   // requests held right now
 	BilledPromptTokens     int64 // usage of delivered successful responses
 	BilledCompletionTokens int64
+	// Served*Tokens is the usage of every successful response the server
+	// produced, delivered or not: what a provider that bills generation
+	// bills. It exceeds Billed*Tokens by the answers produced for clients
+	// that were gone (see FinishAbandoned).
+	ServedPromptTokens     int64
+	ServedCompletionTokens int64
 }
 
 // BilledTokens is prompt plus completion tokens billed.
 func (s Stats) BilledTokens() int64 { return s.BilledPromptTokens + s.BilledCompletionTokens }
+
+// ServedTokens is prompt plus completion tokens of every successful
+// response produced, whether or not its client received it.
+func (s Stats) ServedTokens() int64 { return s.ServedPromptTokens + s.ServedCompletionTokens }
+
+// FinishAbandoned makes the server behave like a provider that does not
+// notice a client going away: a request held (Hold) or delayed whose client
+// vanished is still answered once released (or once its delay passed), and
+// its usage counts in Served*Tokens, though nobody receives it. Abandoned
+// still counts the requests whose client vanished while held.
+func (s *Server) FinishAbandoned() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.finish = true
+}
 
 // Stats returns the counters so far.
 func (s *Server) Stats() Stats {
@@ -177,10 +200,10 @@ func (s *Server) Release() {
 }
 
 // wait holds a request while the server is held; false means the client
-// went away.
+// went away (and the server does not finish abandoned requests).
 func (s *Server) wait(r *http.Request) bool {
 	s.mu.Lock()
-	gate := s.gate
+	gate, finish := s.gate, s.finish
 	if gate != nil {
 		s.stats.Held++
 	}
@@ -188,18 +211,25 @@ func (s *Server) wait(r *http.Request) bool {
 	if gate == nil {
 		return true
 	}
-	select {
-	case <-gate:
-		s.mu.Lock()
-		s.stats.Held--
-		s.mu.Unlock()
-		return true
-	case <-r.Context().Done():
-		s.mu.Lock()
-		s.stats.Held--
-		s.stats.Abandoned++
-		s.mu.Unlock()
-		return false
+	gone := r.Context().Done()
+	for {
+		select {
+		case <-gate:
+			s.mu.Lock()
+			s.stats.Held--
+			s.mu.Unlock()
+			return true
+		case <-gone:
+			s.mu.Lock()
+			s.stats.Abandoned++
+			if !finish {
+				s.stats.Held--
+				s.mu.Unlock()
+				return false
+			}
+			s.mu.Unlock()
+			gone = nil // held on until released, then answered
+		}
 	}
 }
 
@@ -298,13 +328,18 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	s.served++
 	n := s.served
+	finish := s.finish
 	s.mu.Unlock()
 
 	if reply.Delay > 0 {
+		gone := r.Context().Done()
+		if finish {
+			gone = nil
+		}
 		t := time.NewTimer(reply.Delay)
 		select {
 		case <-t.C:
-		case <-r.Context().Done():
+		case <-gone:
 			t.Stop()
 			return
 		}
@@ -330,6 +365,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.t.Errorf("llmtest: %v", err)
 	}
+	s.mu.Lock()
+	s.stats.ServedPromptTokens += int64(reply.Usage.PromptTokens)
+	s.stats.ServedCompletionTokens += int64(reply.Usage.CompletionTokens)
+	s.mu.Unlock()
 	if r.Context().Err() != nil {
 		return // the client is gone: nothing delivered, nothing billed
 	}
