@@ -425,7 +425,12 @@ func (w *workload) reads(ctx context.Context, covered map[string]bool) []read {
 		return []any{tr, calls}, err
 	})
 	add("StoredTrials", "StoredTrials", func(st storage.Store) (any, error) {
-		return st.StoredTrials(ctx, big, []string{one.TrialID, w.trials[len(w.trials)-1].TrialID, "nope", w.trials[0].TrialID})
+		key := func(t record.Trial) storage.TrialKey {
+			return storage.TrialKey{Arm: t.Arm, Scenario: t.Scenario, Variant: t.Variant, Seed: t.Seed, TrialID: t.TrialID}
+		}
+		missing := key(one)
+		missing.Seed, missing.TrialID = 999, "nope"
+		return st.StoredTrials(ctx, big, []storage.TrialKey{key(one), key(w.trials[len(w.trials)-1]), missing, key(w.trials[0])})
 	})
 	add("ModelCalls", "ModelCalls", func(st storage.Store) (any, error) { return st.ModelCalls(ctx, withModel.SweepID, withModel.TrialID) })
 	add("Spend", "Spend", func(st storage.Store) (any, error) { return st.Spend(ctx, big) })
