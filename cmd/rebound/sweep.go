@@ -113,7 +113,7 @@ func newSweepStatusCmd() *cobra.Command {
 		Args:  exactArgs(1, "sweep status takes exactly one SWEEP_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withTemporal(cmd, &conn, func(ctx context.Context, c runner.Client, key []byte) error {
-				return sweepStatus(ctx, c, key, args[0], output, cmd.OutOrStdout())
+				return sweepStatus(ctx, c, &conn, key, args[0], output, cmd.OutOrStdout())
 			})
 		},
 	}
@@ -269,10 +269,11 @@ func followToEnd(ctx context.Context, c runner.Client, conn *connection, run run
 	return sweepOutcome(sweepID, final)
 }
 
-// sweepStatus prints a sweep's progress (when its workflow answers) and
-// the shards Temporal holds for it, with failing attempts and their last
-// error.
-func sweepStatus(ctx context.Context, c runner.Client, key []byte, sweepID, output string, stdout io.Writer) error {
+// sweepStatus prints a sweep's progress (when its workflow answers; the
+// stored state when it ended with none: a stopped sweep's trials and how to
+// resume it) and the shards Temporal holds for it, with failing attempts
+// and their last error.
+func sweepStatus(ctx context.Context, c runner.Client, conn *connection, key []byte, sweepID, output string, stdout io.Writer) error {
 	st, err := runner.DescribeSweep(ctx, c, key, sweepID)
 	if err != nil {
 		return err
@@ -281,6 +282,12 @@ func sweepStatus(ctx context.Context, c runner.Client, key []byte, sweepID, outp
 		return usagef("sweep %s is unknown to this Temporal (stored sweeps: 'rebound sweeps')", sweepID)
 	}
 	p, perr := runner.CurrentProgress(ctx, c, st)
+	var stored *storedSweep
+	if perr != nil && !st.Running() {
+		// No progress to query: what the store holds (none readable: the
+		// workflow's word alone).
+		stored, _ = readStoredSweep(ctx, conn, sweepID)
+	}
 	if output == "json" {
 		out := map[string]any{"sweep_id": sweepID, "workflow": st}
 		if perr == nil {
@@ -288,9 +295,14 @@ func sweepStatus(ctx context.Context, c runner.Client, key []byte, sweepID, outp
 		} else {
 			out["progress_error"] = perr.Error()
 		}
+		if stored != nil {
+			out["stored"] = stored
+		}
 		return writeJSON(stdout, out, false)
 	}
-	if perr != nil {
+	if stored != nil {
+		stored.write(stdout, sweepID, st.Status)
+	} else if perr != nil {
 		fmt.Fprintf(stdout, "sweep %s: workflow %s; progress unavailable: %v\n", sweepID, st.Status, perr)
 	} else {
 		fmt.Fprintf(stdout, "sweep %s: %s, %d/%d trials, %d/%d shards, attrition %d\n", sweepID, p.Status, p.TrialsDone, p.TrialsPlanned, p.ShardsDone, p.ShardsTotal, p.Attrition)

@@ -40,8 +40,11 @@ func MarkStopped(ctx context.Context, store storage.Store, sweepID string) error
 // registered (opened with redactionKey), and records the sweep as running
 // again. Nothing done before is redone: its shards skip the trials the
 // store holds, and its LLM trials answer the requests they already paid
-// for from the model journal. A completed sweep, or one stopped by its
-// max_usd, is ErrNotResumable; an unknown one record.ErrNotFound.
+// for from the model journal. Its max_usd counts the spend already stored
+// (exact + estimated): a trial the run finishes from journaled answers adds
+// its whole cost again, so the count errs high, never low. A completed
+// sweep, or one stopped by its max_usd, is ErrNotResumable; an unknown one
+// record.ErrNotFound.
 func ResumeSweep(ctx context.Context, c client.Client, store storage.Store, redactionKey []byte, queue, sweepID string) (client.WorkflowRun, error) {
 	sw, err := store.Sweep(ctx, sweepID)
 	if err != nil {
@@ -57,6 +60,13 @@ func ResumeSweep(ctx context.Context, c client.Client, store storage.Store, reda
 	if err != nil {
 		return nil, fmt.Errorf("sweep %s: its stored plan: %w", sweepID, err)
 	}
+	// The new run's max_usd counts from what the sweep already spent, the
+	// estimate of requests lost in flight included: resuming never spends
+	// past the cap.
+	spent, err := store.Spend(ctx, sweepID)
+	if err != nil {
+		return nil, fmt.Errorf("sweep %s: its stored spend: %w", sweepID, err)
+	}
 	sw.Status = sweepstatus.Running
 	if err := store.PutSweep(ctx, sw); err != nil {
 		return nil, err
@@ -64,6 +74,7 @@ func ResumeSweep(ctx context.Context, c client.Client, store storage.Store, reda
 	in := workflows.SweepInput{
 		SweepID: sweepID, Trials: plan.TrialCount(), ShardSize: plan.ShardSize, Concurrency: plan.Concurrency,
 		Judge: plan.Judge != nil, MaxUSD: plan.MaxUSD,
+		Progress: workflows.Progress{SpentUSD: spent.TotalUSD()},
 	}
 	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: WorkflowID(sweepID), TaskQueue: queue}, workflows.SweepWorkflowName, in)
 }
