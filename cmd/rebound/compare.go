@@ -138,7 +138,11 @@ func (f *compareFlags) load(ctx context.Context, store storage.Store, confidence
 		f.req.BaselineSweep = prev
 	}
 	f.req.Confidence = confidence
-	return report.LoadComparison(ctx, store, f.req)
+	c, err := report.LoadComparison(ctx, store, f.req)
+	if err != nil {
+		return c, err
+	}
+	return c, c.AddSpend(ctx, store)
 }
 
 func formatOf(path string) (string, error) {

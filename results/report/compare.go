@@ -218,6 +218,11 @@ type Comparison struct {
 
 	Metrics []MetricDiff // in report order
 
+	// Spend is what the compared sweeps' model requests cost, exact and
+	// estimated (AddSpend): the candidate's sweep, then the baseline's
+	// when it is another; nil when not read.
+	Spend []SweepSpend
+
 	// ByFaultClass and ByScenario repeat the paired comparison within each
 	// fault class (a case counts in each of its classes) and each scenario.
 	ByFaultClass []GroupDiff

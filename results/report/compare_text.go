@@ -220,6 +220,9 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "trials: baseline %d (attrition %d), candidate %d (attrition %d)\n",
 		c.BaselineTrials, c.BaselineAttrition, c.CandidateTrials, c.CandidateAttrition)
+	for _, line := range c.spendLines() {
+		fmt.Fprintf(w, "%s\n", wrap(line, 110))
+	}
 
 	for _, warn := range c.Warnings {
 		fmt.Fprintf(w, "! %s\n", warn)

@@ -354,6 +354,7 @@ func (c Comparison) MarshalJSON() ([]byte, error) {
 		Warnings   []string        `json:"warnings"`
 		ByFault    []jsonGroupDiff `json:"by_fault_class"`
 		ByScenario []jsonGroupDiff `json:"by_scenario"`
+		Spend      any             `json:"spend,omitempty"`
 	}{
 		Baseline: jsonSide{c.Baseline.SweepID, c.Baseline.Arm, c.BaselineTrials, c.BaselineAttrition, c.UnmatchedBaseline,
 			jnum(rate(c.BaselineAttrition, c.BaselineTrials)), c.BaselineUnsealed},
@@ -363,7 +364,7 @@ func (c Comparison) MarshalJSON() ([]byte, error) {
 		BaseVar: jvar(c.BaselineVariation), CandVar: jvar(c.CandidateVariation), Harm: c.HarmLine(),
 		Verdict: c.Headline(), Gate: g,
 		Metrics: metrics, Unmatched: un, Warnings: warnings,
-		ByFault: groups(c.ByFaultClass), ByScenario: groups(c.ByScenario),
+		ByFault: groups(c.ByFaultClass), ByScenario: groups(c.ByScenario), Spend: c.spendJSON(),
 	})
 }
 

@@ -85,6 +85,9 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "\n<sub>%s Trials: baseline %d (attrition %d), candidate %d (attrition %d).</sub>\n",
 		mdEscape(c.methodNote()), c.BaselineTrials, c.BaselineAttrition, c.CandidateTrials, c.CandidateAttrition)
+	for _, line := range c.spendLines() {
+		fmt.Fprintf(&b, "\n<sub>%s</sub>\n", mdEscape(line))
+	}
 	for _, note := range c.variationNotes() {
 		fmt.Fprintf(&b, "\n<sub>%s</sub>\n", mdEscape(note))
 	}

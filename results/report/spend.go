@@ -85,3 +85,56 @@ func thousands(n uint64) string {
 	}
 	return s
 }
+
+// SweepSpend is the spend of one sweep a comparison reads.
+type SweepSpend struct {
+	SweepID string
+	Spend   record.Spend
+}
+
+// AddSpend reads the spend of the comparison's sweeps: the candidate's,
+// and the baseline's when it is another sweep.
+func (c *Comparison) AddSpend(ctx context.Context, src SpendSource) error {
+	ids := []string{c.Candidate.SweepID}
+	if c.Baseline.SweepID != c.Candidate.SweepID {
+		ids = append(ids, c.Baseline.SweepID)
+	}
+	c.Spend = nil
+	for _, id := range ids {
+		sp, err := src.Spend(ctx, id)
+		if err != nil {
+			return err
+		}
+		c.Spend = append(c.Spend, SweepSpend{SweepID: id, Spend: sp})
+	}
+	return nil
+}
+
+// spendLines says what each compared sweep spent, one line per sweep.
+func (c *Comparison) spendLines() []string {
+	var out []string
+	for _, s := range c.Spend {
+		line := SpendLine(s.Spend)
+		if len(c.Spend) > 1 {
+			line = "sweep " + s.SweepID + " " + line
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// spendJSON is the comparison's spend per sweep for JSON (nil when not read).
+func (c *Comparison) spendJSON() any {
+	if c.Spend == nil {
+		return nil
+	}
+	type sweepSpend struct {
+		SweepID string `json:"sweep_id"`
+		jsonSpend
+	}
+	out := make([]sweepSpend, len(c.Spend))
+	for i, s := range c.Spend {
+		out[i] = sweepSpend{SweepID: s.SweepID, jsonSpend: SpendJSON(&s.Spend).(jsonSpend)}
+	}
+	return out
+}

@@ -72,3 +72,47 @@ func TestSummarySpend(t *testing.T) {
 		t.Fatalf("text: %v\n%s", err, b.String())
 	}
 }
+
+type spendBySweep map[string]record.Spend
+
+func (s spendBySweep) Spend(_ context.Context, id string) (record.Spend, error) { return s[id], nil }
+
+// A comparison carries the spend of its sweeps: one line for one sweep,
+// one per sweep (named) across two, in text, Markdown and JSON.
+func TestComparisonSpend(t *testing.T) {
+	src := spendBySweep{
+		"cand": {ExactUSD: 2, EstimatedUSD: 0.5, RequestsSent: 10, RequestsLost: 1},
+		"base": {ExactUSD: 1, RequestsSent: 5},
+	}
+	c := Comparison{Candidate: Side{SweepID: "cand", Arm: "b"}, Baseline: Side{SweepID: "cand", Arm: "a"}}
+	if err := c.AddSpend(context.Background(), src); err != nil || len(c.Spend) != 1 {
+		t.Fatalf("one sweep: %+v, %v", c.Spend, err)
+	}
+	c.Baseline.SweepID = "base"
+	if err := c.AddSpend(context.Background(), src); err != nil || len(c.Spend) != 2 {
+		t.Fatalf("two sweeps: %+v, %v", c.Spend, err)
+	}
+	var text, md, js bytes.Buffer
+	if err := c.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"text": text.String(), "markdown": md.String()} {
+		flat := strings.Join(strings.Fields(out), " ")
+		if !strings.Contains(flat, "sweep cand spend: $2.00 exact + ≤ $0.50 estimated") || !strings.Contains(flat, "sweep base spend: $1.00 exact") {
+			t.Errorf("%s does not give each sweep's spend:\n%s", name, out)
+		}
+	}
+	var got struct {
+		Spend []map[string]any `json:"spend"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &got); err != nil || len(got.Spend) != 2 || got.Spend[0]["sweep_id"] != "cand" ||
+		got.Spend[0]["estimated_usd"] != 0.5 || got.Spend[1]["exact_usd"] != 1.0 {
+		t.Errorf("JSON spend: %+v, %v\n%s", got.Spend, err, js.String())
+	}
+}
