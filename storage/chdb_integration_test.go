@@ -185,6 +185,23 @@ func TestRetriedWritesCountOnce(t *testing.T) {
 		if !reflect.DeepEqual(walked, got) {
 			t.Fatalf("%s: EachTrial walked %d trials, Trials returned %d; they must be equal and in the same order", stage, len(walked), len(got))
 		}
+		// Outcomes only: the same trials in the same order, each with its
+		// key, attrition and outcomes as the whole row has them (the
+		// latest write), and nothing else.
+		var outcomes []record.Trial
+		if err := st.EachTrial(ctx, "dedup", record.TrialSelect{Outcomes: true}, func(tr record.Trial) error { outcomes = append(outcomes, tr); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if len(outcomes) != len(got) {
+			t.Fatalf("%s: EachTrial(Outcomes) walked %d trials, want %d", stage, len(outcomes), len(got))
+		}
+		for i, tr := range got {
+			want := record.Trial{SweepID: tr.SweepID, TrialID: tr.TrialID, Scenario: tr.Scenario, Variant: tr.Variant, Arm: tr.Arm, Seed: tr.Seed, Attrition: tr.Attrition, FaultClasses: []string{}}
+			want.SetOutcomes(tr.Outcome)
+			if !reflect.DeepEqual(outcomes[i], want) {
+				t.Fatalf("%s: EachTrial(Outcomes) trial %d = %+v, want %+v", stage, i, outcomes[i], want)
+			}
+		}
 		var sel []string
 		if err := st.EachTrial(ctx, "dedup", record.TrialSelect{Arm: "candidate", Scenario: "sc1"}, func(tr record.Trial) error { sel = append(sel, tr.TrialID); return nil }); err != nil {
 			t.Fatal(err)

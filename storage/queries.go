@@ -40,6 +40,14 @@ FROM {{db}}.trials FINAL
 WHERE sweep_id = {sweep_id:String} AND arm = {arm:String} AND scenario = {scenario:String}
 ORDER BY variant, seed, trial_id`
 
+	// The same trials, their outcomes only (TrialSelect.Outcomes: a
+	// report's metamorphic pairs): a trial's text columns (verdicts,
+	// evidence, claim, ...) are most of its bytes.
+	qTrialOutcomesOfGroup = `SELECT ` + selectList(trialOutcomeCols) + `
+FROM {{db}}.trials FINAL
+WHERE sweep_id = {sweep_id:String} AND arm = {arm:String} AND scenario = {scenario:String}
+ORDER BY variant, seed, trial_id`
+
 	// trial_id alone is not a key prefix; the bloom filter index skips the
 	// granules that cannot hold it.
 	qTrial = `SELECT ` + selectList(trialCols) + `

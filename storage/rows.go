@@ -27,6 +27,12 @@ var (
 		"recording", "process", "verdicts", "fault_schedule", "evidence", "catalog_version", "prompt_hash",
 		"activity_attempt", "grader_version", "written_at",
 	}
+	// trialOutcomeCols are the columns of TrialSelect.Outcomes.
+	trialOutcomeCols = []string{
+		"sweep_id", "trial_id", "scenario", "variant", "arm", "seed", "attrition",
+		"recovered", "honest_block", "premature_block", "unsafe_action", "duplicate_side_effect",
+		"fabricated_claim", "tool_failure_injection", "graceful_degradation", "self_correction",
+	}
 	toolCallCols = []string{
 		"sweep_id", "trial_id", "call_index", "tool", "args", "effect", "fault_class", "ok",
 		"code", "retryable", "retry_after_ms", "committed", "at_ms", "result", "written_at",

@@ -269,14 +269,22 @@ func (s *store) EachTrial(ctx context.Context, sweepID string, sel record.TrialS
 	if err := s.t.Select(ctx, &groups, q); err != nil {
 		return fmt.Errorf("storage: EachTrial %s: %w", sweepID, err)
 	}
+	of := qTrialsOfGroup
+	if sel.Outcomes {
+		of = qTrialOutcomesOfGroup
+	}
 	for _, g := range groups {
 		var rows []trialRow
-		q := Stmt{SQL: s.sql(qTrialsOfGroup), Params: map[string]string{"sweep_id": sweepID, "arm": g.Arm, "scenario": g.Scenario}}
+		q := Stmt{SQL: s.sql(of), Params: map[string]string{"sweep_id": sweepID, "arm": g.Arm, "scenario": g.Scenario}}
 		if err := s.t.Select(ctx, &rows, q); err != nil {
 			return fmt.Errorf("storage: EachTrial %s (arm %s, scenario %s): %w", sweepID, g.Arm, g.Scenario, err)
 		}
 		for _, r := range rows {
-			if err := fn(r.trial()); err != nil {
+			t := r.trial()
+			if sel.Outcomes {
+				t.WrittenAt = time.Time{} // not read
+			}
+			if err := fn(t); err != nil {
 				return err
 			}
 		}

@@ -258,6 +258,10 @@ func (t *Trial) outcomeField(m outcome.Metric) **bool {
 // fields select all.
 type TrialSelect struct {
 	Arm, Scenario string
+	// Outcomes reads only what a trial's outcomes need: its key (sweep,
+	// id, scenario, variant, arm, seed), attrition and outcome columns;
+	// every other field is left zero. The store may still fill them.
+	Outcomes bool
 }
 
 // Cell is the aggregate of the (deduplicated) trials of one sweep that share

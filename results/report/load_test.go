@@ -60,6 +60,13 @@ func (m *memSource) EachTrial(_ context.Context, sweepID string, sel record.Tria
 		if t.SweepID != sweepID || (sel.Arm != "" && t.Arm != sel.Arm) || (sel.Scenario != "" && t.Scenario != sel.Scenario) {
 			continue
 		}
+		if sel.Outcomes {
+			// What the store reads for Outcomes: a caller that used any
+			// other field would see it zero here.
+			o := record.Trial{SweepID: t.SweepID, TrialID: t.TrialID, Scenario: t.Scenario, Variant: t.Variant, Arm: t.Arm, Seed: t.Seed, Attrition: t.Attrition}
+			o.SetOutcomes(t.Outcome)
+			t = o
+		}
 		if err := fn(t); err != nil {
 			return err
 		}
