@@ -137,9 +137,9 @@ func run(ctx context.Context, out io.Writer, o options) error {
 			return err
 		}
 		fmt.Fprintf(out, "\n== %s: %d seeds, %d trials (%s)\n", src, scaled.Seeds, scaled.Trials, scaled.Path)
+		var e e2e
 		if !o.skipE2E {
-			e, err := endToEnd(ctx, o.bin, scaled.Path, filepath.Join(dir, "data"), o.slice)
-			if err != nil {
+			if e, err = endToEnd(ctx, o.bin, scaled.Path, filepath.Join(dir, "data"), o.slice); err != nil {
 				return fmt.Errorf("%s end to end: %w", src, err)
 			}
 			printE2E(out, e, scaled.Trials)
@@ -148,8 +148,11 @@ func run(ctx context.Context, out io.Writer, o options) error {
 		if err != nil {
 			return fmt.Errorf("%s in process: %w", src, err)
 		}
-		fmt.Fprintf(out, "in-process ceiling (trial.Run, no Temporal, no ClickHouse): %.0f trials/s on 1 goroutine; %.0f trials/s on %d goroutines with row conversion; %.1f tool calls per trial\n",
-			rate(c.trials, c.serial), rate(c.trials, c.parallel), runtime.GOMAXPROCS(0), float64(c.calls)/float64(c.trials))
+		fmt.Fprintf(out, "in-process ceiling (trial.Run, no Temporal, no ClickHouse): %.0f trials/s on 1 goroutine; %.0f trials/s on %d goroutines with row conversion, %.3f ms CPU per trial; %.1f tool calls per trial\n",
+			rate(c.trials, c.serial), rate(c.trials, c.parallel), runtime.GOMAXPROCS(0), ms(perTrial(c.parallelCPU, c.trials)), float64(c.calls)/float64(c.trials))
+		if !o.skipE2E {
+			printShare(out, e, c, scaled.Trials)
+		}
 		ins, err := insertRate(ctx, c.rows, c.callRows, o.batch, filepath.Join(dir, "insert"))
 		if err != nil {
 			return fmt.Errorf("%s insert: %w", src, err)
@@ -216,6 +219,23 @@ func printE2E(out io.Writer, e e2e, trials int) {
 			ms(w.cpuPerTrial()), ms(perTrial(w.self, w.to-w.from)), ms(perTrial(w.descend, w.to-w.from)))
 	}
 	fmt.Fprintf(out, "rebound run RSS, largest sample per quarter of the run: %s\n", quarters(e.rss))
+}
+
+// printShare prints the sweep end to end as a share of the in-process
+// ceiling with rows: by rate (what the goal names; both rates move
+// with whatever else runs on the machine, at different moments) and by
+// CPU per trial (the ceiling's over the sweep's, rebound and its dev
+// server: what the share would be with the cores to itself, which moves
+// far less with the load).
+func printShare(out io.Writer, e e2e, c inProcess, trials int) {
+	byRate := rate(trials, e.sweep) / rate(c.trials, c.parallel)
+	line := fmt.Sprintf("end to end as a share of the ceiling with rows: %.0f%% by rate", 100*byRate)
+	if len(e.whole) == 1 && c.parallelCPU > 0 {
+		line += fmt.Sprintf(", %.0f%% by CPU per trial (%.3f ms in process, %.3f ms end to end)",
+			100*float64(perTrial(c.parallelCPU, c.trials))/float64(e.whole[0].cpuPerTrial()),
+			ms(perTrial(c.parallelCPU, c.trials)), ms(e.whole[0].cpuPerTrial()))
+	}
+	fmt.Fprintln(out, line)
 }
 
 func rate(n int, d time.Duration) float64 {
@@ -378,6 +398,7 @@ func tail(s string, n int) string {
 type inProcess struct {
 	trials, calls    int
 	serial, parallel time.Duration
+	parallelCPU      time.Duration // this process's CPU over the parallel run
 	rows             []record.Trial
 	callRows         []record.ToolCall
 }
@@ -429,7 +450,7 @@ func ceiling(ctx context.Context, planPath string, keep int) (inProcess, error) 
 		mu       sync.Mutex
 		firstErr error
 	)
-	start = time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	for w := range workers {
 		wg.Add(1)
 		go func() {
@@ -454,7 +475,7 @@ func ceiling(ctx context.Context, planPath string, keep int) (inProcess, error) 
 		}()
 	}
 	wg.Wait()
-	res.parallel = time.Since(start)
+	res.parallel, res.parallelCPU = time.Since(start), processCPU()-cpu0
 	if firstErr != nil {
 		return res, firstErr
 	}
