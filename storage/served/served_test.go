@@ -140,6 +140,20 @@ func seed(ctx context.Context, st storage.Store) error {
 	if err := st.PutModelCall(ctx, record.ModelCall{SweepID: t0.SweepID, TrialID: t0.TrialID, Step: 1, Kind: "turn", RequestHash: "h", Response: `{"choices":[]}`, PromptTokens: 10, CompletionTokens: 5}); err != nil {
 		return err
 	}
+	// Step 1 answered, step 2 sent and lost; an answer of a trial not
+	// stored: Spend reads all three kinds.
+	for _, r := range []record.ModelRequest{
+		{SweepID: t0.SweepID, TrialID: t0.TrialID, Step: 1, Kind: "turn", RequestHash: "h", PromptTokensBound: 900, MaxTokens: 64, CompletionTokensBound: 64, InputUSDPerMTok: 1, OutputUSDPerMTok: 4},
+		{SweepID: t0.SweepID, TrialID: t0.TrialID, Step: 2, Kind: "turn", RequestHash: "h2", PromptTokensBound: 1200, CompletionTokensBound: 4096, InputUSDPerMTok: 1, OutputUSDPerMTok: 4},
+		{SweepID: t0.SweepID, TrialID: "unstored", Step: 1, Kind: "turn", RequestHash: "h", PromptTokensBound: 900, MaxTokens: 64, CompletionTokensBound: 64, InputUSDPerMTok: 1, OutputUSDPerMTok: 4},
+	} {
+		if err := st.PutModelRequest(ctx, r); err != nil {
+			return err
+		}
+	}
+	if err := st.PutModelCall(ctx, record.ModelCall{SweepID: t0.SweepID, TrialID: "unstored", Step: 1, Kind: "turn", RequestHash: "h", Response: `{"choices":[]}`, PromptTokens: 20, CompletionTokens: 7}); err != nil {
+		return err
+	}
 	if err := st.PutJudgement(ctx, record.Judgement{SweepID: t0.SweepID, TrialID: t0.TrialID, Scenario: t0.Scenario, ErrorDetection: 4, RetryDecision: 3, BackoffBehavior: 5, EscalationCorrectness: 4, ContextPreservation: 4, Aggregate: 4, Recommendation: record.RecommendPass}); err != nil {
 		return err
 	}
@@ -200,6 +214,13 @@ func TestEveryReadThroughTheServerTransport(t *testing.T) {
 		}},
 		{"Judgements", func(st storage.Store) (any, error) { return st.Judgements(ctx, sweepA) }},
 		{"ReviewQueue", func(st storage.Store) (any, error) { return st.ReviewQueue(ctx, sweepA) }},
+		{"Spend", func(st storage.Store) (any, error) {
+			sp, err := st.Spend(ctx, sweepA)
+			if err == nil && (sp.RequestsSent != 3 || sp.RequestsLost != 1 || sp.RequestsLostWithoutMaxTokens != 1) {
+				err = fmt.Errorf("spend %+v: want 3 sends, 1 lost without max_tokens", sp)
+			}
+			return sp, err
+		}},
 		{"Usage", func(st storage.Store) (any, error) {
 			return st.Usage(ctx, record.UsageSelect{Agent: "careful", Limit: 10})
 		}},
