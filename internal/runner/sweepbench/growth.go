@@ -248,6 +248,12 @@ func growthLine(ss []slice) string {
 		if first.share() > 0 && last.share() > 0 {
 			line += fmt.Sprintf(", %.0f%% of it against the in-process rate of each one's trials", 100*last.share()/first.share())
 		}
+		// The rates move with whatever else runs on the machine; the CPU
+		// per trial much less. A sweep with the cores to itself runs the
+		// last slice at first/last of the first's rate.
+		if f, l := first.cpuPerTrial(), last.cpuPerTrial(); f > 0 && l > 0 {
+			line += fmt.Sprintf("; CPU per trial of the last slice at %.0f%% of the first's (with the cores to itself, %.0f%% of the rate)", 100*float64(l)/float64(f), 100*float64(f)/float64(l))
+		}
 	}
 	return line
 }

@@ -54,7 +54,7 @@ func TestSlices(t *testing.T) {
 		}
 	}
 	line := growthLine(ss)
-	for _, want := range []string{"trials 0k-0k: 100 trials/s", "in process 200 trials/s = 50% of it end to end", "last slice at 100% of the first's rate, 100% of it against"} {
+	for _, want := range []string{"trials 0k-0k: 100 trials/s", "in process 200 trials/s = 50% of it end to end", "last slice at 100% of the first's rate, 100% of it against", "CPU per trial of the last slice at 100% of the first's (with the cores to itself, 100% of the rate)"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("growth line lacks %q:\n%s", want, line)
 		}
