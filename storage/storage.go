@@ -144,6 +144,8 @@ type Store interface {
 	// ReviewHistory returns every change to one trial's human verdicts,
 	// oldest first.
 	ReviewHistory(ctx context.Context, trialID string) ([]record.Review, error)
+	// ReviewReads are the review UI's reads (reviewreads.go).
+	ReviewReads
 	// Usage returns what the recent trials sel selects consumed (model
 	// calls, tokens, recorded cost), newest first.
 	Usage(ctx context.Context, sel record.UsageSelect) ([]record.Usage, error)

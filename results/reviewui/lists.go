@@ -3,9 +3,11 @@ package reviewui
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"rebound/core/grade"
 	"rebound/core/outcome"
@@ -13,43 +15,91 @@ import (
 	"rebound/results/judge"
 	"rebound/results/judge/judgestore"
 	"rebound/results/record"
-	"rebound/results/replay"
 )
 
 // ---- trials, filtered ----
 
-// Filter selects a sweep's trials (each field empty: any). Every field is
-// a query parameter of the trials page, so a filtered list is a URL.
-type Filter struct {
-	Arm, Scenario, Variant string
-	Fault                  string // a fault class the trial was injected with
-	Metric, Value          string // an outcome and its value (true, false, untested)
-	Check, Status          string // a check and its status (pass, fail, not_tested)
-	Dimension              string // a judge dimension the judge failed (score < judge.PassScore)
-	Disagree               bool   // the judge and the checks disagree on some dimension
-}
-
-func filterOf(r *http.Request) Filter {
+// filterOf reads a filter from the query: every field of
+// record.TrialFilter is a query parameter of the trials page, so a
+// filtered list is a URL.
+func filterOf(r *http.Request) record.TrialFilter {
 	q := r.URL.Query()
-	return Filter{Arm: q.Get("arm"), Scenario: q.Get("scenario"), Variant: q.Get("variant"), Fault: q.Get("fault"),
+	return record.TrialFilter{Arm: q.Get("arm"), Scenario: q.Get("scenario"), Variant: q.Get("variant"), Fault: q.Get("fault"),
 		Metric: q.Get("metric"), Value: q.Get("value"), Check: q.Get("check"), Status: q.Get("status"),
 		Dimension: q.Get("dimension"), Disagree: q.Get("disagree") == "1"}
 }
 
-// PageSize is how many trials one page of a list shows.
+// checkFilter refuses a metric, value, status or dimension the form does
+// not offer (a hand-edited URL), naming the choices.
+func checkFilter(f record.TrialFilter) error {
+	if f.Metric != "" && !slices.Contains(outcome.Reported, outcome.Metric(f.Metric)) {
+		return badf("metric %q: one of %s", f.Metric, strings.Join(outcome.Names(outcome.Reported), ", "))
+	}
+	if f.Value != "" && !slices.Contains(filterValues, f.Value) {
+		return badf("value %q: one of %s", f.Value, strings.Join(filterValues, ", "))
+	}
+	if f.Status != "" && !slices.Contains(checkStatuses, f.Status) {
+		return badf("status %q: one of %s", f.Status, strings.Join(checkStatuses, ", "))
+	}
+	if f.Dimension != "" && !slices.Contains(judge.Dimensions, judge.Dimension(f.Dimension)) {
+		return badf("dimension %q: one of %s", f.Dimension, strings.Join(dimensionNames(), ", "))
+	}
+	return nil
+}
+
+var (
+	filterValues  = []string{record.ValueTrue, record.ValueFalse, record.ValueUntested}
+	checkStatuses = []string{string(grade.Pass), string(grade.Fail), string(grade.NotTested)}
+)
+
+func dimensionNames() []string {
+	out := make([]string, len(judge.Dimensions))
+	for i, d := range judge.Dimensions {
+		out[i] = string(d)
+	}
+	return out
+}
+
+// PageSize is how many trials (or cases) one page of a list shows.
 const PageSize = 200
 
 type trialsView struct {
 	SweepID    string
-	Filter     Filter
+	Filter     record.TrialFilter
 	Arms       []string
 	Metrics    []string
 	Dimensions []string
 	Trials     []trialRow
-	Total      int
-	Page, Last int
-	PrevURL    string
-	NextURL    string
+	Total      uint64
+	Pager
+}
+
+// Pager is a list's position: the page, the last page, and the links to
+// the pages before and after (the same URL with another page=).
+type Pager struct {
+	Page, Last       uint64
+	PrevURL, NextURL string
+}
+
+// pageOf reads page= (1 when absent or not a number).
+func pageOf(r *http.Request) uint64 {
+	page, _ := strconv.ParseUint(r.URL.Query().Get("page"), 10, 64)
+	return max(page, 1)
+}
+
+// pager is the position of page among total items.
+func pager(r *http.Request, page, total uint64) Pager {
+	p := Pager{Page: page, Last: max(1, (total+PageSize-1)/PageSize)}
+	q := r.URL.Query()
+	if page > 1 {
+		q.Set("page", strconv.FormatUint(min(page-1, p.Last), 10))
+		p.PrevURL = r.URL.Path + "?" + q.Encode()
+	}
+	if page < p.Last {
+		q.Set("page", strconv.FormatUint(page+1, 10))
+		p.NextURL = r.URL.Path + "?" + q.Encode()
+	}
+	return p
 }
 
 type trialRow struct {
@@ -61,53 +111,6 @@ type trialRow struct {
 	Reviewed                   bool
 }
 
-func (f Filter) needsVerdict() bool { return f.Check != "" || f.Disagree }
-func (f Filter) needsJudge() bool   { return f.Dimension != "" || f.Disagree }
-
-func (f Filter) match(t record.Trial, v *grade.Verdict, scores map[judge.Dimension]int) bool {
-	if f.Variant != "" && t.Variant != f.Variant {
-		return false
-	}
-	if f.Fault != "" && !slices.Contains(t.FaultClasses, f.Fault) {
-		return false
-	}
-	if f.Metric != "" && f.Value != "" {
-		if mark(metricValue(t, outcome.Metric(f.Metric))) != cmp.Or(map[string]string{"untested": "not tested"}[f.Value], f.Value) {
-			return false
-		}
-	}
-	if f.Check != "" {
-		c, ok := v.Check(f.Check)
-		if !ok || (f.Status != "" && string(c.Status) != f.Status) {
-			return false
-		}
-	}
-	if f.Dimension != "" {
-		s, ok := scores[judge.Dimension(f.Dimension)]
-		if !ok || s >= judge.PassScore {
-			return false
-		}
-	}
-	if f.Disagree {
-		if scores == nil {
-			return false
-		}
-		found := false
-		for _, m := range judge.Mappings {
-			pass, ok := m.Eval(*v)
-			s := scores[m.Dimension]
-			if ok && s >= 1 && (s >= judge.PassScore) != pass {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}
-
 func (s *Server) trialsPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := r.PathValue("sweep")
@@ -117,66 +120,30 @@ func (s *Server) trialsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := filterOf(r)
-	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	page = max(page, 1)
-	var scores map[string]map[judge.Dimension]int
-	if f.needsJudge() {
-		js, err := s.src.Judgements(ctx, id)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		scores = map[string]map[judge.Dimension]int{}
-		for _, j := range js {
-			scores[j.TrialID] = judgestore.ScoresOf(j)
-		}
+	if err := checkFilter(f); err != nil {
+		s.fail(w, r, err)
+		return
 	}
-	reviews, err := s.src.HumanReviews(ctx, id)
+	page := pageOf(r)
+	list, err := s.src.ListTrials(ctx, id, f, (page-1)*PageSize, PageSize)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	reviewed := judge.HumanVerdicts(reviews)
-	v := trialsView{SweepID: id, Filter: f, Arms: sw.Arms, Page: page}
-	for _, m := range outcome.Reported {
-		v.Metrics = append(v.Metrics, string(m))
+	ids := make([]string, len(list.Trials))
+	for i, t := range list.Trials {
+		ids[i] = t.TrialID
 	}
-	for _, d := range judge.Dimensions {
-		v.Dimensions = append(v.Dimensions, string(d))
-	}
-	from, to := (page-1)*PageSize, page*PageSize
-	err = s.src.EachTrial(ctx, id, record.TrialSelect{Arm: f.Arm, Scenario: f.Scenario}, func(t record.Trial) error {
-		var verdict grade.Verdict
-		if f.needsVerdict() && json.Unmarshal([]byte(t.Verdicts), &verdict) != nil {
-			return nil
-		}
-		var sc map[judge.Dimension]int
-		if scores != nil {
-			sc = scores[t.TrialID]
-		}
-		if !f.match(t, &verdict, sc) {
-			return nil
-		}
-		if v.Total >= from && v.Total < to {
-			v.Trials = append(v.Trials, trialRow{ID: t.TrialID, Arm: t.Arm, Scenario: t.Scenario, Variant: t.Variant, Seed: t.Seed,
-				Faults: t.FaultClasses, Outcomes: outcomesLine(t), Weight: t.Weight, Reviewed: reviewed[t.TrialID] != nil})
-		}
-		v.Total++
-		return nil
-	})
+	reviewed, err := s.src.ReviewedTrials(ctx, id, ids)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	v.Last = max(1, (v.Total+PageSize-1)/PageSize)
-	q := r.URL.Query()
-	if page > 1 {
-		q.Set("page", strconv.Itoa(page-1))
-		v.PrevURL = sweepPath(id) + "/trials?" + q.Encode()
-	}
-	if page < v.Last {
-		q.Set("page", strconv.Itoa(page+1))
-		v.NextURL = sweepPath(id) + "/trials?" + q.Encode()
+	v := trialsView{SweepID: id, Filter: f, Arms: sw.Arms, Total: list.Total, Pager: pager(r, page, list.Total),
+		Metrics: outcome.Names(outcome.Reported), Dimensions: dimensionNames()}
+	for _, t := range list.Trials {
+		v.Trials = append(v.Trials, trialRow{ID: t.TrialID, Arm: t.Arm, Scenario: t.Scenario, Variant: t.Variant, Seed: t.Seed,
+			Faults: t.FaultClasses, Outcomes: outcomesLine(t), Weight: t.Weight, Reviewed: slices.Contains(reviewed, t.TrialID)})
 	}
 	s.render(w, r, "trials", "trials of "+id, []crumb{{"sweeps", "/"}, {id, sweepPath(id)}}, v)
 }
@@ -233,17 +200,7 @@ func (s *Server) casePage(w http.ResponseWriter, r *http.Request) {
 	v := caseView{SweepID: id, ASweep: cmp.Or(q.Get("a_sweep"), id), Scenario: q.Get("scenario"), Variant: q.Get("variant"), Seed: seed,
 		ArmA: q.Get("a"), ArmB: q.Get("b")}
 	find := func(sweep, arm string) (string, error) {
-		found := ""
-		err := s.src.EachTrial(ctx, sweep, record.TrialSelect{Arm: arm, Scenario: v.Scenario}, func(t record.Trial) error {
-			if t.Variant == v.Variant && t.Seed == seed {
-				found = t.TrialID
-			}
-			return nil
-		})
-		if err == nil && found == "" {
-			err = badf("sweep %s has no trial of arm %q on %s / %s seed %d", sweep, arm, v.Scenario, v.Variant, seed)
-		}
-		return found, err
+		return s.src.FindTrial(ctx, sweep, arm, v.Scenario, v.Variant, seed)
 	}
 	idA, err := find(v.ASweep, v.ArmA)
 	if err != nil {
@@ -276,17 +233,15 @@ func (s *Server) casePage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) artifactVerdict(r *http.Request, id string) (artifact.Artifact, grade.Verdict, error) {
-	a, err := replay.Artifact(r.Context(), s.src, id)
-	if err != nil {
-		return a, grade.Verdict{}, err
-	}
-	t, _, err := s.src.Trial(r.Context(), id)
+	a, t, err := s.artifact(r.Context(), id)
 	if err != nil {
 		return a, grade.Verdict{}, err
 	}
 	var v grade.Verdict
-	err = json.Unmarshal([]byte(t.Verdicts), &v)
-	return a, v, err
+	if err := json.Unmarshal([]byte(t.Verdicts), &v); err != nil {
+		return a, v, fmt.Errorf("trial %s: stored verdicts are unreadable: %w", id, err)
+	}
+	return a, v, nil
 }
 
 // verdictDiffs lists the outcomes and checks whose verdicts differ, the

@@ -32,6 +32,7 @@ import (
 	"strings"
 
 	"rebound/results/record"
+	"rebound/results/report"
 )
 
 // Source is what the UI reads; storage.Store implements it. An unknown
@@ -47,7 +48,18 @@ type Source interface {
 	Judgements(ctx context.Context, sweepID string) ([]record.Judgement, error)
 	ReviewQueue(ctx context.Context, sweepID string) ([]record.ReviewItem, error)
 	HumanReviews(ctx context.Context, sweepID string) ([]record.Review, error)
-	ReviewHistory(ctx context.Context, trialID string) ([]record.Review, error)
+
+	// The reads of one page, each one statement over a range of the
+	// primary key: the UI never walks a sweep's trials (see
+	// storage.ReviewReads for what each returns).
+	ListTrials(ctx context.Context, sweepID string, f record.TrialFilter, offset, limit uint64) (record.TrialPage, error)
+	Regressions(ctx context.Context, base, cand record.CompareSide, metric string, offset, limit uint64) (record.RegressionPage, error)
+	FindTrial(ctx context.Context, sweepID, arm, scenario, variant string, seed uint64) (string, error)
+	TrialJudgement(ctx context.Context, sweepID, trialID string) (record.Judgement, bool, error)
+	TrialReviews(ctx context.Context, sweepID, trialID string) ([]record.Review, error)
+	TrialReviewHistory(ctx context.Context, sweepID, trialID string) ([]record.Review, error)
+	ReviewedTrials(ctx context.Context, sweepID string, trialIDs []string) ([]string, error)
+	SweepVersion(ctx context.Context, sweepID string) (string, error)
 }
 
 // Writer stores a human verdict; storage.Store implements it. It is the
@@ -75,6 +87,10 @@ type Server struct {
 	opts  Options
 	pages map[string]*template.Template
 	mux   *http.ServeMux
+	// The reports and comparisons computed, kept while their sweeps'
+	// stored versions hold (reads.go).
+	summaries   *versioned[string, report.Summary]
+	comparisons *versioned[report.CompareRequest, report.Comparison]
 }
 
 //go:embed templates/*.html
@@ -101,7 +117,8 @@ func New(src Source, opts Options) (*Server, error) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{src: src, opts: opts, pages: map[string]*template.Template{}, mux: http.NewServeMux()}
+	s := &Server{src: src, opts: opts, pages: map[string]*template.Template{}, mux: http.NewServeMux(),
+		summaries: newVersioned[string, report.Summary](16), comparisons: newVersioned[report.CompareRequest, report.Comparison](16)}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, err

@@ -15,7 +15,7 @@ import (
 	"rebound/results/judge"
 	"rebound/results/judge/judgestore"
 	"rebound/results/record"
-	"rebound/results/replay"
+
 	"rebound/results/report"
 )
 
@@ -48,12 +48,12 @@ type metricRow struct {
 
 func (s *Server) sweepPage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("sweep")
-	sum, err := report.Load(r.Context(), s.src, id)
+	sw, err := s.src.Sweep(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	sw, err := s.src.Sweep(r.Context(), id)
+	sum, err := s.summary(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -103,7 +103,7 @@ func (s *Server) comparePage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badf("compare needs ?baseline=ARM&candidate=ARM"))
 		return
 	}
-	c, err := report.LoadComparison(r.Context(), s.src, req)
+	c, err := s.comparison(r.Context(), req)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -122,39 +122,13 @@ func (s *Server) comparePage(w http.ResponseWriter, r *http.Request) {
 type regressionsView struct {
 	SweepID, Metric, Baseline, Candidate string
 	Cases                                []regressedCase
-	Total                                int
+	Total                                uint64
+	Pager
 }
 
 type regressedCase struct {
-	Scenario, Variant string
-	Seed              uint64
-	Weight            float64
-	Baseline, Cand    string
-	URL               string
-}
-
-type caseKey struct {
-	scenario, variant string
-	seed              uint64
-}
-
-// metricValue is a trial's value of m (the harm index ORs its parts; nil:
-// not tested or attrition).
-func metricValue(t record.Trial, m outcome.Metric) *bool {
-	if t.Attrition {
-		return nil
-	}
-	if m != outcome.Harm {
-		return t.Outcome(m)
-	}
-	var out *bool
-	for _, c := range outcome.HarmComponents {
-		if v := t.Outcome(c); v != nil {
-			b := *v || (out != nil && *out)
-			out = &b
-		}
-	}
-	return out
+	record.Regression
+	URL string
 }
 
 func (s *Server) regressionsPage(w http.ResponseWriter, r *http.Request) {
@@ -166,38 +140,17 @@ func (s *Server) regressionsPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badf("regressions needs ?baseline=ARM&candidate=ARM&metric=METRIC (a reported metric)"))
 		return
 	}
-	before := map[caseKey]record.Trial{}
-	err := s.src.EachTrial(r.Context(), baseSweep, record.TrialSelect{Arm: base}, func(t record.Trial) error {
-		before[caseKey{t.Scenario, t.Variant, t.Seed}] = t
-		return nil
-	})
+	page := pageOf(r)
+	list, err := s.src.Regressions(r.Context(), record.CompareSide{SweepID: baseSweep, Arm: base}, record.CompareSide{SweepID: id, Arm: cand},
+		string(m), (page-1)*PageSize, PageSize)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	v := regressionsView{SweepID: id, Metric: string(m), Baseline: base, Candidate: cand}
-	err = s.src.EachTrial(r.Context(), id, record.TrialSelect{Arm: cand}, func(t record.Trial) error {
-		b, ok := before[caseKey{t.Scenario, t.Variant, t.Seed}]
-		if !ok {
-			return nil
-		}
-		bv, cv := metricValue(b, m), metricValue(t, m)
-		if bv == nil || cv == nil || *bv == *cv || *cv == m.HigherIsBetter() {
-			return nil
-		}
-		v.Cases = append(v.Cases, regressedCase{Scenario: t.Scenario, Variant: t.Variant, Seed: t.Seed, Weight: t.Weight,
-			Baseline: strconv.FormatBool(*bv), Cand: strconv.FormatBool(*cv),
-			URL: caseLink(id, baseSweep, t.Scenario, t.Variant, t.Seed, base, cand)})
-		return nil
-	})
-	if err != nil {
-		s.fail(w, r, err)
-		return
+	v := regressionsView{SweepID: id, Metric: string(m), Baseline: base, Candidate: cand, Total: list.Total, Pager: pager(r, page, list.Total)}
+	for _, c := range list.Cases {
+		v.Cases = append(v.Cases, regressedCase{Regression: c, URL: caseLink(id, baseSweep, c.Scenario, c.Variant, c.Seed, base, cand)})
 	}
-	slices.SortStableFunc(v.Cases, func(a, b regressedCase) int {
-		return cmp.Or(cmp.Compare(b.Weight, a.Weight), cmp.Compare(a.Scenario, b.Scenario), cmp.Compare(a.Variant, b.Variant), cmp.Compare(a.Seed, b.Seed))
-	})
-	v.Total = len(v.Cases)
 	s.render(w, r, "regressions", string(m)+": "+cand+" worse than "+base, []crumb{{"sweeps", "/"}, {id, sweepPath(id)},
 		{"compare", link(sweepPath(id)+"/compare", "baseline", base, "candidate", cand, "baseline_sweep", q.Get("baseline_sweep"))}}, v)
 }
@@ -278,11 +231,7 @@ func (s *Server) trialPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) loadTrial(r *http.Request, id string) (trialView, error) {
 	ctx := r.Context()
-	a, err := replay.Artifact(ctx, s.src, id)
-	if err != nil {
-		return trialView{}, err
-	}
-	t, _, err := s.src.Trial(ctx, id)
+	a, t, err := s.artifact(ctx, id)
 	if err != nil {
 		return trialView{}, err
 	}
@@ -307,17 +256,11 @@ func (s *Server) loadTrial(r *http.Request, id string) (trialView, error) {
 		}
 		v.Calls = append(v.Calls, row)
 	}
-	reviews, err := s.src.HumanReviews(ctx, t.SweepID)
-	if err != nil {
+	if v.Human, err = s.src.TrialReviews(ctx, t.SweepID, id); err != nil {
 		return v, err
 	}
-	human := judge.HumanVerdicts(reviews)[id]
-	for _, rv := range reviews {
-		if rv.TrialID == id {
-			v.Human = append(v.Human, rv)
-		}
-	}
-	if v.History, err = s.src.ReviewHistory(ctx, id); err != nil {
+	human := judge.HumanVerdicts(v.Human)[id]
+	if v.History, err = s.src.TrialReviewHistory(ctx, t.SweepID, id); err != nil {
 		return v, err
 	}
 	humanOf := func(target string) string {
@@ -331,14 +274,11 @@ func (s *Server) loadTrial(r *http.Request, id string) (trialView, error) {
 		v.Outcome = append(v.Outcome, outcomeRow{Metric: string(m), Machine: mark(v.Verdict.Metric(m)), Human: humanOf(target)})
 		v.Targets = append(v.Targets, target)
 	}
-	js, err := s.src.Judgements(ctx, t.SweepID)
+	j, judged, err := s.src.TrialJudgement(ctx, t.SweepID, id)
 	if err != nil {
 		return v, err
 	}
-	for _, j := range js {
-		if j.TrialID != id {
-			continue
-		}
+	if judged {
 		jv := &judgeView{J: j}
 		scores := judgestore.ScoresOf(j)
 		for _, mp := range judge.Mappings {
