@@ -44,9 +44,6 @@ type ReviewReads interface {
 	// TrialReviewHistory returns every change to one trial's human
 	// verdicts, oldest first.
 	TrialReviewHistory(ctx context.Context, sweepID, trialID string) ([]record.Review, error)
-	// ReviewedTrials returns which of the given trials of a sweep have a
-	// human verdict in force.
-	ReviewedTrials(ctx context.Context, sweepID string, trialIDs []string) ([]string, error)
 	// SweepVersion is a short string that changes whenever the sweep's
 	// stored trials or its record change (a write, a rewrite, a
 	// deletion): what a reader caches a sweep's report under.
@@ -193,6 +190,7 @@ type trialListRow struct {
 	SelfCorrection       *uint8   `ch:"self_correction" json:"self_correction"`
 	Weight               float64  `ch:"weight" json:"weight"`
 	Attrition            uint8    `ch:"attrition" json:"attrition"`
+	Reviewed             uint8    `ch:"reviewed" json:"reviewed"`
 }
 
 func (r trialListRow) trial(sweepID string) record.Trial {
@@ -293,14 +291,18 @@ func (s *store) ListTrials(ctx context.Context, sweepID string, f record.TrialFi
 		return out, nil
 	}
 	p["offset"], p["limit"] = strconv.FormatUint(offset, 10), strconv.FormatUint(limit, 10)
-	q := "SELECT " + trialListCols + "\n" + from + "\nORDER BY arm, scenario, variant, seed, trial_id\nLIMIT {limit:UInt64} OFFSET {offset:UInt64}"
+	q := "SELECT " + trialListCols + ",\n    trial_id IN (SELECT trial_id FROM (" + qHumanReviews + ")) AS reviewed\n" + from + "\nORDER BY arm, scenario, variant, seed, trial_id\nLIMIT {limit:UInt64} OFFSET {offset:UInt64}"
 	var rows []trialListRow
 	if err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(q), Params: p}); err != nil {
 		return out, fmt.Errorf("storage: ListTrials %s: %w", sweepID, err)
 	}
 	out.Trials = make([]record.Trial, len(rows))
+	out.Reviewed = map[string]bool{}
 	for i, r := range rows {
 		out.Trials[i] = r.trial(sweepID)
+		if r.Reviewed == 1 {
+			out.Reviewed[r.TrialID] = true
+		}
 	}
 	return out, nil
 }
@@ -427,28 +429,6 @@ func (s *store) TrialReviewHistory(ctx context.Context, sweepID, trialID string)
 		map[string]string{"sweep_id": sweepID, "trial_id": trialID})
 }
 
-// qReviewedTrials is qHumanReviews over some trials, reduced to their ids.
-var qReviewedTrials = `SELECT DISTINCT trial_id FROM (` +
-	strings.Replace(qHumanReviews, "WHERE sweep_id = {sweep_id:String}", "WHERE sweep_id = {sweep_id:String} AND has({trial_ids:Array(String)}, trial_id)", 1) +
-	`) ORDER BY trial_id`
-
-func (s *store) ReviewedTrials(ctx context.Context, sweepID string, trialIDs []string) ([]string, error) {
-	if len(trialIDs) == 0 {
-		return nil, nil
-	}
-	var rows []struct {
-		TrialID string `ch:"trial_id" json:"trial_id"`
-	}
-	if err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(qReviewedTrials), Params: map[string]string{"sweep_id": sweepID, "trial_ids": arrayParam(trialIDs)}}); err != nil {
-		return nil, fmt.Errorf("storage: ReviewedTrials %s: %w", sweepID, err)
-	}
-	out := make([]string, len(rows))
-	for i, r := range rows {
-		out[i] = r.TrialID
-	}
-	return out, nil
-}
-
 // qSweepVersion counts the sweep's stored rows (before replacement: a
 // rewrite adds one, a merge or a deletion takes some away) and their
 // latest write, beside the sweep record's last update.
@@ -471,4 +451,18 @@ func (s *store) SweepVersion(ctx context.Context, sweepID string) (string, error
 	}
 	r := rows[0]
 	return fmt.Sprintf("%d/%d/%d", r.N, r.WrittenMS, r.UpdatedMS), nil
+}
+
+// KnownReviewTarget accepts a review target the reviews table takes: an
+// outcome the grader sets (record.ReviewOutcome + its name) or a judge
+// dimension (record.ReviewJudge + its name). The review UI offers the
+// same ones.
+func KnownReviewTarget(target string) bool {
+	if name, ok := strings.CutPrefix(target, record.ReviewOutcome); ok {
+		return slices.Contains(outcome.Graded, outcome.Metric(name))
+	}
+	if name, ok := strings.CutPrefix(target, record.ReviewJudge); ok {
+		return slices.ContainsFunc(judgeMappings, func(m mappingSQL) bool { return m.column == name })
+	}
+	return false
 }

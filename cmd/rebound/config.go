@@ -172,7 +172,7 @@ func (c *connection) serveStore(ctx context.Context, store storage.Store, log *s
 	if err != nil {
 		return nil, nil, err
 	}
-	srv, err := served.Serve(door, served.Options{DataDir: c.dataDir, Addr: c.serveListen, Log: log})
+	srv, err := served.Serve(door, served.Options{DataDir: c.dataDir, Addr: c.serveListen, Log: log, Reviews: store})
 	if err != nil {
 		return nil, nil, usageError{err}
 	}

@@ -15,6 +15,8 @@ import (
 
 	"rebound/internal/logging"
 	"rebound/results/reviewui"
+	"rebound/storage"
+	"rebound/storage/served"
 )
 
 const uiAbout = `Serves the review UI on a loopback address and prints its URL: the stored
@@ -32,8 +34,9 @@ writes the verdicts out for calibration.
 The URL carries a random token made at each start; every request needs it (a
 cookie after the first page). Only loopback addresses are served. Stop with
 Ctrl-C. The store is the one the other commands read (--data-dir or
---clickhouse-dsn); an embedded store another process holds cannot be opened
-(stop that process, or point the UI at a ClickHouse server).
+--clickhouse-dsn). While a worker or 'rebound run' holds the data dir, the UI
+reads through the store that process serves, and the verdicts are stored by
+that process (its review endpoint).
 
 Example:
   rebound ui
@@ -77,7 +80,7 @@ func runUI(ctx context.Context, conn *connection, listen string, stdout, stderr 
 	if err := loopbackListen(listen); err != nil {
 		return err
 	}
-	store, err := conn.openExistingStore(ctx)
+	store, writer, err := conn.openUIStore(ctx)
 	if err != nil {
 		return err
 	}
@@ -91,7 +94,7 @@ func runUI(ctx context.Context, conn *connection, listen string, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	ui, err := reviewui.New(store, reviewui.Options{Token: token, Writer: store, Log: log})
+	ui, err := reviewui.New(store, reviewui.Options{Token: token, Writer: writer, Log: log})
 	if err != nil {
 		return err
 	}
@@ -114,4 +117,40 @@ func runUI(ctx context.Context, conn *connection, listen string, stdout, stderr 
 		}
 		return ctx.Err()
 	}
+}
+
+// openUIStore opens the store the UI reads and the way it stores verdicts:
+// a data dir another process holds (a worker, rebound run) is read
+// through the store that process serves, and verdicts go to that
+// process's review endpoint (served.ReviewWriter); otherwise the store is
+// opened here (openExistingStore) and writes them itself.
+func (c *connection) openUIStore(ctx context.Context) (storage.Store, reviewui.Writer, error) {
+	if err := c.requireStore(); err != nil {
+		return nil, nil, err
+	}
+	st, ok, err := c.openServedStore(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ok {
+		ep, found, err := served.Find(c.dataDir)
+		if err == nil && !found {
+			err = fmt.Errorf("the process serving the data dir %s stopped", c.dataDir)
+		}
+		if err != nil {
+			st.Close()
+			return nil, nil, err
+		}
+		secret, err := served.Credential(c.dataDir)
+		if err != nil {
+			st.Close()
+			return nil, nil, usagef("served store: %v", err)
+		}
+		return st, served.NewReviewWriter(ep, secret), nil
+	}
+	st, err = c.openExistingStore(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, st, nil
 }

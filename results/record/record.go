@@ -432,9 +432,18 @@ type Review struct {
 	ReviewedAt time.Time
 }
 
-// Validate refuses a review that does not say who, on what, or what.
+// The longest note (bytes) and reviewer name a review may carry.
+const (
+	MaxReviewNote = 8192
+	MaxReviewer   = 200
+)
+
+// Validate refuses a review that does not say who, on what, or what, or
+// whose note or name is longer than MaxReviewNote or MaxReviewer.
 func (r Review) Validate() error {
 	switch {
+	case len(r.Note) > MaxReviewNote || len(r.Reviewer) > MaxReviewer:
+		return fmt.Errorf("review of trial %s: the note is limited to %d bytes and the name to %d", r.TrialID, MaxReviewNote, MaxReviewer)
 	case r.SweepID == "" || r.TrialID == "":
 		return fmt.Errorf("review without sweep_id or trial_id (sweep %q, trial %q)", r.SweepID, r.TrialID)
 	case !validTarget(r.Target):

@@ -33,10 +33,12 @@ const (
 
 // TrialPage is one page of a filtered list: the trials (only the list's
 // columns are set: id, arm, scenario, variant, seed, fault classes, graded
-// outcomes, weight, attrition) and how many trials match in all.
+// outcomes, weight, attrition), which of them have a human verdict in
+// force, and how many trials match in all.
 type TrialPage struct {
-	Trials []Trial
-	Total  uint64
+	Trials   []Trial
+	Reviewed map[string]bool // by trial id
+	Total    uint64
 }
 
 // Regression is one paired case where the candidate did worse than the

@@ -130,20 +130,11 @@ func (s *Server) trialsPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	ids := make([]string, len(list.Trials))
-	for i, t := range list.Trials {
-		ids[i] = t.TrialID
-	}
-	reviewed, err := s.src.ReviewedTrials(ctx, id, ids)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
 	v := trialsView{SweepID: id, Filter: f, Arms: sw.Arms, Total: list.Total, Pager: pager(r, page, list.Total),
 		Metrics: outcome.Names(outcome.Reported), Dimensions: dimensionNames()}
 	for _, t := range list.Trials {
 		v.Trials = append(v.Trials, trialRow{ID: t.TrialID, Arm: t.Arm, Scenario: t.Scenario, Variant: t.Variant, Seed: t.Seed,
-			Faults: t.FaultClasses, Outcomes: outcomesLine(t), Weight: t.Weight, Reviewed: slices.Contains(reviewed, t.TrialID)})
+			Faults: t.FaultClasses, Outcomes: outcomesLine(t), Weight: t.Weight, Reviewed: list.Reviewed[t.TrialID]})
 	}
 	s.render(w, r, "trials", "trials of "+id, []crumb{{"sweeps", "/"}, {id, sweepPath(id)}}, v)
 }

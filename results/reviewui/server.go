@@ -58,7 +58,6 @@ type Source interface {
 	TrialJudgement(ctx context.Context, sweepID, trialID string) (record.Judgement, bool, error)
 	TrialReviews(ctx context.Context, sweepID, trialID string) ([]record.Review, error)
 	TrialReviewHistory(ctx context.Context, sweepID, trialID string) ([]record.Review, error)
-	ReviewedTrials(ctx context.Context, sweepID string, trialIDs []string) ([]string, error)
 	SweepVersion(ctx context.Context, sweepID string) (string, error)
 }
 

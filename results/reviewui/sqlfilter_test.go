@@ -229,6 +229,48 @@ func TestTrialFiltersInSQL(t *testing.T) {
 	for i := range js {
 		judged[js[i].TrialID] = &js[i]
 	}
+	// Human verdicts on some trials, some withdrawn again: the list marks
+	// the trials with one in force.
+	for i, tr := range trials {
+		if i%17 != 0 {
+			continue
+		}
+		rv := record.Review{SweepID: "gen", TrialID: tr.TrialID, Target: "outcome:recovered", Verdict: record.ReviewPass, Reviewer: "ana"}
+		if err := st.PutReview(ctx, rv); err != nil {
+			t.Fatal(err)
+		}
+		if i%34 == 0 {
+			rv.Verdict = record.ReviewCleared
+			if err := st.PutReview(ctx, rv); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	reviews, err := st.HumanReviews(ctx, "gen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inForce := judge.HumanVerdicts(reviews)
+	var wantReviewed, gotReviewed []string
+	for _, tr := range trials {
+		if inForce[tr.TrialID] != nil {
+			wantReviewed = append(wantReviewed, tr.TrialID)
+		}
+	}
+	for off := uint64(0); off < uint64(len(trials)); off += 100 {
+		p, err := st.ListTrials(ctx, "gen", record.TrialFilter{}, off, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range p.Trials {
+			if p.Reviewed[tr.TrialID] {
+				gotReviewed = append(gotReviewed, tr.TrialID)
+			}
+		}
+	}
+	if len(wantReviewed) == 0 || !slices.Equal(gotReviewed, wantReviewed) {
+		t.Errorf("reviewed trials: the list marks %v, in force %v", gotReviewed, wantReviewed)
+	}
 	expect := func(f record.TrialFilter) []string {
 		var out []string
 		for _, tr := range trials { // st.Trials is in the list's order

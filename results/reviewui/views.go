@@ -300,7 +300,7 @@ func (s *Server) loadTrial(r *http.Request, id string) (trialView, error) {
 // ---- review ----
 
 // MaxNote bounds a reviewer's note (bytes).
-const MaxNote = 8192
+const MaxNote = record.MaxReviewNote
 
 func (s *Server) postReview(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("trial")
@@ -320,10 +320,6 @@ func (s *Server) postReview(w http.ResponseWriter, r *http.Request) {
 	}
 	rv := record.Review{SweepID: t.SweepID, TrialID: id, Target: r.PostForm.Get("target"), Verdict: r.PostForm.Get("verdict"),
 		Reviewer: strings.TrimSpace(r.PostForm.Get("reviewer")), Note: r.PostForm.Get("note")}
-	if len(rv.Note) > MaxNote || len(rv.Reviewer) > 200 {
-		s.fail(w, r, badf("review: the note is limited to %d bytes and the name to 200", MaxNote))
-		return
-	}
 	if !knownTarget(rv.Target) {
 		s.fail(w, r, badf("review: unknown target %q", rv.Target))
 		return

@@ -16,8 +16,10 @@
 //
 // What it refuses: every statement is read through storage.Door, the
 // read-only door of `rebound sql` with the same limits; writes stay inside
-// the holding process. A client authenticates as user "rebound" with the
-// data dir's credential (localkey.Secret: kept in the user's key directory,
+// the holding process. The one write it takes is a reviewer's verdict for
+// `rebound ui`, at its own typed endpoint (reviews.go), when the holding
+// process passes its store as Options.Reviews. A client authenticates as
+// user "rebound" with the data dir's credential (localkey.Secret: kept in the user's key directory,
 // mode 0600, never in the data dir), sent any of the ClickHouse ways: basic
 // auth, X-ClickHouse-User/X-ClickHouse-Key, or user/password parameters.
 // It listens on loopback only; a sealed agent (internal/sandbox) has a
@@ -56,6 +58,9 @@ type Options struct {
 	Addr string
 	// Log receives one record per failed request (nil: none).
 	Log *slog.Logger
+	// Reviews, when set, takes human verdicts at ReviewPath (reviews.go):
+	// the one write the served store answers.
+	Reviews Reviews
 }
 
 // Server is a store served over HTTP. Close stops it.
@@ -75,7 +80,11 @@ func Serve(door *storage.Door, o Options) (*Server, error) {
 		return nil, err
 	}
 	return listen(o.DataDir, addr, door.Database(), func(secret string) http.Handler {
-		return &handler{door: door, secret: secret, log: o.Log, timezone: serverTimezone(context.Background(), door)}
+		h := &handler{door: door, secret: secret, log: o.Log, timezone: serverTimezone(context.Background(), door)}
+		if o.Reviews != nil {
+			return withReviews(h, o.Reviews)
+		}
+		return h
 	}, door.Limits().MaxExecutionTime)
 }
 
