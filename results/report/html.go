@@ -15,7 +15,8 @@ const (
 	colWorse     = "#c62828"
 	colBetter    = "#2e7d32"
 	colNeutral   = "#78909c"
-	colBaseline  = "#9e9e9e"
+	colBaseline  = "#757575" // 4.6:1 on white: graphics need 3:1 (WCAG 1.4.11)
+	colMuted     = "#6b6b6b" // text that says "not tested": 4.7:1 on colBadSide, 5.3:1 on white
 	colCandidate = "#1565c0"
 	colBadSide   = "#fdecea"
 	colLimit     = "#6d4c41"
@@ -26,7 +27,7 @@ body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sa
 h1{font-size:18px;margin:0 0 8px;color:#455a64;font-weight:600}
 h2{font-size:16px;margin:28px 0 6px}
 .banner{padding:12px 16px;border-radius:6px;font-size:20px;font-weight:650;color:#fff}
-.bad{background:#c62828}.good{background:#2e7d32}.warn{background:#ef6c00}.neutral{background:#546e7a}
+.bad{background:#c62828}.good{background:#2e7d32}.warn{background:#b45309}.neutral{background:#546e7a}
 .sub{color:#546e7a;margin:6px 0 0}
 .harm{font-size:15px;font-weight:600;margin:0 0 8px}
 table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums;margin:4px 0;font-size:13.5px}
@@ -35,7 +36,7 @@ td.why{white-space:normal;text-align:left;min-width:260px}
 th{background:#f5f5f5;font-weight:600}
 th:first-child,td:first-child,td.l,th.l{text-align:left}
 td.worse,span.worse{color:#c62828;font-weight:650}td.better,span.better{color:#2e7d32;font-weight:650}
-td.nt{color:#9e9e9e;font-style:italic}
+td.nt{color:#6b6b6b;font-style:italic}
 td.fail{color:#fff;background:#c62828;font-weight:650;text-align:center}td.warn{background:#ffe0b2;font-weight:650;text-align:center}
 td.pass{color:#2e7d32;text-align:center}
 td.up{background:#fdecea}td.down{background:#e8f5e9}
@@ -339,8 +340,8 @@ func (c *Comparison) forestSVG(b *strings.Builder) {
 			fmt.Fprintf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\" stroke-dasharray=\"3 2\"/>\n", lx, y+3, lx, y+rowH-3, colLimit)
 		}
 		if d.Pairs == 0 || isNaN(d.Delta) {
-			fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12.5\" text-anchor=\"middle\" font-style=\"italic\" fill=\"#9e9e9e\">not tested</text>\n", (x0+x1)/2, cy+4)
-			fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" font-style=\"italic\" fill=\"#9e9e9e\">not tested</text>\n", x1+14, cy+4.5)
+			fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12.5\" text-anchor=\"middle\" font-style=\"italic\" fill=\"%s\">not tested</text>\n", (x0+x1)/2, cy+4, colMuted)
+			fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" font-style=\"italic\" fill=\"%s\">not tested</text>\n", x1+14, cy+4.5, colMuted)
 			continue
 		}
 		col := dirColor(d.Direction)
@@ -386,7 +387,7 @@ func labelColor(dir string) string {
 	case Better:
 		return colBetter
 	case NotTested:
-		return "#9e9e9e"
+		return colMuted
 	}
 	return "#212121"
 }
@@ -414,7 +415,7 @@ func dumbbellSVG(b *strings.Builder, metric string, gs []GroupDiff, conf float64
 	for i, g := range gs {
 		d := g.metric(metric)
 		cy := top + rowH*float64(i) + rowH/2
-		fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12.5\" text-anchor=\"end\" fill=\"#424242\">%s <tspan fill=\"#9e9e9e\">(%d)</tspan></text>\n", x0-10, cy+4, esc(g.Name), d.Pairs)
+		fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12.5\" text-anchor=\"end\" fill=\"#424242\">%s <tspan fill=\"%s\">(%d)</tspan></text>\n", x0-10, cy+4, esc(g.Name), colMuted, d.Pairs)
 		if d.Pairs == 0 || isNaN(d.Baseline) || isNaN(d.Candidate) {
 			fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11.5\" font-style=\"italic\" fill=\"#bdbdbd\">not tested</text>\n", x0+6, cy+4)
 			continue

@@ -212,6 +212,19 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("contrast and keyboard on every main view", func(t *testing.T) {
+		main := append([]struct{ name, path, want string }{
+			{"sweeps", "/", "sweeps"},
+			{"side-by-side", "/sweeps/" + sweepID + "/case?" + q("scenario", "refund-timeout-after-send", "variant", "timeout-after-send", "seed", "1", "a", "naive-retrier", "b", "careful"), "first divergence"},
+			{"regressions", "/sweeps/" + sweepID + "/regressions?" + q("baseline", "careful", "candidate", "naive-retrier", "metric", "recovered"), "did worse"},
+		}, views...)
+		for _, v := range main {
+			do(t, ctx, v.name, chromedp.Navigate(base+v.path), chromedp.WaitVisible(css("main")))
+			checkContrast(t, ctx, v.name)
+			checkKeyboard(t, ctx, v.name)
+		}
+	})
+
 	t.Run("a verdict survives a restart and changes the agreement", func(t *testing.T) {
 		before, err := judgestore.LoadAgreement(context.Background(), st, sweepID)
 		if err != nil {
