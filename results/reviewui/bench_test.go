@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,6 +50,17 @@ func BenchmarkPages(b *testing.B) {
 		if _, err := st.Query(ctx, q); err != nil {
 			b.Fatal(err)
 		}
+	}
+	// Its plan declares a metamorphic pair on every scenario, as most of
+	// the shipped scenarios do: the report checks them (report.LoadPairs).
+	var pairs []string
+	for i := range readbench.Scenarios {
+		pairs = append(pairs, fmt.Sprintf(`{"name":"scenario-%03d","metamorphic":[{"base":"v0","flipped":"v1","property":"other","expect":{"recovered":{"from":true,"to":true}}}]}`, i))
+	}
+	if _, err := st.Query(ctx, fmt.Sprintf(`INSERT INTO rebound.sweeps (sweep_id, name, plan_hash, plan_json, trials_planned, arms, status, created_at, updated_at)
+SELECT sweep_id, name, plan_hash, '{"scenarios":[%s]}', trials_planned, arms, status, created_at, updated_at + INTERVAL 1 SECOND
+FROM rebound.sweeps FINAL WHERE sweep_id = '%s'`, strings.Join(pairs, ","), readbench.SweepID)); err != nil {
+		b.Fatal(err)
 	}
 	if got, err := st.CountTrials(ctx, readbench.SweepID); err != nil || got != uint64(n) {
 		b.Fatalf("stored %d synthetic trials (%v), want %d", got, err, n)
@@ -104,6 +116,9 @@ SELECT '%s', concat('j-', toString(number)), 'judge:backoff_behavior', 'fail', '
 		{"trials-filtered-page-50", syn + "/trials?" + q("metric", "harm", "value", "false", "page", "50"), false},
 		{"regressions", syn + "/regressions?" + q("baseline", readbench.Arms[0], "candidate", readbench.Arms[1], "metric", "recovered"), false},
 		{"side-by-side", "/sweeps/" + sweepID + "/case?" + q("scenario", "refund-timeout-after-send", "variant", "timeout-after-send", "seed", "1", "a", "naive-retrier", "b", "careful"), false},
+	}
+	if sum, err := report.Load(ctx, st, readbench.SweepID); err != nil || len(sum.Pairs) != 4*readbench.Scenarios {
+		b.Fatalf("the synthetic sweep's report checks %d pairs (%v), want one per arm and scenario", len(sum.Pairs), err)
 	}
 	for _, p := range pages { // warm: the first read of a table loads its marks
 		if code, body := get(b, c, srv.URL+p.path); code != http.StatusOK {

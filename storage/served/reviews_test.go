@@ -70,6 +70,8 @@ func TestReviewEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Its own key directory: the fixture's holds one credential.
+	t.Setenv("REBOUND_KEY_DIR", filepath.Join(t.TempDir(), "keys"))
 	data := filepath.Join(t.TempDir(), "data")
 	srv, err := served.Serve(door, served.Options{DataDir: data, Reviews: fx.st})
 	if err != nil {

@@ -460,6 +460,35 @@ func (w *workload) reads(ctx context.Context, covered map[string]bool) []read {
 	add("ReviewQueue", "ReviewQueue", func(st storage.Store) (any, error) { return st.ReviewQueue(ctx, judged) })
 	add("HumanReviews", "HumanReviews", func(st storage.Store) (any, error) { return st.HumanReviews(ctx, judged) })
 	add("ReviewHistory", "ReviewHistory", func(st storage.Store) (any, error) { return st.ReviewHistory(ctx, w.reviews[0].TrialID) })
+	// The review UI's reads (storage.ReviewReads).
+	add("ListTrials", "ListTrials", func(st storage.Store) (any, error) {
+		return st.ListTrials(ctx, big, record.TrialFilter{Arm: "naive", Metric: "harm", Value: "false"}, 3, 20)
+	})
+	add("", "ListTrials judged", func(st storage.Store) (any, error) {
+		return st.ListTrials(ctx, judged, record.TrialFilter{Disagree: true, Fault: faults[0]}, 0, 50)
+	})
+	add("Regressions", "Regressions", func(st storage.Store) (any, error) {
+		return st.Regressions(ctx, record.CompareSide{SweepID: big, Arm: "careful"}, record.CompareSide{SweepID: big, Arm: "naive"}, "recovered", 0, 50)
+	})
+	add("FindTrial", "FindTrial", func(st storage.Store) (any, error) {
+		return st.FindTrial(ctx, one.SweepID, one.Arm, one.Scenario, one.Variant, one.Seed)
+	})
+	add("TrialJudgement", "TrialJudgement", func(st storage.Store) (any, error) {
+		j, found, err := st.TrialJudgement(ctx, w.judged[0].SweepID, w.judged[0].TrialID)
+		return []any{j, found}, err
+	})
+	add("TrialReviews", "TrialReviews", func(st storage.Store) (any, error) {
+		return st.TrialReviews(ctx, w.reviews[0].SweepID, w.reviews[0].TrialID)
+	})
+	add("TrialReviewHistory", "TrialReviewHistory", func(st storage.Store) (any, error) {
+		return st.TrialReviewHistory(ctx, w.reviews[0].SweepID, w.reviews[0].TrialID)
+	})
+	add("SweepVersion", "SweepVersion", func(st storage.Store) (any, error) {
+		// The rows' count; their write times are each store's own.
+		v, err := st.SweepVersion(ctx, big)
+		n, _, _ := strings.Cut(v, "/")
+		return n, err
+	})
 	add("Usage", "Usage", func(st storage.Store) (any, error) {
 		return st.Usage(ctx, record.UsageSelect{Agent: "llm:", AgentPrefix: true, Scenarios: scenarios[:3], Limit: 50})
 	})
