@@ -57,7 +57,7 @@ func (a *Activities) JudgeShard(ctx context.Context, in workflows.ShardInput) (w
 			return out, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrInvalidPlan, err)
 		}
 		id := trial.ID(in.SweepID, key.Scenario.Name, key.Variant.Name, key.Arm.Name, key.Seed)
-		t, calls, err := a.Store.Trial(ctx, id)
+		t, calls, err := a.Store.SweepTrial(ctx, in.SweepID, storage.TrialKey{Arm: key.Arm.Name, Scenario: key.Scenario.Name, Variant: key.Variant.Name, Seed: key.Seed, TrialID: id})
 		if err != nil {
 			return out, fmt.Errorf("judge: read trial %s: %w", id, err)
 		}

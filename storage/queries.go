@@ -56,6 +56,13 @@ WHERE trial_id = {trial_id:String}
 ORDER BY sweep_id
 LIMIT 1`
 
+	// A trial by its place in the primary key (SweepTrial).
+	qSweepTrial = `SELECT ` + selectList(trialCols) + `
+FROM {{db}}.trials FINAL
+WHERE sweep_id = {sweep_id:String} AND arm = {arm:String} AND scenario = {scenario:String}
+  AND variant = {variant:String} AND seed = {seed:UInt64} AND trial_id = {trial_id:String}
+LIMIT 1`
+
 	// The calls of the trial's latest write: same written_at as the trial row.
 	qTrialCalls = `SELECT ` + selectList(toolCallCols) + `
 FROM {{db}}.tool_calls FINAL

@@ -88,6 +88,10 @@ type Store interface {
 	// Trial returns one trial and its tool calls ordered by call index;
 	// record.ErrNotFound when absent.
 	Trial(ctx context.Context, trialID string) (record.Trial, []record.ToolCall, error)
+	// SweepTrial is Trial for a trial of a sweep named by its place in the
+	// primary key (a judge shard's read, once per trial): a point lookup
+	// however large the sweep and the store grow.
+	SweepTrial(ctx context.Context, sweepID string, key TrialKey) (record.Trial, []record.ToolCall, error)
 	// Cells aggregates a sweep's outcomes in SQL per (arm, scenario, variant,
 	// seed) and metric. Ordered by (arm, scenario, variant, seed).
 	Cells(ctx context.Context, sweepID string) ([]record.Cell, error)

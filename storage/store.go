@@ -312,7 +312,28 @@ func (s *store) Trial(ctx context.Context, trialID string) (record.Trial, []reco
 	if len(rows) == 0 {
 		return record.Trial{}, nil, fmt.Errorf("trial %s: %w", trialID, record.ErrNotFound)
 	}
-	t := rows[0].trial()
+	return s.withCalls(ctx, rows[0].trial())
+}
+
+// SweepTrial returns a trial of a sweep found by its key, and its calls.
+func (s *store) SweepTrial(ctx context.Context, sweepID string, key TrialKey) (record.Trial, []record.ToolCall, error) {
+	var rows []trialRow
+	q := Stmt{SQL: s.sql(qSweepTrial), Params: map[string]string{
+		"sweep_id": sweepID, "arm": key.Arm, "scenario": key.Scenario, "variant": key.Variant,
+		"seed": strconv.FormatUint(key.Seed, 10), "trial_id": key.TrialID,
+	}}
+	if err := s.t.Select(ctx, &rows, q); err != nil {
+		return record.Trial{}, nil, fmt.Errorf("storage: SweepTrial %s: %w", key.TrialID, err)
+	}
+	if len(rows) == 0 {
+		return record.Trial{}, nil, fmt.Errorf("trial %s of sweep %s: %w", key.TrialID, sweepID, record.ErrNotFound)
+	}
+	return s.withCalls(ctx, rows[0].trial())
+}
+
+// withCalls returns t with the tool calls of its latest write.
+func (s *store) withCalls(ctx context.Context, t record.Trial) (record.Trial, []record.ToolCall, error) {
+	trialID := t.TrialID
 	var crows []toolCallRow
 	q := Stmt{SQL: s.sql(qTrialCalls), Params: map[string]string{
 		"sweep_id":      t.SweepID,

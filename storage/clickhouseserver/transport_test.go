@@ -187,6 +187,12 @@ func TestServerSQLGolden(t *testing.T) {
 		t.Fatalf("Trial with no rows: %v", err)
 	}
 	fc.selects[fc.log[len(fc.log)-1].sql] = []map[string]any{{"sweep_id": "s", "trial_id": "t", "written_at_ms": int64(1_700_000_000_000)}}
+	// The same for a trial read by its key (SweepTrial).
+	key := storage.TrialKey{Arm: "a", Scenario: "c", Variant: "v", Seed: 1, TrialID: "t"}
+	if _, _, err := st.SweepTrial(ctx, "s", key); !errors.Is(err, record.ErrNotFound) {
+		t.Fatalf("SweepTrial with no rows: %v", err)
+	}
+	fc.selects[fc.log[len(fc.log)-1].sql] = []map[string]any{{"sweep_id": "s", "trial_id": "t", "written_at_ms": int64(1_700_000_000_000)}}
 	fc.log = nil
 
 	steps := []struct {
@@ -211,6 +217,7 @@ func TestServerSQLGolden(t *testing.T) {
 			return st.EachTrial(ctx, "s", record.TrialSelect{Arm: "a"}, func(record.Trial) error { return nil })
 		}},
 		{"Trial", func() error { _, _, err := st.Trial(ctx, "t"); return err }},
+		{"SweepTrial", func() error { _, _, err := st.SweepTrial(ctx, "s", key); return err }},
 		{"ModelCalls", func() error { _, err := st.ModelCalls(ctx, "s", "t"); return err }},
 		{"Usage", func() error {
 			_, err := st.Usage(ctx, record.UsageSelect{Agent: "llm:m'1:", AgentPrefix: true, Scenarios: []string{"s1", `it's`}, Limit: 50})
