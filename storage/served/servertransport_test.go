@@ -424,6 +424,11 @@ func (w *workload) reads(ctx context.Context, covered map[string]bool) []read {
 		tr, calls, err := st.Trial(ctx, retried.TrialID)
 		return []any{tr, calls}, err
 	})
+	add("SweepTrial", "SweepTrial", func(st storage.Store) (any, error) {
+		key := storage.TrialKey{Arm: one.Arm, Scenario: one.Scenario, Variant: one.Variant, Seed: one.Seed, TrialID: one.TrialID}
+		tr, calls, err := st.SweepTrial(ctx, one.SweepID, key)
+		return []any{tr, calls}, err
+	})
 	add("StoredTrials", "StoredTrials", func(st storage.Store) (any, error) {
 		key := func(t record.Trial) storage.TrialKey {
 			return storage.TrialKey{Arm: t.Arm, Scenario: t.Scenario, Variant: t.Variant, Seed: t.Seed, TrialID: t.TrialID}
