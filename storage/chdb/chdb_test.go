@@ -17,12 +17,12 @@ import (
 
 // libOrSkip returns the library to test with, skipping (or failing, with
 // REBOUND_REQUIRE_INTEGRATION=1) when there is none; see devstacktest.
-func libOrSkip(t *testing.T) string {
+func libOrSkip(t testing.TB) string {
 	t.Helper()
 	return devstacktest.ChDBLib(t)
 }
 
-func openOrSkip(t *testing.T) *Conn {
+func openOrSkip(t testing.TB) *Conn {
 	t.Helper()
 	lib := libOrSkip(t)
 	c, err := Open(lib, t.TempDir())

@@ -7,9 +7,12 @@
 // that talks to a ClickHouse server instead. Here a missing library is an
 // ordinary error (see LibraryError) returned by Open.
 //
-// The engine allows one connection per process, so this package keeps a
-// process-wide singleton Session, reference-counted, and serializes every
-// query through it.
+// The engine serves one data directory per process, so this package keeps a
+// process-wide singleton session, reference-counted, and serializes every
+// query through it. A statement whose context ends while it runs is stopped
+// with KILL QUERY from a second connection on the same directory, which
+// the session opens at the first such stop and uses for nothing else
+// (Conn.Query says why not the streaming API).
 //
 // Signal handlers: when a connection is opened, libchdb either installs its
 // own handlers for deadly signals (SIGSEGV, SIGBUS, ...) or, when asked not

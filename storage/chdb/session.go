@@ -50,6 +50,13 @@ type session struct {
 	// readOnly is set by MakeReadOnly: the engine's readonly=1 holds for
 	// the rest of the session and no query can lift it.
 	readOnly atomic.Bool
+	// ctlPtr/ctl: a second connection on the same directory, opened at the
+	// first statement whose context ends while it runs, that only stops
+	// statements (see callCancellable); used only by the slot's holder.
+	ctlPtr unsafe.Pointer
+	ctl    unsafe.Pointer
+	// kills counts KILL QUERY statements sent (tests).
+	kills atomic.Int64
 }
 
 var (
@@ -109,27 +116,12 @@ func Open(libPath, dataDir string) (*Conn, error) {
 		// call also resets them to SIG_DFL, hence the guard.
 		guardSignals(func() { l.setSignalHandlersEnabled(0) })
 	}
-	args := []string{"clickhouse", "--path=" + dir}
-	cargs := make([][]byte, len(args))
-	argv := make([]*byte, len(args)+1) // NULL-terminated like a real argv
-	for i, a := range args {
-		cargs[i] = append([]byte(a), 0)
-		argv[i] = &cargs[i][0]
-	}
 	start := time.Now()
-	var connPtr unsafe.Pointer
-	guardSignals(func() {
-		connPtr = l.connect(int32(len(args)), unsafe.Pointer(&argv[0]))
-	})
-	runtime.KeepAlive(cargs)
-	runtime.KeepAlive(argv)
-	if connPtr == nil {
-		return nil, fmt.Errorf("chdb: chdb_connect failed for data dir %s (is another process using it, or is it not writable?)", dir)
+	connPtr, err := l.connectDir(dir)
+	if err != nil {
+		return nil, err
 	}
 	conn := *(*unsafe.Pointer)(connPtr)
-	if conn == nil {
-		return nil, fmt.Errorf("chdb: chdb_connect returned an empty connection for data dir %s", dir)
-	}
 	s := &session{
 		lib:     l,
 		dataDir: dir,
@@ -141,6 +133,31 @@ func Open(libPath, dataDir string) (*Conn, error) {
 	}
 	current = s
 	return &Conn{s: s}, nil
+}
+
+// connectDir opens a connection on the engine with dir as its --path: the
+// first one boots the engine, later ones (same directory) join it.
+func (l *lib) connectDir(dir string) (unsafe.Pointer, error) {
+	args := []string{"clickhouse", "--path=" + dir}
+	cargs := make([][]byte, len(args))
+	argv := make([]*byte, len(args)+1) // NULL-terminated like a real argv
+	for i, a := range args {
+		cargs[i] = append([]byte(a), 0)
+		argv[i] = &cargs[i][0]
+	}
+	var connPtr unsafe.Pointer
+	guardSignals(func() {
+		connPtr = l.connect(int32(len(args)), unsafe.Pointer(&argv[0]))
+	})
+	runtime.KeepAlive(cargs)
+	runtime.KeepAlive(argv)
+	if connPtr == nil {
+		return nil, fmt.Errorf("chdb: chdb_connect failed for data dir %s (is another process using it, or is it not writable?)", dir)
+	}
+	if *(*unsafe.Pointer)(connPtr) == nil {
+		return nil, fmt.Errorf("chdb: chdb_connect returned an empty connection for data dir %s", dir)
+	}
+	return connPtr, nil
 }
 
 // MakeReadOnly puts the process's session in the engine's readonly=1 mode:
@@ -198,7 +215,13 @@ func (c *Conn) Close() error {
 		// Last handle: wait for a query still running on it, then close
 		// the connection; later queries on stale handles get ErrClosed.
 		s.sem <- struct{}{}
-		guardSignals(func() { s.lib.closeConn(s.connPtr) })
+		guardSignals(func() {
+			if s.ctlPtr != nil {
+				s.lib.closeConn(s.ctlPtr) // not the last: the engine stays up
+				s.ctlPtr, s.ctl = nil, nil
+			}
+			s.lib.closeConn(s.connPtr)
+		})
 		s.conn = nil
 		<-s.sem
 		if current == s {
@@ -209,8 +232,12 @@ func (c *Conn) Close() error {
 }
 
 // Query runs one statement and returns its output in the given format
-// (e.g. "JSONEachRow", "CSV"). The engine cannot cancel a running statement
-// through this API, so ctx only bounds the wait for the session.
+// (e.g. "JSONEachRow", "CSV"). ctx bounds the wait for the session and the
+// statement itself: when it ends while the statement runs, the engine stops
+// the statement (KILL QUERY, see callCancellable) and Query returns an
+// error matching ctx.Err() (errors.Is) as soon as the engine has let go,
+// typically within 200 ms; the session then serves the next statement. A
+// statement that completes before the stop takes effect returns its result.
 func (c *Conn) Query(ctx context.Context, query, format string) ([]byte, error) {
 	out, _, err := c.run(ctx, query, format, nil)
 	return out, err
@@ -278,27 +305,16 @@ func (c *Conn) run(ctx context.Context, query, format string, params map[string]
 	if s.conn == nil {
 		return nil, ResultStats{}, ErrClosed
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, ResultStats{}, err // the slot and the context were both ready
+	}
 	var res unsafe.Pointer
-	if len(params) == 0 {
-		res = s.lib.query(s.conn, query, format)
+	var stopped bool
+	var stopErr error
+	if ctx.Done() == nil {
+		res = s.call(query, format, params) // nothing can end it: no stop to arrange
 	} else {
-		names := make([][]byte, 0, len(params))
-		values := make([][]byte, 0, len(params))
-		for k, v := range params {
-			names = append(names, append([]byte(k), 0))
-			values = append(values, append([]byte(EscapeParam(v)), 0))
-		}
-		np := make([]*byte, len(names))
-		vp := make([]*byte, len(values))
-		for i := range names {
-			np[i] = &names[i][0]
-			vp[i] = &values[i][0]
-		}
-		res = s.lib.queryWithParams(s.conn, query, format, unsafe.Pointer(&np[0]), unsafe.Pointer(&vp[0]), uintptr(len(np)))
-		runtime.KeepAlive(names)
-		runtime.KeepAlive(values)
-		runtime.KeepAlive(np)
-		runtime.KeepAlive(vp)
+		res, stopped, stopErr = s.callCancellable(ctx, query, format, params)
 	}
 	if res == nil {
 		return nil, ResultStats{}, errors.New("chdb: query returned no result (connection closed?)")
@@ -307,6 +323,12 @@ func (c *Conn) run(ctx context.Context, query, format string, params map[string]
 	if e := s.lib.resultError(res); e != nil {
 		qe := newQueryError(cString(e))
 		s.drain()
+		switch {
+		case stopped && qe.Code == codeQueryWasCancelled:
+			return nil, ResultStats{}, fmt.Errorf("chdb: statement stopped because its context ended: %w (%w)", ctx.Err(), qe)
+		case stopErr != nil:
+			return nil, ResultStats{}, errors.Join(qe, fmt.Errorf("its context ended (%w) but it could not be stopped: %w", ctx.Err(), stopErr))
+		}
 		return nil, ResultStats{}, qe
 	}
 	st := s.lib.stats(res)
@@ -321,6 +343,118 @@ func (c *Conn) run(ctx context.Context, query, format string, params map[string]
 	out := make([]byte, n)
 	copy(out, unsafe.Slice((*byte)(buf), n))
 	return out, st, nil
+}
+
+// call runs one statement on the session's connection and returns the
+// engine's result (nil when it has none). The caller holds the slot.
+func (s *session) call(query, format string, params map[string]string) unsafe.Pointer {
+	if len(params) == 0 {
+		return s.lib.query(s.conn, query, format)
+	}
+	names := make([][]byte, 0, len(params))
+	values := make([][]byte, 0, len(params))
+	for k, v := range params {
+		names = append(names, append([]byte(k), 0))
+		values = append(values, append([]byte(EscapeParam(v)), 0))
+	}
+	np := make([]*byte, len(names))
+	vp := make([]*byte, len(values))
+	for i := range names {
+		np[i] = &names[i][0]
+		vp[i] = &values[i][0]
+	}
+	res := s.lib.queryWithParams(s.conn, query, format, unsafe.Pointer(&np[0]), unsafe.Pointer(&vp[0]), uintptr(len(np)))
+	runtime.KeepAlive(names)
+	runtime.KeepAlive(values)
+	runtime.KeepAlive(np)
+	runtime.KeepAlive(vp)
+	return res
+}
+
+// codeQueryWasCancelled is the engine's QUERY_WAS_CANCELLED, what a
+// statement stopped by KILL QUERY fails with.
+const codeQueryWasCancelled = 394
+
+// killRetry is how often a stop is repeated while the statement has not
+// returned: a KILL that ran before the engine registered the statement
+// (its context ended as it started) finds nothing to stop.
+const killRetry = 100 * time.Millisecond
+
+// callCancellable is call for a context that can end: when it does, the
+// running statement is stopped with KILL QUERY from the session's control
+// connection, and the engine fails it with QUERY_WAS_CANCELLED within a
+// fraction of a second (it checks for cancellation between blocks).
+// stopped reports that the context ended while the statement ran.
+//
+// Why not the streaming API: libchdb 26.5's chdb_stream_cancel_query takes
+// the same lock as chdb_stream_fetch_result, so it waits for the fetch in
+// progress, and a statement that returns nothing until it ends (a count, an
+// aggregate) is not stopped at all (measured: still blocked after 5
+// minutes). A second connection on the same data directory is allowed and
+// its KILL QUERY reaches the first one's statement (measured: failed with
+// QUERY_WAS_CANCELLED 20-220 ms after the KILL).
+//
+// The KILL matches every statement but itself, which is exactly the one
+// this call runs: statements are serialized by the session's slot, which
+// the caller holds until the stop has finished, and the control connection
+// runs nothing else.
+func (s *session) callCancellable(ctx context.Context, query, format string, params map[string]string) (res unsafe.Pointer, stopped bool, stopErr error) {
+	returned := make(chan struct{})
+	killed := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(killed)
+		stopErr = s.stopRunning(returned)
+	})
+	res = s.call(query, format, params)
+	close(returned)
+	if !stop() {
+		// The stop started: let it finish while the slot is still held,
+		// so it cannot reach the next statement.
+		<-killed
+		stopped = true
+	}
+	return res, stopped, stopErr
+}
+
+// stopRunning sends KILL QUERY for the running statement until it returns.
+func (s *session) stopRunning(returned <-chan struct{}) error {
+	for {
+		if err := s.kill(); err != nil {
+			return err
+		}
+		select {
+		case <-returned:
+			return nil
+		case <-time.After(killRetry):
+		}
+	}
+}
+
+// killStatement stops every statement of the engine but its own.
+const killStatement = "KILL QUERY WHERE query_id != queryID() ASYNC FORMAT Null"
+
+// kill runs killStatement on the control connection, opening it on first
+// use (a second chdb_connect on the same directory takes well under a
+// millisecond). Only a caller holding the slot reaches here, so the
+// control connection is never used concurrently.
+func (s *session) kill() error {
+	if s.ctl == nil {
+		ptr, err := s.lib.connectDir(s.dataDir)
+		if err != nil {
+			return fmt.Errorf("chdb: open the connection that stops statements: %w", err)
+		}
+		s.ctlPtr, s.ctl = ptr, *(*unsafe.Pointer)(ptr)
+	}
+	res := s.lib.query(s.ctl, killStatement, "TabSeparated")
+	if res == nil {
+		return errors.New("chdb: KILL QUERY returned no result")
+	}
+	defer s.lib.destroyResult(res)
+	if e := s.lib.resultError(res); e != nil {
+		return fmt.Errorf("chdb: KILL QUERY: %w", newQueryError(cString(e)))
+	}
+	s.kills.Add(1)
+	return nil
 }
 
 // stats reads a result's counters, those the library has.
