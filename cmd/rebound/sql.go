@@ -113,15 +113,20 @@ func newSQLCmd() *cobra.Command {
 	return cmd
 }
 
+// interruptGrace is how long an interrupted statement has to return
+// before the process exits without it.
+const interruptGrace = time.Second
+
 // abandonProcess ends the process; tests replace it.
 var abandonProcess = os.Exit
 
 // queryInterruptibly runs the statement and returns as soon as ctx is
 // cancelled (Ctrl-C, SIGTERM). A server cancels the query when its context
-// ends. The embedded engine cannot stop a running statement (its streaming
-// cancel waits for the statement to finish), so after a short grace the
-// process exits with 130: the session is read-only, nothing is lost, and
-// the kernel releases the data dir's lock with the process.
+// ends; so does the served store (the holder's engine stops the statement
+// when this process's request goes away); the embedded engine stops it
+// with KILL QUERY, typically within 200 ms. Should a statement not have
+// returned after interruptGrace, the process exits with 130 anyway: the
+// kernel releases the data dir's lock and the connection with the process.
 func queryInterruptibly(ctx context.Context, store storage.Store, query string, write bool, stderr io.Writer) (storage.Table, error) {
 	type result struct {
 		tab storage.Table
@@ -143,7 +148,7 @@ func queryInterruptibly(ctx context.Context, store storage.Store, query string, 
 			r.err = ctx.Err()
 		}
 		return storage.Table{}, r.err
-	case <-time.After(300 * time.Millisecond):
+	case <-time.After(interruptGrace):
 	}
 	if write {
 		fmt.Fprintln(stderr, "rebound sql: interrupted: the statement was abandoned while it ran; it may or may not have taken effect")

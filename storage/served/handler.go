@@ -36,6 +36,7 @@ const (
 	codeUnknownDatabase      = 81
 	codeBadArguments         = 36
 	codeUnknown              = 1002 // UNKNOWN_EXCEPTION
+	codeQueryWasCancelled    = 394
 )
 
 // codeNames are ClickHouse's names of the codes clients meet here.
@@ -48,6 +49,7 @@ var codeNames = map[int]string{
 	codeUnknownDatabase:      "UNKNOWN_DATABASE",
 	codeBadArguments:         "BAD_ARGUMENTS",
 	codeUnknown:              "UNKNOWN_EXCEPTION",
+	codeQueryWasCancelled:    "QUERY_WAS_CANCELLED",
 	60:                       "UNKNOWN_TABLE",
 	47:                       "UNKNOWN_IDENTIFIER",
 	158:                      "TOO_MANY_ROWS",
@@ -125,10 +127,17 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, queryID, storage.DoorCode(err), err, 0)
 		return
 	}
+	// The request's context ends when the client goes away (its
+	// connection closes: curl killed, a dashboard closed, rebound sql's
+	// Ctrl-C, a client's own timeout): the engine then stops the statement
+	// (storage/chdb's Conn.Query), freeing the holder's engine at once.
 	res, err := h.door.Run(r.Context(), req)
 	if err != nil {
 		code := storage.DoorCode(err)
-		if code == 0 {
+		switch {
+		case code == 0 && r.Context().Err() != nil:
+			code = codeQueryWasCancelled
+		case code == 0:
 			code = codeUnknown
 		}
 		h.fail(w, r, queryID, code, err, 0)

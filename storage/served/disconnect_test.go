@@ -1,0 +1,80 @@
+package served_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"rebound/storage/served"
+)
+
+// endlessSQL runs far past the door's 60 s at the holder (10^11 pairs)
+// unless it is stopped.
+const endlessSQL = "SELECT count() FROM (SELECT arrayJoin(range(1000000)) AS a) AS x CROSS JOIN (SELECT arrayJoin(range(100000)) AS b) AS y WHERE a + b > 7"
+
+// TestDisconnectedClientFreesTheEngine: a client that goes away while its
+// statement runs (curl killed, a dashboard closed, rebound sql's Ctrl-C
+// through the served store) has the statement stopped in the holding
+// process, so the holder's own next statement and another client's answer
+// within seconds instead of after the door's 60 s.
+func TestDisconnectedClientFreesTheEngine(t *testing.T) {
+	need(t)
+	auth := "Basic " + basicAuth(served.User, fx.secret)
+	ways := []struct {
+		name string
+		run  func(ctx context.Context) error
+	}{
+		{"http client closes the connection", func(ctx context.Context) error {
+			u := "http://" + fx.srv.Endpoint().Address + "/?" + url.Values{"default_format": {"TSV"}}.Encode()
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(endlessSQL))
+			if err != nil {
+				return err
+			}
+			req.Header.Set("Authorization", auth)
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				resp.Body.Close()
+				return errors.New("the statement answered " + resp.Status)
+			}
+			return err
+		}},
+		{"the store's client gives up (rebound sql's path)", func(ctx context.Context) error {
+			_, err := client(t).Query(ctx, endlessSQL)
+			return err
+		}},
+	}
+	for _, way := range ways {
+		t.Run(way.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			errc := make(chan error, 1)
+			go func() { errc <- way.run(ctx) }()
+			time.Sleep(1500 * time.Millisecond) // the statement runs at the holder
+			cancel()
+			gone := time.Now()
+			if err := <-errc; !errors.Is(err, context.Canceled) {
+				t.Fatalf("the client: %v, want its cancellation", err)
+			}
+			// The holding process's next statement: it waits for the
+			// engine, which the abandoned statement held.
+			qctx, qcancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer qcancel()
+			tab, err := fx.st.Query(qctx, "SELECT 42 AS n")
+			took := time.Since(gone)
+			if err != nil || len(tab.Rows) != 1 {
+				t.Fatalf("the holder's next statement after %v: %v %v", took, tab.Rows, err)
+			}
+			if took > 3*time.Second {
+				t.Errorf("the holder's next statement answered %v after the client went away, want within 3 s", took)
+			}
+			t.Logf("the holder's next statement answered %v after the client went away", took.Round(time.Millisecond))
+			if resp, body := post(t, "/", url.Values{"default_format": {"TSV"}}, "SELECT 43", map[string]string{"Authorization": auth}); resp.StatusCode != 200 || body != "43\n" {
+				t.Errorf("another client: %d %q", resp.StatusCode, body)
+			}
+		})
+	}
+}
