@@ -1,8 +1,12 @@
 package served_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -41,6 +45,36 @@ func TestDisconnectedClientFreesTheEngine(t *testing.T) {
 				return errors.New("the statement answered " + resp.Status)
 			}
 			return err
+		}},
+		{"client half-closes and reads the answer", func(ctx context.Context) error {
+			// A client that shuts its sending side (what the server
+			// sees of one that goes away) can still read what the
+			// server answered: the statement stopped, with a server's
+			// code for that.
+			conn, err := net.Dial("tcp", fx.srv.Endpoint().Address)
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			req := fmt.Sprintf("POST /?default_format=TSV HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nContent-Length: %d\r\n\r\n%s", auth, len(endlessSQL), endlessSQL)
+			if _, err := io.WriteString(conn, req); err != nil {
+				return err
+			}
+			<-ctx.Done()
+			if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+				return err
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				return fmt.Errorf("reading the answer: %w", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if code := resp.Header.Get("X-ClickHouse-Exception-Code"); code != "394" || !strings.Contains(string(body), "QUERY_WAS_CANCELLED") {
+				return fmt.Errorf("answer %s, code %q: %q", resp.Status, code, body)
+			}
+			return ctx.Err()
 		}},
 		{"the store's client gives up (rebound sql's path)", func(ctx context.Context) error {
 			_, err := client(t).Query(ctx, endlessSQL)
