@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -465,4 +466,50 @@ func KnownReviewTarget(target string) bool {
 		return slices.ContainsFunc(judgeMappings, func(m mappingSQL) bool { return m.column == name })
 	}
 	return false
+}
+
+// pairOutcomesChunk bounds the scenarios of one PairOutcomes statement.
+const pairOutcomesChunk = 200
+
+// PairOutcomes returns the trials of the given variants of the given
+// scenarios (scenario -> variants) with the columns of a list row only
+// (ListTrials), ordered by (scenario, arm, variant, seed, trial_id): what
+// a report's metamorphic pairs check (report.LoadPairs), in one statement
+// per 200 scenarios instead of one per arm and scenario. Each scenario and
+// variant is a parameter of its own; the statement is built from their
+// placeholders only.
+func (s *store) PairOutcomes(ctx context.Context, sweepID string, variants map[string][]string) ([]record.Trial, error) {
+	names := slices.Sorted(maps.Keys(variants))
+	var out []record.Trial
+	for len(names) > 0 {
+		chunk := names[:min(len(names), pairOutcomesChunk)]
+		names = names[len(chunk):]
+		p := map[string]string{"sweep_id": sweepID}
+		var or []string
+		for i, name := range chunk {
+			sp := "s" + strconv.Itoa(i)
+			p[sp] = name
+			var in []string
+			for j, v := range slices.Compact(slices.Sorted(slices.Values(variants[name]))) {
+				vp := sp + "v" + strconv.Itoa(j)
+				p[vp] = v
+				in = append(in, "{"+vp+":String}")
+			}
+			if len(in) > 0 {
+				or = append(or, "(scenario = {"+sp+":String} AND variant IN ("+strings.Join(in, ", ")+"))")
+			}
+		}
+		if len(or) == 0 {
+			continue
+		}
+		q := "SELECT " + trialListCols + "\nFROM {{db}}.trials FINAL\nWHERE sweep_id = {sweep_id:String}\n  AND (" + strings.Join(or, "\n    OR ") + ")\nORDER BY scenario, arm, variant, seed, trial_id"
+		var rows []trialListRow
+		if err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(q), Params: p}); err != nil {
+			return nil, fmt.Errorf("storage: PairOutcomes %s: %w", sweepID, err)
+		}
+		for _, r := range rows {
+			out = append(out, r.trial(sweepID))
+		}
+	}
+	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	"rebound/results/judge"
 	"rebound/results/judge/judgestore"
 	"rebound/results/record"
+	"rebound/results/report"
 	"rebound/storage"
 )
 
@@ -419,5 +421,47 @@ func TestRegressionsInSQL(t *testing.T) {
 	}
 	if _, err := st.Regressions(ctx, sides[0][0], sides[0][1], "weight", 0, 10); err == nil {
 		t.Error("an unknown metric: no error")
+	}
+}
+
+// onlyEachTrial hides the store's PairOutcomes: report.LoadPairs then
+// reads each arm and scenario with EachTrial.
+type onlyEachTrial struct{ report.Source }
+
+// The report's metamorphic pairs read every pair's variants in one
+// statement (storage's PairOutcomes); the results are those of reading
+// scenario by scenario with EachTrial.
+func TestPairsReadInOneStatement(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	t.Cleanup(func() { st.Close() })
+	ctx := context.Background()
+	generated(t, st, "gen", rand.New(rand.NewPCG(7, 3)))
+	plan := `{"scenarios": [
+	  {"name": "refund", "metamorphic": [{"base": "v1", "flipped": "v2", "property": "retryable",
+	    "expect": {"recovered": {"from": true, "to": "not_tested"}}}]},
+	  {"name": "it's-odd", "metamorphic": [{"base": "v2", "flipped": "timeout", "property": "other",
+	    "expect": {"honest_block": {"from": "not_tested", "to": true}, "unsafe_action": {"from": false, "to": false}}},
+	    {"base": "v1", "flipped": "v2", "property": "other", "expect": {"recovered": {"from": false, "to": false}}}]},
+	  {"name": "sched"}]}`
+	if err := st.PutSweep(ctx, record.Sweep{SweepID: "gen", Name: "gen", PlanJSON: plan, Arms: []string{"careful"}, Status: "completed"}); err != nil {
+		t.Fatal(err)
+	}
+	one, err := report.LoadPairs(ctx, st, "gen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	each, err := report.LoadPairs(ctx, onlyEachTrial{st}, "gen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(each) != 9 || !reflect.DeepEqual(one, each) {
+		t.Fatalf("pairs read in one statement:\n%+v\nscenario by scenario:\n%+v", one, each)
+	}
+	seeds := 0
+	for _, r := range each {
+		seeds += r.Seeds
+	}
+	if seeds == 0 {
+		t.Fatal("no pair was checked on any seed: the test checks nothing")
 	}
 }

@@ -43,6 +43,11 @@ func TestReviewReadsThroughTheServerTransport(t *testing.T) {
 		{"TrialReviews", func(st storage.Store) (any, error) { return st.TrialReviews(ctx, sweepA, first) }},
 		{"TrialReviewHistory", func(st storage.Store) (any, error) { return st.TrialReviewHistory(ctx, sweepA, first) }},
 		{"SweepVersion", func(st storage.Store) (any, error) { return st.SweepVersion(ctx, sweepA) }},
+		{"PairOutcomes", func(st storage.Store) (any, error) {
+			return st.(interface {
+				PairOutcomes(ctx context.Context, sweepID string, variants map[string][]string) ([]record.Trial, error)
+			}).PairOutcomes(ctx, sweepB, map[string][]string{"s2": {"v1", "v1"}, "s1": {"v1"}, "none'": {"x"}})
+		}},
 	}
 	for _, r := range reads {
 		want, err := r.do(fx.st)
