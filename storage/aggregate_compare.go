@@ -776,8 +776,10 @@ func (s *store) scenarioHashes(ctx context.Context, side record.CompareSide) (ma
 	return out, nil
 }
 
-// arrayParam renders strings as the text of an Array(String) query
-// parameter.
+// arrayParam renders identifiers (fault classes of the taxonomy, trial ids
+// rebound makes) as the text of an Array(String) query parameter. Free text
+// goes through jsonStrings: chDB reads an array's quoted elements without
+// backslash escapes, a server with them.
 func arrayParam(v []string) string {
 	var b strings.Builder
 	b.WriteByte('[')

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"rebound/results/record"
@@ -22,7 +23,7 @@ FROM
     SELECT sweep_id, trial_id, cost_usd
     FROM {{db}}.trials FINAL
     WHERE if({prefix:UInt8} = 1, startsWith(agent, {agent:String}), agent = {agent:String})
-      AND attrition = 0 AND has({scenarios:Array(String)}, scenario)
+      AND attrition = 0 AND has(JSONExtract({scenarios:String}, 'Array(String)'), scenario)
     ORDER BY written_at DESC, trial_id
     LIMIT {limit:UInt64}
 ) AS t
@@ -76,7 +77,7 @@ func (s *store) Usage(ctx context.Context, sel record.UsageSelect) ([]record.Usa
 	}
 	var rows []usageRow
 	q := Stmt{SQL: s.sql(qUsage), Params: map[string]string{
-		"agent": sel.Agent, "prefix": prefix, "scenarios": arrayParam(sel.Scenarios), "limit": fmt.Sprint(sel.Limit),
+		"agent": sel.Agent, "prefix": prefix, "scenarios": jsonStrings(sel.Scenarios), "limit": fmt.Sprint(sel.Limit),
 	}}
 	if err := s.t.Select(ctx, &rows, q); err != nil {
 		return nil, fmt.Errorf("storage: Usage of %s: %w", sel.Agent, err)
@@ -86,4 +87,18 @@ func (s *store) Usage(ctx context.Context, sel record.UsageSelect) ([]record.Usa
 		out[i] = record.Usage(r)
 	}
 	return out, nil
+}
+
+// jsonStrings is a list of free text (scenario names a user wrote) as one
+// String parameter, read in SQL with JSONExtract(p, 'Array(String)'). An
+// Array(String) parameter cannot carry it: chDB reads an array's quoted
+// elements without backslash escapes, a server with them, so a quote or a
+// backslash in a name would fail on one transport or match nothing on the
+// other (arrayParam serves identifiers only).
+func jsonStrings(v []string) string {
+	if v == nil {
+		v = []string{}
+	}
+	b, _ := json.Marshal(v) // strings always marshal
+	return string(b)
 }
