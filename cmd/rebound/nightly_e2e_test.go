@@ -3,14 +3,11 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"rebound/internal/devstack/devstacktest"
 	"rebound/storage/served"
 )
 
@@ -20,58 +17,16 @@ import (
 // worker still runs, through the store it serves (the ClickHouse server
 // transport over HTTP); once it stops, they open the store themselves.
 func TestNightlyLoopOnOneMachine(t *testing.T) {
-	srv := devstacktest.Temporal(t)
-	lib := devstacktest.ChDBLib(t)
-	t.Setenv("REBOUND_CHDB_LIB", lib)
-	t.Setenv("REBOUND_CLICKHOUSE_DSN", "")
-	t.Setenv("REBOUND_TEMPORAL_ADDRESS", "")
-	t.Setenv("REBOUND_REDACTION_KEY", "cli-test-redaction-key-0123456789abcdef")
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	scenario, err := filepath.Abs("../../examples/scenarios/charge-502-twice.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan := filepath.Join(dir, "plan.yaml")
-	if err := os.WriteFile(plan, []byte("name: nightly-e2e\nseeds: 3\nscenarios:\n  - "+scenario+"\narms:\n  - {name: careful, agent: careful}\n  - {name: naive, agent: naive_retrier}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	queue := "nightly-e2e"
-	cluster := []string{"--temporal-address", srv.Address(), "--task-queue", queue}
-
-	worker := exec.Command(os.Args[0], append([]string{"worker", "--data-dir", data}, cluster...)...)
-	worker.Env = append(os.Environ(), envCLIChild+"=1")
-	var workerErr syncBuffer
-	worker.Stderr = &workerErr
-	if err := worker.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = worker.Process.Kill()
-			_ = worker.Wait()
-		}
-	}()
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(workerErr.String(), "worker polling") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the worker did not start:\n%s", workerErr.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	h := startHeldDataDir(t, "nightly-e2e", 3)
+	data, plan, cluster, workerErr := h.data, h.plan, h.cluster, h.stderr
 	ep, found, err := served.Find(data)
-	if err != nil || !found || ep.PID != worker.Process.Pid {
+	if err != nil || !found || ep.PID != h.worker.Process.Pid {
 		t.Fatalf("served.json: %+v %t %v", ep, found, err)
 	}
 
 	cli := func(want int, args ...string) string {
 		t.Helper()
-		code, out, errOut := runCLI(t, args...)
-		if code != want {
-			t.Fatalf("rebound %s: exit %d, want %d\nstdout: %s\nstderr: %s\nworker: %s", strings.Join(args, " "), code, want, out, errOut, workerErr.String())
-		}
-		return out
+		return h.cli(t, want, args...)
 	}
 	cli(exitOK, append([]string{"schedule", "create", "--every", "24h", "--paused", "nightly", plan}, cluster...)...)
 	var nights []string
@@ -149,13 +104,7 @@ func TestNightlyLoopOnOneMachine(t *testing.T) {
 		t.Errorf("sql --write while the worker holds the data dir: exit %d, %s", code, errOut)
 	}
 
-	if err := worker.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	if err := worker.Wait(); err != nil {
-		t.Fatalf("worker: %v\n%s", err, workerErr.String())
-	}
-	stopped = true
+	h.stop(t)
 	if _, err := os.Stat(filepath.Join(data, served.File)); !os.IsNotExist(err) {
 		t.Errorf("served.json outlived the worker: %v", err)
 	}

@@ -8,16 +8,11 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"rebound/internal/devstack/devstacktest"
 	"rebound/storage/served"
 )
 
@@ -28,49 +23,11 @@ import (
 // verdict is in the data dir: review export, opening the store itself,
 // reads it.
 func TestUIWhileAWorkerHoldsTheDataDir(t *testing.T) {
-	srv := devstacktest.Temporal(t)
-	lib := devstacktest.ChDBLib(t)
-	t.Setenv("REBOUND_CHDB_LIB", lib)
-	t.Setenv("REBOUND_CLICKHOUSE_DSN", "")
-	t.Setenv("REBOUND_TEMPORAL_ADDRESS", "")
-	t.Setenv("REBOUND_REDACTION_KEY", "cli-test-redaction-key-0123456789abcdef")
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	scenario, err := filepath.Abs("../../examples/scenarios/charge-502-twice.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan := filepath.Join(dir, "plan.yaml")
-	if err := os.WriteFile(plan, []byte("name: ui-served\nseeds: 1\nscenarios:\n  - "+scenario+"\narms:\n  - {name: careful, agent: careful}\n  - {name: naive, agent: naive_retrier}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cluster := []string{"--temporal-address", srv.Address(), "--task-queue", "ui-served"}
-	worker := exec.Command(os.Args[0], append([]string{"worker", "--data-dir", data}, cluster...)...)
-	worker.Env = append(os.Environ(), envCLIChild+"=1")
-	var workerErr syncBuffer
-	worker.Stderr = &workerErr
-	if err := worker.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = worker.Process.Kill()
-			_ = worker.Wait()
-		}
-	}()
-	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(workerErr.String(), "worker polling"); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the worker did not start:\n%s", workerErr.String())
-		}
-	}
+	h := startHeldDataDir(t, "ui-served", 1)
+	data, plan, cluster, workerErr := h.data, h.plan, h.cluster, h.stderr
 	cli := func(want int, args ...string) string {
 		t.Helper()
-		code, out, errOut := runCLI(t, args...)
-		if code != want {
-			t.Fatalf("rebound %s: exit %d, want %d\nstdout: %s\nstderr: %s\nworker: %s", strings.Join(args, " "), code, want, out, errOut, workerErr.String())
-		}
-		return out
+		return h.cli(t, want, args...)
 	}
 	var started struct {
 		SweepID string `json:"sweep_id"`
@@ -161,13 +118,7 @@ func TestUIWhileAWorkerHoldsTheDataDir(t *testing.T) {
 	}
 
 	// The worker stops; the verdict is in the data dir.
-	if err := worker.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	if err := worker.Wait(); err != nil {
-		t.Fatalf("worker: %v\n%s", err, workerErr.String())
-	}
-	stopped = true
+	h.stop(t)
 	if _, found, _ := served.Find(data); found {
 		t.Fatal("served.json outlived the worker")
 	}
