@@ -163,7 +163,7 @@ func TestWorkerExitsZeroWhenStopped(t *testing.T) {
 		cmd := exec.Command(os.Args[0], "worker", "--temporal-address", srv.Address(), "--task-queue", "worker-exit-"+sig.String(), "--data-dir", t.TempDir())
 		cmd.Env = append(os.Environ(), envCLIChild+"=1", "REBOUND_CHDB_LIB="+lib, "REBOUND_CLICKHOUSE_DSN=",
 			"REBOUND_REDACTION_KEY=cli-test-redaction-key-0123456789abcdef")
-		var stderr syncBuffer
+		var stderr devstacktest.Output
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -21,7 +21,7 @@ type heldDataDir struct {
 	data, plan string
 	cluster    []string // --temporal-address and --task-queue of the worker
 	worker     *exec.Cmd
-	stderr     *syncBuffer
+	stderr     *devstacktest.Output
 	stopped    bool
 }
 
@@ -36,7 +36,7 @@ func startHeldDataDir(t *testing.T, queue string, seeds int) *heldDataDir {
 	t.Setenv("REBOUND_TEMPORAL_ADDRESS", "")
 	t.Setenv("REBOUND_REDACTION_KEY", "cli-test-redaction-key-0123456789abcdef")
 	dir := t.TempDir()
-	h := &heldDataDir{data: filepath.Join(dir, "data"), plan: filepath.Join(dir, "plan.yaml"), stderr: &syncBuffer{},
+	h := &heldDataDir{data: filepath.Join(dir, "data"), plan: filepath.Join(dir, "plan.yaml"), stderr: &devstacktest.Output{},
 		cluster: []string{"--temporal-address", srv.Address(), "--task-queue", queue}}
 	scenario, err := filepath.Abs("../../examples/scenarios/charge-502-twice.yaml")
 	if err != nil {

@@ -241,10 +241,10 @@ func TestJSONOutputOfEveryCommand(t *testing.T) {
 	queue := "json-e2e"
 	workerData := filepath.Join(dir, "worker")
 	cluster := []string{"--temporal-address", srv.Address(), "--task-queue", queue}
-	var workerErr syncBuffer
+	var workerErr devstacktest.Output
 	done := make(chan int, 1)
 	go func() {
-		done <- dispatch(ctx, append([]string{"worker", "--data-dir", workerData}, cluster...), &syncBuffer{}, &workerErr)
+		done <- dispatch(ctx, append([]string{"worker", "--data-dir", workerData}, cluster...), &devstacktest.Output{}, &workerErr)
 	}()
 	started := run("sweep start --wait", exitOK, append([]string{"sweep", "start", "--wait", plan}, cluster...)...).(map[string]any)
 	run("sweep status", exitOK, append([]string{"sweep", "status", started["sweep_id"].(string)}, cluster...)...)

@@ -47,11 +47,11 @@ func TestWorkerLogs(t *testing.T) {
 		addr := l.Addr().String()
 		l.Close()
 		ctx, cancel := context.WithCancel(context.Background())
-		var stderr syncBuffer
+		var stderr devstacktest.Output
 		done := make(chan int, 1)
 		go func() {
 			done <- dispatch(ctx, []string{"worker", "--temporal-address", srv.Address(), "--task-queue", "logs-" + level,
-				"--data-dir", t.TempDir(), "--listen", addr, "--log-format", "json", "--log-level", level}, &syncBuffer{}, &stderr)
+				"--data-dir", t.TempDir(), "--listen", addr, "--log-format", "json", "--log-level", level}, &devstacktest.Output{}, &stderr)
 		}()
 		deadline := time.Now().Add(60 * time.Second)
 		for {

@@ -101,7 +101,7 @@ func TestSweepStartSharesTheWorkersTrace(t *testing.T) {
 	}
 	worker := exec.Command(os.Args[0], "worker", "--temporal-address", srv.Address(), "--task-queue", queue, "--data-dir", t.TempDir())
 	worker.Env = env("rebound-worker")
-	var workerErr syncBuffer
+	var workerErr devstacktest.Output
 	worker.Stderr = &workerErr
 	if err := worker.Start(); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"rebound/internal/devstack/devstacktest"
 	"rebound/storage/served"
 )
 
@@ -47,7 +48,7 @@ func TestUIWhileAWorkerHoldsTheDataDir(t *testing.T) {
 	defer cancel()
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
-	var uiErr syncBuffer
+	var uiErr devstacktest.Output
 	go func() {
 		code := dispatch(ctx, []string{"ui", "--data-dir", data}, pw, &uiErr)
 		pw.Close()

@@ -7,7 +7,6 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,25 +34,6 @@ func TestMain(m *testing.M) {
 
 const envCLIChild = "REBOUND_CLI_CHILD"
 
-// syncBuffer is a strings.Builder safe for a command writing while the test
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // `rebound worker --listen` serves /healthz, a /readyz that turns ready once
 // the worker polls with its store open, and /metrics with the Temporal
 // SDK's metrics; Ctrl-C stops it cleanly.
@@ -64,7 +44,7 @@ func TestWorkerListen(t *testing.T) {
 	t.Setenv("REBOUND_REDACTION_KEY", "cli-test-redaction-key-0123456789abcdef")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr syncBuffer
+	var stderr devstacktest.Output
 	done := make(chan int, 1)
 	go func() {
 		done <- dispatch(ctx, []string{"worker", "--temporal-address", srv.Address(), "--task-queue", "listen-test",

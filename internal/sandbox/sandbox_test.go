@@ -2,7 +2,6 @@ package sandbox_test
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"net"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"rebound/internal/devstack/devstacktest"
 	"rebound/internal/sandbox"
 )
 
@@ -29,27 +29,10 @@ func need(t *testing.T) {
 	}
 }
 
-type buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // run runs a shell script sealed and returns its output and status.
 func run(t *testing.T, script string, limits sandbox.Limits, before func(*sandbox.Sandbox)) (string, sandbox.Status) {
 	t.Helper()
-	out := &buffer{}
+	out := &devstacktest.Output{}
 	s, err := sandbox.Start(sandbox.Spec{
 		Command: []string{"/bin/sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"},
 		Dir: "/tmp/work", Limits: limits, Stdout: out, Stderr: out,
@@ -184,7 +167,7 @@ func TestSealedEgressReachesOnlyDeclaredHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := declared.Addr().(*net.TCPAddr).Port
-	out := &buffer{}
+	out := &devstacktest.Output{}
 	s, err := sandbox.Start(sandbox.Spec{
 		Command: []string{"/bin/bash", "-c", fmt.Sprintf(`exec 3<>/dev/tcp/127.0.0.1/%d && head -1 <&3; exec 4<>/dev/tcp/127.0.0.1/%d || echo other-port-closed`, port, port+1)},
 		Env:     []string{"PATH=/usr/bin:/bin"}, Dir: "/tmp/w", Hosts: hosts, Stdout: out, Stderr: out,
@@ -282,7 +265,7 @@ func TestSealedLimits(t *testing.T) {
 	t.Run("pids", func(t *testing.T) {
 		s, err := sandbox.Start(sandbox.Spec{
 			Command: []string{"/bin/sh", "-c", `(for i in $(seq 1 64); do sleep 5 & done) 2>/dev/null; exec sleep 5`}, Env: []string{"PATH=/usr/bin:/bin"},
-			Dir: "/tmp/work", Limits: sandbox.Limits{PIDs: 16}, Stdout: &buffer{}, Stderr: &buffer{},
+			Dir: "/tmp/work", Limits: sandbox.Limits{PIDs: 16}, Stdout: &devstacktest.Output{}, Stderr: &devstacktest.Output{},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -321,7 +304,7 @@ func TestConcurrentChecksAndSandboxes(t *testing.T) {
 				errs <- err
 				return
 			}
-			s, err := sandbox.Start(sandbox.Spec{Command: []string{"/bin/true"}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/tmp/w", Stdout: &buffer{}, Stderr: &buffer{}})
+			s, err := sandbox.Start(sandbox.Spec{Command: []string{"/bin/true"}, Env: []string{"PATH=/usr/bin:/bin"}, Dir: "/tmp/w", Stdout: &devstacktest.Output{}, Stderr: &devstacktest.Output{}})
 			if err != nil {
 				errs <- err
 				return

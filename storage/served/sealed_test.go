@@ -1,34 +1,15 @@
 package served_test
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"rebound/internal/devstack/devstacktest"
 	"rebound/internal/sandbox"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // A sealed agent (internal/sandbox: a network namespace of its own) cannot
 // reach the served store, though it listens on the host's loopback, nor
@@ -53,7 +34,7 @@ func TestSealedAgentCannotReachTheServedStore(t *testing.T) {
 	}
 	c.Close()
 	script := fmt.Sprintf(`exec bash -c 'if exec 3<>/dev/tcp/127.0.0.1/%s; then printf "GET /ping HTTP/1.0\r\n\r\n" >&3; cat <&3; echo reached; else echo unreachable; fi; cat %s/served.json 2>&1 || true'`, port, fx.dataDir)
-	out := &syncBuffer{}
+	out := &devstacktest.Output{}
 	s, err := sandbox.Start(sandbox.Spec{
 		Command: []string{"/bin/sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"},
 		Dir: "/tmp/work", Stdout: out, Stderr: out,
