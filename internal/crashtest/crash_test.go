@@ -2,7 +2,6 @@ package crashtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -82,37 +81,8 @@ arms:
     llm: {base_url: %q, model: policy-model, prompt: prompt.md, input_usd_per_mtok: 1, output_usd_per_mtok: 4}
 `, scenarioPath, seeds, model.BaseURL()))
 
-	port := freePort(t)
-	address := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	temporal := &proc{t: t, name: "temporal", log: filepath.Join(dir, "temporal.log")}
-	startTemporal := func() {
-		temporal.start(ctx, temporalBin, "server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(port),
-			"--headless", "--db-filename", filepath.Join(dir, "temporal.db"), "--log-level", "error")
-	}
-	startTemporal()
-	defer temporal.kill()
-	c := dial(t, ctx, address, []byte(redactionKey))
-	defer c.Close()
-
-	dataDir := filepath.Join(dir, "data")
-	worker := &proc{t: t, name: "worker", log: filepath.Join(dir, "worker.log")}
-	startWorker := func() {
-		worker.start(ctx, bin, "worker", "--temporal-address", address, "--data-dir", dataDir, "--chdb-lib", chdbLib, "--task-queue", "crash")
-	}
-	startWorker()
-	defer worker.kill()
-
-	start := exec.CommandContext(ctx, bin, "sweep", "start", "--temporal-address", address, "--task-queue", "crash", filepath.Join(dir, "plan.yaml"))
-	start.Env = append(os.Environ(), "REBOUND_REDACTION_KEY="+redactionKey)
-	out, err := start.Output()
-	if err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			t.Fatalf("sweep start: %v\n%s", err, exit.Stderr)
-		}
-		t.Fatalf("sweep start: %v", err)
-	}
-	sweepID := strings.TrimSpace(string(out))
+	stk := startStack(t, ctx, dir, temporalBin, bin, chdbLib, "crash")
+	sweepID := stk.sweepStart(filepath.Join(dir, "plan.yaml"))
 	planned := seeds
 
 	// Kill the worker mid-shard, twice: hold the model server, let what it
@@ -126,7 +96,7 @@ arms:
 		model.Hold()
 		time.Sleep(2 * time.Second) // delivered responses reach the journal
 		before := model.Stats()
-		worker.kill()
+		stk.worker.kill()
 		killedAt := time.Now()
 		waitFor(t, ctx, "held requests abandoned", func() bool { return model.Stats().Held == 0 })
 		lost := model.Stats().Abandoned - before.Abandoned
@@ -135,16 +105,16 @@ arms:
 		if kill == 1 {
 			// The killed worker is not counted: Temporal still lists it as
 			// a poller, and as the last worker of its shards.
-			out := cli(t, ctx, bin, "sweep", "status", "--temporal-address", address, sweepID)
+			out := cli(t, ctx, bin, "sweep", "status", "--temporal-address", stk.address, sweepID)
 			if !strings.Contains(out, "0 worker(s) polling") || !strings.Contains(out, "nothing runs its shards") {
 				t.Errorf("sweep status with the worker killed:\n%s", out)
 			}
-			out = cli(t, ctx, bin, "sweeps", "--temporal-address", address, "--data-dir", dataDir, "--chdb-lib", chdbLib)
+			out = cli(t, ctx, bin, "sweeps", "--temporal-address", stk.address, "--data-dir", stk.dataDir, "--chdb-lib", chdbLib)
 			if !strings.Contains(out, "stalled: no worker polls task queue crash") {
 				t.Errorf("sweeps with the worker killed:\n%s", out)
 			}
 		}
-		startWorker()
+		stk.startWorker()
 		served := model.Stats().Requests
 		waitFor(t, ctx, "shards moving again", func() bool { return model.Stats().Requests > served })
 		takeovers = append(takeovers, time.Since(killedAt))
@@ -153,30 +123,30 @@ arms:
 
 	// Kill the dev server mid-sweep and bring it back on the same file.
 	waitFor(t, ctx, "progress before the dev server kill", func() bool { return model.Stats().Requests >= 75 })
-	temporal.kill()
+	stk.temporal.kill()
 	t.Logf("dev server SIGKILLed at %d requests", model.Stats().Requests)
 	time.Sleep(time.Second)
-	startTemporal()
-	dial(t, ctx, address, []byte(redactionKey)).Close()
+	stk.startTemporal()
+	dial(t, ctx, stk.address, []byte(redactionKey)).Close()
 	// The worker reconnects within seconds: meanwhile its sweep is
 	// reconnecting, not abandoned.
-	if out := cli(t, ctx, bin, "sweep", "status", "--temporal-address", address, sweepID); strings.Contains(out, "nothing runs its shards") || strings.Contains(out, "no worker polls its task queue") {
+	if out := cli(t, ctx, bin, "sweep", "status", "--temporal-address", stk.address, sweepID); strings.Contains(out, "nothing runs its shards") || strings.Contains(out, "no worker polls its task queue") {
 		t.Errorf("sweep status right after the dev server restarted:\n%s", out)
 	} else {
 		t.Logf("sweep status right after the dev server restarted:\n%s", out)
 	}
 
-	run := c.GetWorkflow(ctx, runner.WorkflowID(sweepID), "")
+	run := stk.client.GetWorkflow(ctx, runner.WorkflowID(sweepID), "")
 	var final workflows.Progress
 	if err := run.Get(ctx, &final); err != nil {
-		t.Fatalf("sweep %s: %v\nworker log:\n%s", sweepID, err, tail(worker.log))
+		t.Fatalf("sweep %s: %v\nworker log:\n%s", sweepID, err, tail(stk.worker.log))
 	}
 	if final.Status != workflows.StatusCompleted || final.TrialsDone != planned || final.Attrition != 0 {
 		t.Fatalf("final progress = %+v", final)
 	}
-	worker.stop() // graceful: the store closes after the last write
+	stk.worker.stop() // graceful: the store closes after the last write
 
-	st, err := storage.Open(ctx, storage.Config{DataDir: filepath.Join(dataDir, "chdb"), LibPath: chdbLib})
+	st, err := storage.Open(ctx, storage.Config{DataDir: filepath.Join(stk.dataDir, "chdb"), LibPath: chdbLib})
 	if err != nil {
 		t.Fatal(err)
 	}

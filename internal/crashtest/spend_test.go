@@ -3,11 +3,7 @@ package crashtest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -55,34 +51,8 @@ arms:
     llm: {base_url: %q, model: policy-model, prompt: prompt.md, max_tokens: 64, input_usd_per_mtok: 1, output_usd_per_mtok: 4}
 `, scenarioPath, seeds, model.BaseURL()))
 
-	port := freePort(t)
-	address := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	temporal := &proc{t: t, name: "temporal", log: filepath.Join(dir, "temporal.log")}
-	temporal.start(ctx, temporalBin, "server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--headless", "--db-filename", filepath.Join(dir, "temporal.db"), "--log-level", "error")
-	defer temporal.kill()
-	c := dial(t, ctx, address, []byte(redactionKey))
-	defer c.Close()
-
-	dataDir := filepath.Join(dir, "data")
-	worker := &proc{t: t, name: "worker", log: filepath.Join(dir, "worker.log")}
-	startWorker := func() {
-		worker.start(ctx, bin, "worker", "--temporal-address", address, "--data-dir", dataDir, "--chdb-lib", chdbLib, "--task-queue", "lost")
-	}
-	startWorker()
-	defer worker.kill()
-
-	start := exec.CommandContext(ctx, bin, "sweep", "start", "--temporal-address", address, "--task-queue", "lost", filepath.Join(dir, "plan.yaml"))
-	start.Env = append(os.Environ(), "REBOUND_REDACTION_KEY="+redactionKey)
-	out, err := start.Output()
-	if err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			t.Fatalf("sweep start: %v\n%s", err, exit.Stderr)
-		}
-		t.Fatalf("sweep start: %v", err)
-	}
-	sweepID := strings.TrimSpace(string(out))
+	stk := startStack(t, ctx, dir, temporalBin, bin, chdbLib, "lost")
+	sweepID := stk.sweepStart(filepath.Join(dir, "plan.yaml"))
 
 	// Hold the model once the sweep is under way, let what it delivered be
 	// journaled, and SIGKILL the worker with requests held: their clients
@@ -93,7 +63,7 @@ arms:
 	time.Sleep(2 * time.Second) // delivered responses reach the journal
 	held := model.Stats().Held
 	before := model.Stats()
-	worker.kill()
+	stk.worker.kill()
 	waitFor(t, ctx, "held requests abandoned", func() bool { return model.Stats().Abandoned-before.Abandoned >= held })
 	model.Release()
 	waitFor(t, ctx, "abandoned requests released", func() bool { return model.Stats().Held == 0 })
@@ -104,17 +74,17 @@ arms:
 	}
 	t.Logf("worker SIGKILLed with %d requests held; released, they were answered to nobody: served %d tokens, delivered %d",
 		held, afterKill.ServedTokens(), afterKill.BilledTokens())
-	startWorker()
+	stk.startWorker()
 
-	run := c.GetWorkflow(ctx, runner.WorkflowID(sweepID), "")
+	run := stk.client.GetWorkflow(ctx, runner.WorkflowID(sweepID), "")
 	var final workflows.Progress
 	if err := run.Get(ctx, &final); err != nil {
-		t.Fatalf("sweep %s: %v\nworker log:\n%s", sweepID, err, tail(worker.log))
+		t.Fatalf("sweep %s: %v\nworker log:\n%s", sweepID, err, tail(stk.worker.log))
 	}
 	if final.Status != workflows.StatusCompleted || final.TrialsDone != seeds {
 		t.Fatalf("final progress = %+v", final)
 	}
-	worker.stop() // the store closes after the last write
+	stk.worker.stop() // the store closes after the last write
 
 	var rep struct {
 		Spend struct {
@@ -126,7 +96,7 @@ arms:
 			RequestsLost    int     `json:"requests_lost"`
 		} `json:"spend"`
 	}
-	js := cli(t, ctx, bin, "report", "--output", "json", "--data-dir", dataDir, "--chdb-lib", chdbLib, sweepID)
+	js := cli(t, ctx, bin, "report", "--output", "json", "--data-dir", stk.dataDir, "--chdb-lib", chdbLib, sweepID)
 	if err := json.Unmarshal([]byte(js), &rep); err != nil {
 		t.Fatalf("report JSON: %v\n%s", err, js)
 	}
@@ -149,7 +119,7 @@ arms:
 	if sp.EstimatedUSD <= 0 || sp.ExactUSD <= 0 {
 		t.Errorf("spend in USD: exact $%f, estimated $%f", sp.ExactUSD, sp.EstimatedUSD)
 	}
-	text := cli(t, ctx, bin, "report", "--data-dir", dataDir, "--chdb-lib", chdbLib, sweepID)
+	text := cli(t, ctx, bin, "report", "--data-dir", stk.dataDir, "--chdb-lib", chdbLib, sweepID)
 	if want := fmt.Sprintf("estimated (%s tokens + ≤ ", strconv.FormatInt(sp.ExactTokens, 10)); !strings.Contains(strings.Join(strings.Fields(strings.ReplaceAll(text, ",", "")), " "), want) {
 		t.Errorf("report text has no exact + estimated spend line (%q):\n%s", want, text)
 	}
