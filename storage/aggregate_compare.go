@@ -98,8 +98,8 @@ var qComparePairsFast = `WITH t AS
         unsealed,
         weight,
         if({with_classes:UInt8} = 1, ` + classMaskSQL + `, 0) AS class_mask,
-        ` + tmaskSQL + ` AS tmask,
-        ` + smaskSQL + ` AS smask
+        tmask,
+        smask
     FROM {{db}}.trials FINAL
     WHERE ` + sideWhereSQL + `
 ),

@@ -155,14 +155,14 @@ func clusterStatements(tmpl, db string, c Cluster) ([]string, error) {
 			return nil, fmt.Errorf("storage: ALTER of table %s, which has no sharding key for a cluster", table)
 		}
 		rest := tmpl[len(reAlterTable.FindString(tmpl)):]
-		if isIndexAlter(rest) {
-			// A data-skipping index lives in the parts: only the local
-			// (replicated) table has one; the Distributed table stores
-			// nothing and takes no index.
+		if isPartsAlter(rest) {
+			// A data-skipping index lives in the parts, and materializing
+			// a column rewrites them: only the local (replicated) table has
+			// parts; the Distributed table stores nothing.
 			return []string{render("ALTER TABLE {{db}}."+table+localSuffix+on+" "+rest, db)}, nil
 		}
 		if !strings.HasPrefix(rest, "ADD COLUMN IF NOT EXISTS ") {
-			return nil, fmt.Errorf("storage: only ALTER TABLE ... ADD COLUMN IF NOT EXISTS, ADD INDEX IF NOT EXISTS and MATERIALIZE INDEX are distributed to a cluster, not:\n%s", tmpl)
+			return nil, fmt.Errorf("storage: only ALTER TABLE ... ADD COLUMN IF NOT EXISTS, ADD INDEX IF NOT EXISTS, MATERIALIZE INDEX and MATERIALIZE COLUMN are distributed to a cluster, not:\n%s", tmpl)
 		}
 		local := "ALTER TABLE {{db}}." + table + localSuffix + on + " " + rest
 		// A Distributed table stores nothing: the column needs no codec.
@@ -177,10 +177,11 @@ func clusterStatements(tmpl, db string, c Cluster) ([]string, error) {
 	return nil, fmt.Errorf("storage: statement not supported on a cluster (CREATE TABLE/VIEW or ALTER TABLE ... ADD COLUMN or ... INDEX expected):\n%s", tmpl)
 }
 
-// isIndexAlter reports whether an ALTER TABLE's action adds or materializes
-// a data-skipping index.
-func isIndexAlter(action string) bool {
-	for _, p := range []string{"ADD INDEX IF NOT EXISTS ", "MATERIALIZE INDEX "} {
+// isPartsAlter reports whether an ALTER TABLE's action changes only the
+// parts: it adds or materializes a data-skipping index, or materializes a
+// column.
+func isPartsAlter(action string) bool {
+	for _, p := range []string{"ADD INDEX IF NOT EXISTS ", "MATERIALIZE INDEX ", "MATERIALIZE COLUMN "} {
 		if strings.HasPrefix(action, p) {
 			return true
 		}

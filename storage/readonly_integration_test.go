@@ -270,6 +270,11 @@ func TestReadOnlyAttacks(t *testing.T) {
 	if _, err := ro.Query(ctx, "SELECT 1; SELECT 2"); !errors.Is(err, ErrStatement) {
 		t.Errorf("multi-statement: %v, want ErrStatement", err)
 	}
+	// A read that asks for threads still runs, on the session's one thread:
+	// the session may not change a setting.
+	if got := statementThreads(t, ro, 2); got != "1" {
+		t.Errorf("a statement asking for 2 threads on the read-only session ran with max_threads %s, want 1", got)
+	}
 	// Once the read-only handle is closed, a later writer gets a fresh,
 	// writable session (rebound sql followed by rebound run in one test).
 	_ = ro.Close()
@@ -281,6 +286,28 @@ func TestReadOnlyAttacks(t *testing.T) {
 	if err := w.PutSweep(ctx, record.Sweep{SweepID: "after", Name: "after", PlanJSON: "{}", Arms: []string{"a"}, Status: sweepstatus.Completed}); err != nil {
 		t.Fatalf("write after the read-only session closed: %v", err)
 	}
+	// A writable session runs statements on one thread unless one asks.
+	for threads, want := range map[int]string{0: "1", 1: "1", 2: "2"} {
+		if got := statementThreads(t, w, threads); got != want {
+			t.Errorf("a statement asking for %d threads ran with max_threads %s, want %s", threads, got, want)
+		}
+	}
+}
+
+// statementThreads runs a statement with Stmt.Threads set to threads and
+// returns the max_threads it ran with.
+func statementThreads(t *testing.T, st Store, threads int) string {
+	t.Helper()
+	var rows []struct {
+		N string `ch:"n" json:"n"`
+	}
+	if err := st.(*store).t.Select(context.Background(), &rows, Stmt{SQL: "SELECT toString(getSetting('max_threads')) AS n", Threads: threads}); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	return rows[0].N
 }
 
 func firstLine(s string) string {

@@ -567,6 +567,11 @@ var migrations = []migration{
 		Name:       "model_requests: every model request journaled before it is sent (spend lost in flight)",
 		Statements: []string{ddlModelRequests},
 	},
+	{
+		Version:    14,
+		Name:       "trials: outcome bit masks tmask and smask, materialized on insert (masks.go)",
+		Statements: ddlTrialsOutcomeMasks,
+	},
 }
 
 // render substitutes the database name into a statement.

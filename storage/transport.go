@@ -27,6 +27,12 @@ const ServerPackage = "rebound/storage/clickhouseserver"
 type Stmt struct {
 	SQL    string
 	Params map[string]string
+	// Threads, above 1, lets a read use up to that many threads where the
+	// transport otherwise holds its engine to one: the embedded engine
+	// (chdbSessionSettings says why) in a session that may change settings.
+	// A server, and a read-only embedded session, use their own setting.
+	// For reads whose per-thread hash tables are small (ReportTotals).
+	Threads int
 }
 
 // Transport carries the shared SQL to one engine: what differs between a

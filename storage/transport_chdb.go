@@ -38,7 +38,9 @@ type chdbTransport struct {
 // that cost 70-90 MB more peak RSS (compare 530 MB vs 440-460 MB, report
 // 435-470 vs 400-410) for no gain in wall time, and about the same CPU.
 // Inserts are unaffected (sweepbench's embedded insert rate: 26,900 vs
-// 25,900 tool-call rows/s).
+// 25,900 tool-call rows/s). A read whose hash tables are small asks for
+// more (Stmt.Threads); run adds it to the statement as a SETTINGS clause,
+// which a read-only session refuses, so there it keeps one thread.
 var chdbSessionSettings = []string{
 	"SET output_format_json_quote_64bit_integers = 0",
 	"SET output_format_json_quote_64bit_floats = 0",
@@ -86,6 +88,9 @@ func openCHDB(ctx context.Context, libPath, dataDir string, ro *readOnlySession)
 func (t *chdbTransport) Close() error { return t.conn.Close() }
 
 func (t *chdbTransport) run(ctx context.Context, q Stmt, format string) ([]byte, error) {
+	if q.Threads > 1 && !t.conn.ReadOnly() {
+		q.SQL += fmt.Sprintf("\nSETTINGS max_threads = %d", q.Threads)
+	}
 	if len(q.Params) == 0 {
 		return t.conn.Query(ctx, q.SQL, format)
 	}

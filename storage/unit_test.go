@@ -87,6 +87,11 @@ var (
 	// column must exist.
 	addIndexRe         = regexp.MustCompile(`^ALTER TABLE \{\{db\}\}\.(\w+) ADD INDEX IF NOT EXISTS \w+ (\w+) TYPE [^\n]+$`)
 	materializeIndexRe = regexp.MustCompile(`^ALTER TABLE \{\{db\}\}\.(\w+) MATERIALIZE INDEX \w+$`)
+	// A column the engine computes (MATERIALIZED): it takes no value from
+	// an INSERT, so it is not in the insert column list; materializing it
+	// rewrites parts and adds none.
+	addMaterializedRe   = regexp.MustCompile(`(?s)^ALTER TABLE \{\{db\}\}\.(\w+) ADD COLUMN IF NOT EXISTS (\w+) \w+ MATERIALIZED .+$`)
+	materializeColumnRe = regexp.MustCompile(`^ALTER TABLE \{\{db\}\}\.(\w+) MATERIALIZE COLUMN (\w+)$`)
 )
 
 // schemaColumns replays every migration's DDL and returns each table's
@@ -95,13 +100,45 @@ var (
 // inserts one (at the end without AFTER/FIRST, as ClickHouse does); an
 // ALTER that adds or materializes an index changes none. Any other
 // statement fails the test, so a new kind of ALTER cannot slip past
-// the column-list check.
+// the column-list check. MATERIALIZED columns, which no INSERT names, are
+// not in the lists: materializedColumns returns them.
 func schemaColumns(t *testing.T) map[string][]string {
 	t.Helper()
-	tables := map[string][]string{"schema_migrations": ddlColumns(ddlSchemaMigrations)}
+	tables, _ := replaySchema(t)
+	return tables
+}
+
+// materializedColumns returns each table's MATERIALIZED columns, as
+// replaySchema finds them.
+func materializedColumns(t *testing.T) map[string][]string {
+	t.Helper()
+	_, mat := replaySchema(t)
+	return mat
+}
+
+func replaySchema(t *testing.T) (tables, materialized map[string][]string) {
+	t.Helper()
+	tables = map[string][]string{"schema_migrations": ddlColumns(ddlSchemaMigrations)}
+	materialized = map[string][]string{}
 	for _, m := range migrations {
 		for i, q := range m.Statements {
 			switch {
+			case addMaterializedRe.MatchString(q):
+				sm := addMaterializedRe.FindStringSubmatch(q)
+				if _, ok := tables[sm[1]]; !ok {
+					t.Errorf("migration %d statement %d alters %s before it exists", m.Version, i+1, sm[1])
+					continue
+				}
+				if indexOf(tables[sm[1]], sm[2]) >= 0 || indexOf(materialized[sm[1]], sm[2]) >= 0 {
+					t.Errorf("migration %d statement %d adds %s.%s twice", m.Version, i+1, sm[1], sm[2])
+					continue
+				}
+				materialized[sm[1]] = append(materialized[sm[1]], sm[2])
+			case materializeColumnRe.MatchString(q):
+				sm := materializeColumnRe.FindStringSubmatch(q)
+				if indexOf(materialized[sm[1]], sm[2]) < 0 {
+					t.Errorf("migration %d statement %d materializes %s.%s, which is not a MATERIALIZED column", m.Version, i+1, sm[1], sm[2])
+				}
 			case createTableRe.MatchString(q):
 				name := createTableRe.FindStringSubmatch(q)[1]
 				if _, dup := tables[name]; dup {
@@ -146,7 +183,7 @@ func schemaColumns(t *testing.T) map[string][]string {
 			}
 		}
 	}
-	return tables
+	return tables, materialized
 }
 
 func TestSchemaColumnsReplaysAlters(t *testing.T) {
