@@ -418,11 +418,7 @@ func (s *store) ReportTotals(ctx context.Context, sweepID, noFault string) (reco
 		return fmt.Errorf("storage: ReportTotals %s: %s: %w", sweepID, what, err)
 	}
 	p := map[string]string{"sweep_id": sweepID, "no_fault": noFault}
-	var cr []struct {
-		Classes  []string `ch:"classes" json:"classes"`
-		Pairs    uint64   `ch:"pairs" json:"pairs"`
-		PairKeys uint64   `ch:"pair_keys" json:"pair_keys"`
-	}
+	var cr []sweepCasesRow
 	if err := s.t.Select(ctx, &cr, Stmt{SQL: s.sql(qSweepClasses), Params: p}); err != nil {
 		return out, wrap("fault classes", err)
 	}
@@ -504,21 +500,11 @@ func rateTotals(rows []rateTotalsRow, variation bool) ([]record.RateTotals, []re
 	return res, vs
 }
 
-// classes reads the sorted fault classes q returns (at most 64: the class
-// masks are UInt64).
-func (s *store) classes(ctx context.Context, q Stmt) ([]string, error) {
-	var rows []struct {
-		Classes []string `ch:"classes" json:"classes"`
-	}
-	if err := s.t.Select(ctx, &rows, q); err != nil {
-		return nil, err
-	}
-	classes := []string{}
-	if len(rows) == 1 {
-		classes = rows[0].Classes
-	}
-	if len(classes) > 64 {
-		return nil, fmt.Errorf("%d distinct fault classes; the breakdown handles at most 64", len(classes))
-	}
-	return classes, nil
+// sweepCasesRow is a row of qSweepClasses and qCompareCases: the sorted
+// fault classes, and how many (scenario, variant) pairs and distinct
+// hashes of them (caseKeySQL) the trials hold.
+type sweepCasesRow struct {
+	Classes  []string `ch:"classes" json:"classes"`
+	Pairs    uint64   `ch:"pairs" json:"pairs"`
+	PairKeys uint64   `ch:"pair_keys" json:"pair_keys"`
 }

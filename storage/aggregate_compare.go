@@ -85,7 +85,56 @@ const sideWhereSQL = `(sweep_id = {a_sweep:String} AND arm = {a_arm:String}) OR 
 // and the ranges of a and b follow from the table (pairRowsFromCases). The
 // cases that could not be paired come out of the same pass, on the rows of
 // kind 0, so the cases are grouped once.
-var qComparePairsFast = `WITH t AS
+var (
+	qComparePairsFast       = comparePairsFastSQL(false)
+	qComparePairsFastHashed = comparePairsFastSQL(true)
+)
+
+// comparePairsFastSQL renders qComparePairsFast; hashed groups the cases by
+// (caseKeySQL, seed), two integers, instead of (scenario, variant, seed):
+// a 250,000-case comparison's per-case hash table is 25-40 MB smaller per
+// thread (and its keys cheaper to hash), and the names come back from a
+// join of the few case rows with the pairs' names. CompareTotals reads it
+// when the hashes name the pairs exactly, as the report does.
+func comparePairsFastSQL(hashed bool) string {
+	q := qComparePairsFastText
+	if !hashed {
+		return q
+	}
+	for _, r := range []struct{ old, new string }{
+		{"keys AS\n(\n    SELECT\n        scenario,\n        variant,\n        seed,", "keys AS\n(\n    SELECT\n        " + caseKeySQL + " AS case_key,\n        seed,"},
+		{"GROUP BY scenario, variant, seed", "GROUP BY case_key, seed"},
+		{"per_key AS\n(\n    SELECT\n        scenario,\n        variant,\n        seed,", "per_key AS\n(\n    SELECT\n        case_key,\n        seed,"},
+		{"by_case AS\n(\n    SELECT\n        scenario,\n        variant,\n        k_mask AS mask,", "by_case AS\n(\n    SELECT\n        case_key,\n        k_mask AS mask,"},
+		{"GROUP BY scenario, variant, mask, w\n)", "GROUP BY case_key, mask, w\n),\n" + caseNamesCTE},
+		{"FROM by_case\nARRAY JOIN", "FROM (SELECT * FROM by_case AS c INNER JOIN names AS n ON c.case_key = n.case_key)\nARRAY JOIN"},
+	} {
+		if strings.Count(q, r.old) != 1 {
+			panic("storage: the hashed comparison's rewrite does not find " + r.old)
+		}
+		q = strings.Replace(q, r.old, r.new, 1)
+	}
+	return q
+}
+
+// compareThreads is how many threads the fast comparison may use on the
+// embedded engine (Stmt.Threads). Each builds its own table of the cases
+// (250,000 at 1,000,000 trials); keyed by hash, two of them kept `rebound
+// compare` at 465-472 MB peak RSS on the readbench, against 407-423 MB on
+// one thread (keyed by name, two had reached 495-509 MB).
+const compareThreads = 2
+
+// caseNamesCTE: the (scenario, variant) of each case key of both sides.
+const caseNamesCTE = `names AS
+(
+    SELECT ` + caseKeySQL + ` AS case_key, scenario, variant
+    FROM {{db}}.trials FINAL
+    WHERE ` + sideWhereSQL + `
+    GROUP BY scenario, variant
+)`
+
+// qComparePairsFastText is qComparePairsFast, the form keyed by names.
+var qComparePairsFastText = `WITH t AS
 (
     SELECT
         arrayJoin(arrayFilter(x -> x >= 0, [
@@ -443,10 +492,21 @@ ARRAY JOIN arrayConcat([(0, '')],
 GROUP BY group_kind, group_name, metric_index, scenario, variant
 ORDER BY group_kind, group_name, metric_index, scenario, variant`
 
-	// The fault classes of both sides, sorted: the bits of k_mask.
-	qCompareClasses = `SELECT arraySort(groupUniqArrayArray(fault_classes)) AS classes
-FROM {{db}}.trials FINAL
-WHERE (sweep_id = {a_sweep:String} AND arm = {a_arm:String}) OR (sweep_id = {b_sweep:String} AND arm = {b_arm:String})`
+	// The fault classes of both sides, sorted (the bits of k_mask), and
+	// how many (scenario, variant) and distinct 64-bit hashes of them they
+	// have: equal counts mean the hashes name the pairs exactly
+	// (qComparePairsFastHashed).
+	qCompareCases = `SELECT
+    arraySort(groupUniqArrayArray(sv_classes)) AS classes,
+    count() AS pairs,
+    uniqExact(sv_key) AS pair_keys
+FROM
+(
+    SELECT scenario, variant, groupUniqArrayArray(fault_classes) AS sv_classes, any(` + caseKeySQL + `) AS sv_key
+    FROM {{db}}.trials FINAL
+    WHERE ` + sideWhereSQL + `
+    GROUP BY scenario, variant
+)`
 
 	// Per scenario, whether the side ran it from one file (its hash) or
 	// several ('mixed').
@@ -662,19 +722,28 @@ func (s *store) CompareTotals(ctx context.Context, a, b record.CompareSide, with
 	wrap := func(what string, err error) error {
 		return fmt.Errorf("storage: CompareTotals %s/%s vs %s/%s: %s: %w", a.SweepID, a.Arm, b.SweepID, b.Arm, what, err)
 	}
-	classes := []string{}
-	if withClasses {
-		var err error
-		if classes, err = s.classes(ctx, Stmt{SQL: s.sql(qCompareClasses), Params: p}); err != nil {
-			return out, wrap("fault classes", err)
+	var cr []sweepCasesRow
+	if err := s.t.Select(ctx, &cr, Stmt{SQL: s.sql(qCompareCases), Params: p}); err != nil {
+		return out, wrap("fault classes", err)
+	}
+	classes, fast := []string{}, qComparePairsFast
+	if len(cr) == 1 {
+		if withClasses {
+			classes = cr[0].Classes
 		}
+		if cr[0].Pairs == cr[0].PairKeys {
+			fast = qComparePairsFastHashed
+		}
+	}
+	if len(classes) > 64 {
+		return out, wrap("fault classes", fmt.Errorf("%d distinct fault classes; the breakdown handles at most 64", len(classes)))
 	}
 	p["classes"] = arrayParam(classes)
 	p["metrics"] = fmt.Sprint(len(aggMetrics))
 	// The fast form first; when some pair holds several trials in a side
 	// (multi_keys), the general form.
 	var cases []pairCaseRow
-	if err := s.t.Select(ctx, &cases, Stmt{SQL: s.sql(qComparePairsFast), Params: p}); err != nil {
+	if err := s.t.Select(ctx, &cases, Stmt{SQL: s.sql(fast), Params: p, Threads: compareThreads}); err != nil {
 		return out, wrap("pairs", err)
 	}
 	multi := false

@@ -307,6 +307,38 @@ func TestCompareTotalsFastEqualsGeneral(t *testing.T) {
 	}
 }
 
+// The comparison groups cases by a 64-bit hash of (scenario, variant) when
+// the sides' hashes are distinct, else by the strings: both forms give the
+// same rows.
+func TestCompareTotalsHashedEqualsByName(t *testing.T) {
+	st := openTestStore(t)
+	ctx := context.Background()
+	aggregateFixture(t, st, "agg")
+	p := map[string]string{"a_sweep": "agg", "a_arm": "base", "b_sweep": "agg", "b_arm": "cand", "no_fault": "none",
+		"metrics": fmt.Sprint(len(aggMetrics))}
+	var cr []sweepCasesRow
+	if err := st.t.Select(ctx, &cr, Stmt{SQL: st.sql(qCompareCases), Params: p}); err != nil {
+		t.Fatal(err)
+	}
+	if len(cr) != 1 || cr[0].Pairs != 6 || cr[0].PairKeys != 6 || !reflect.DeepEqual(cr[0].Classes, []string{"rate_limited", "timeout", "transient"}) {
+		t.Fatalf("cases = %+v", cr)
+	}
+	for _, wc := range []string{"0", "1"} {
+		p["with_classes"], p["classes"] = wc, arrayParam(cr[0].Classes)
+		read := func(q string) []pairCaseRow {
+			var rows []pairCaseRow
+			if err := st.t.Select(ctx, &rows, Stmt{SQL: st.sql(q), Params: p}); err != nil {
+				t.Fatal(err)
+			}
+			return rows
+		}
+		hashed, byName := read(qComparePairsFastHashed), read(qComparePairsFast)
+		if len(hashed) == 0 || !reflect.DeepEqual(hashed, byName) {
+			t.Fatalf("with_classes=%s: hashed:\n%+v\nby name:\n%+v", wc, hashed, byName)
+		}
+	}
+}
+
 // The fast report counts the trials of a cell as one only within a weight:
 // weights that differ within an (arm, scenario, variant) send it to the
 // cell-level forms, which also find a cell of two trials of different

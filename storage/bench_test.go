@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 )
@@ -46,5 +47,41 @@ func BenchmarkReads(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkDecodeJSONEachRow decodes 6 MB of rows shaped like a
+// comparison's at a million trials (a few counts and per-metric arrays per
+// row). Above parallelDecodeBytes the rows are decoded on every processor:
+//
+//	go test -run '^$' -bench DecodeJSONEachRow -cpu 1,2 ./storage/
+func BenchmarkDecodeJSONEachRow(b *testing.B) {
+	type row struct {
+		Kind     uint8     `json:"group_kind"`
+		Scenario string    `json:"scenario"`
+		Keys     uint64    `json:"key_count"`
+		N11      []uint64  `json:"n11"`
+		N12      []uint64  `json:"n12"`
+		SumW     []float64 `json:"sum_w"`
+		SumWD    []float64 `json:"sum_wd"`
+	}
+	var data []byte
+	for i := 0; len(data) < 6<<20; i++ {
+		r := row{Kind: uint8(i % 2), Scenario: fmt.Sprintf("scenario-%03d", i%100), Keys: uint64(i)}
+		for m := range 10 {
+			r.N11 = append(r.N11, uint64(i*m%250))
+			r.N12 = append(r.N12, uint64(i*m%17))
+			r.SumW = append(r.SumW, float64(i*m%250)*1.5)
+			r.SumWD = append(r.SumWD, float64(i*m%31)-15)
+		}
+		line, _ := json.Marshal(r)
+		data = append(append(data, line...), '\n')
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		var rows []row
+		if err := decodeJSONEachRow(data, &rows); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

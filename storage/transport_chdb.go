@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -142,23 +144,61 @@ func (t *chdbTransport) Query(ctx context.Context, sql string) (Table, error) {
 	return tab, nil
 }
 
-// decodeJSONEachRow appends one element per line of data to *dest.
+// parallelDecodeBytes is the result size from which decodeJSONEachRow
+// decodes on every processor: encoding/json reads about 40 MB/s of rows
+// here, so a comparison's 6 MB at a million trials took 150 ms on one
+// goroutine while the engine, done, sat idle.
+const parallelDecodeBytes = 1 << 20
+
+// decodeJSONEachRow appends one element per line of data to *dest (the
+// engine writes a row per line and escapes newlines inside strings).
+// Large results are cut into runs of lines decoded concurrently, each into
+// its own elements; an error names the first bad row.
 func decodeJSONEachRow(data []byte, dest any) error {
 	sv := reflect.ValueOf(dest)
 	if sv.Kind() != reflect.Pointer || sv.Elem().Kind() != reflect.Slice {
 		return fmt.Errorf("storage: decode: dest must be a pointer to a slice, got %T", dest)
 	}
-	slice := sv.Elem()
-	elemType := slice.Type().Elem()
-	dec := json.NewDecoder(bytes.NewReader(data))
-	for dec.More() {
-		elem := reflect.New(elemType)
-		if err := dec.Decode(elem.Interface()); err != nil {
-			return fmt.Errorf("storage: decode JSONEachRow row %d: %w", slice.Len()+1, err)
+	var lines [][]byte
+	for rest := data; len(rest) > 0; {
+		line := rest
+		if k := bytes.IndexByte(rest, '\n'); k >= 0 {
+			line, rest = rest[:k], rest[k+1:]
+		} else {
+			rest = nil
 		}
-		slice = reflect.Append(slice, elem.Elem())
+		if len(bytes.TrimSpace(line)) > 0 {
+			lines = append(lines, line)
+		}
 	}
-	sv.Elem().Set(slice)
+	old := sv.Elem()
+	rows := reflect.MakeSlice(old.Type(), len(lines), len(lines))
+	workers := 1
+	if len(data) >= parallelDecodeBytes {
+		workers = min(runtime.GOMAXPROCS(0), len(lines))
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := len(lines)*w/workers, len(lines)*(w+1)/workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				if err := json.Unmarshal(lines[i], rows.Index(i).Addr().Interface()); err != nil {
+					errs[w] = fmt.Errorf("storage: decode JSONEachRow row %d: %w", old.Len()+i+1, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err // the first run's first error is the first bad row
+		}
+	}
+	sv.Elem().Set(reflect.AppendSlice(old, rows))
 	return nil
 }
 

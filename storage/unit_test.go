@@ -387,6 +387,35 @@ func TestDecodeJSONEachRow(t *testing.T) {
 	if err := decodeJSONEachRow(data, rows); err == nil {
 		t.Fatal("non-pointer accepted")
 	}
+	// A result large enough to be decoded in runs: every row in order,
+	// after what dest held, and a bad row named by its number.
+	type bigRow struct {
+		N uint64   `json:"n"`
+		S string   `json:"s"`
+		A []uint64 `json:"a"`
+	}
+	var big bytes.Buffer
+	var want []bigRow
+	for i := 0; big.Len() < 3*parallelDecodeBytes; i++ {
+		r := bigRow{N: uint64(i), S: fmt.Sprintf("row %d with a \"quote\" and a\nnewline", i), A: []uint64{uint64(i), uint64(2 * i)}}
+		b, _ := json.Marshal(r)
+		big.Write(b)
+		big.WriteByte('\n')
+		want = append(want, r)
+	}
+	got := []bigRow{{N: 99, S: "held"}}
+	if err := decodeJSONEachRow(big.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got[1:], want) || got[0].S != "held" {
+		t.Fatalf("decoded %d rows, want the held one and %d; first %+v", len(got), len(want)+1, got[:2])
+	}
+	badAt := len(want) * 2 / 3 // in the last run of lines
+	bad := bytes.Replace(big.Bytes(), []byte(fmt.Sprintf(`{"n":%d,`, badAt)), []byte(`{"n":"x",`), 1)
+	held := len(got)
+	if err := decodeJSONEachRow(bad, &got); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("row %d:", held+badAt+1)) {
+		t.Fatalf("bad row %d after %d held: %v", badAt+1, held, err)
+	}
 }
 
 // ---- the store sends exactly the shared SQL ----
