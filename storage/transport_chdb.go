@@ -18,13 +18,27 @@ import (
 
 // chdbTransport runs the shared SQL on the embedded engine. Rows come back
 // as JSONEachRow and are decoded with encoding/json; inserts are
-// "INSERT INTO t (cols) FORMAT JSONEachRow" followed by the rows.
+// "INSERT INTO t (cols) FROM INFILE <a pipe> FORMAT
+// RowBinaryWithNamesAndTypes" with the rows in binary (rowbinary.go,
+// chdb.Conn.InsertData), or "INSERT INTO t (cols) FORMAT JSONEachRow"
+// followed by the rows as JSON when the process has no /dev/fd or a
+// column's type has no binary encoder here.
 type chdbTransport struct {
 	conn *chdb.Conn
 	// maxInsertBytes bounds one INSERT statement; bigger writes are split.
 	maxInsertBytes int
-	// inserts counts INSERT statements sent (diagnostics, tests).
-	inserts atomic.Int64
+	// inserts counts INSERT statements sent (diagnostics, tests), and
+	// binaryInserts those of them sent as RowBinary.
+	inserts, binaryInserts atomic.Int64
+	// jsonInserts: every insert as JSONEachRow (tests: the oracle of the
+	// binary form).
+	jsonInserts bool
+	// types holds each insert target's column types (DESCRIBE TABLE), read
+	// at its first insert; an Exec (DDL) forgets them all and an insert
+	// that fails or names a column not described forgets its table's, so a
+	// changed table is described again.
+	typesMu sync.Mutex
+	types   map[string]map[string]string
 }
 
 // Session settings for the embedded transport. They shape the JSON the
@@ -107,7 +121,16 @@ func (t *chdbTransport) raw(ctx context.Context, sql, format string, params map[
 
 func (t *chdbTransport) Exec(ctx context.Context, q Stmt) error {
 	_, err := t.run(ctx, q, "TabSeparated")
+	// A statement without a result may change a table (a migration's
+	// ALTER): the column types are described again at the next insert.
+	t.forgetAllTypes()
 	return err
+}
+
+func (t *chdbTransport) forgetAllTypes() {
+	t.typesMu.Lock()
+	t.types = nil
+	t.typesMu.Unlock()
 }
 
 func (t *chdbTransport) Select(ctx context.Context, dest any, q Stmt) error {
@@ -120,6 +143,7 @@ func (t *chdbTransport) Select(ctx context.Context, dest any, q Stmt) error {
 
 func (t *chdbTransport) Query(ctx context.Context, sql string) (Table, error) {
 	out, err := t.conn.Query(ctx, sql, "JSONCompact")
+	t.forgetAllTypes() // an ad-hoc statement may change a table
 	if err != nil {
 		return Table{}, err
 	}
@@ -203,6 +227,131 @@ func decodeJSONEachRow(data []byte, dest any) error {
 }
 
 func (t *chdbTransport) Insert(ctx context.Context, insertSQL string, cols []string, rows [][]any) error {
+	if !t.jsonInserts && chdb.CanInsertData() {
+		rbCols, ok, err := t.rowBinaryColumns(ctx, insertSQL, cols)
+		if err != nil {
+			return err
+		}
+		if ok {
+			err := t.insertRowBinary(ctx, insertSQL, rbCols, rows)
+			if err != nil {
+				t.forgetTypes(insertSQL)
+			}
+			return err
+		}
+	}
+	return t.insertJSON(ctx, insertSQL, cols, rows)
+}
+
+// rowBinaryColumns returns the columns of an insert with their types and
+// encoders, false when one of them has no binary encoder.
+func (t *chdbTransport) rowBinaryColumns(ctx context.Context, insertSQL string, cols []string) ([]rbColumn, bool, error) {
+	target, ok := insertTarget(insertSQL)
+	if !ok {
+		return nil, false, nil
+	}
+	types, err := t.columnTypes(ctx, target)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, c := range cols {
+		if _, ok := types[c]; !ok {
+			// Added since it was described (by another session): again.
+			t.forgetTypes(insertSQL)
+			if types, err = t.columnTypes(ctx, target); err != nil {
+				return nil, false, err
+			}
+			break
+		}
+	}
+	out := make([]rbColumn, len(cols))
+	for i, c := range cols {
+		typ, ok := types[c]
+		if !ok {
+			return nil, false, fmt.Errorf("storage: insert into %s: no column %s", target, c)
+		}
+		enc, ok := rbEncoderFor(typ)
+		if !ok {
+			return nil, false, nil
+		}
+		out[i] = rbColumn{name: c, typ: typ, enc: enc}
+	}
+	return out, true, nil
+}
+
+// columnTypes returns a table's column types by name, described once.
+func (t *chdbTransport) columnTypes(ctx context.Context, target string) (map[string]string, error) {
+	t.typesMu.Lock()
+	types, ok := t.types[target]
+	t.typesMu.Unlock()
+	if ok {
+		return types, nil
+	}
+	var rows []struct {
+		Name string `json:"name"`
+		Type string `json:"type"`
+	}
+	if err := t.Select(ctx, &rows, Stmt{SQL: "DESCRIBE TABLE " + target}); err != nil {
+		return nil, fmt.Errorf("storage: describe %s: %w", target, err)
+	}
+	types = make(map[string]string, len(rows))
+	for _, r := range rows {
+		types[r.Name] = r.Type
+	}
+	t.typesMu.Lock()
+	if t.types == nil {
+		t.types = map[string]map[string]string{}
+	}
+	t.types[target] = types
+	t.typesMu.Unlock()
+	return types, nil
+}
+
+func (t *chdbTransport) forgetTypes(insertSQL string) {
+	if target, ok := insertTarget(insertSQL); ok {
+		t.typesMu.Lock()
+		delete(t.types, target)
+		t.typesMu.Unlock()
+	}
+}
+
+// insertRowBinary writes rows as RowBinaryWithNamesAndTypes, in statements
+// of at most maxInsertBytes (a row larger than that alone).
+func (t *chdbTransport) insertRowBinary(ctx context.Context, insertSQL string, cols []rbColumn, rows [][]any) error {
+	header := appendRowBinaryHeader(nil, cols)
+	buf := append(make([]byte, 0, min(t.maxInsertBytes, 1<<20)), header...)
+	flush := func() error {
+		if len(buf) == len(header) {
+			return nil
+		}
+		err := t.conn.InsertData(ctx, insertSQL, "RowBinaryWithNamesAndTypes", buf)
+		t.inserts.Add(1)
+		t.binaryInserts.Add(1)
+		buf = append(buf[:0], header...)
+		return err
+	}
+	for _, r := range rows {
+		before := len(buf)
+		var err error
+		if buf, err = appendRowBinaryRow(buf, cols, r); err != nil {
+			return err
+		}
+		if before > len(header) && len(buf) > t.maxInsertBytes {
+			// Send what came before this row, keep the row for the next statement.
+			row := append([]byte(nil), buf[before:]...)
+			buf = buf[:before]
+			if err := flush(); err != nil {
+				return err
+			}
+			buf = append(buf, row...)
+		}
+	}
+	return flush()
+}
+
+// insertJSON writes rows as JSONEachRow, in statements of at most
+// maxInsertBytes (a row larger than that alone).
+func (t *chdbTransport) insertJSON(ctx context.Context, insertSQL string, cols []string, rows [][]any) error {
 	head := insertSQL + " FORMAT JSONEachRow\n"
 	var buf bytes.Buffer
 	flush := func() error {
