@@ -393,18 +393,20 @@ func (b *shardBatch) flush(next int) error {
 }
 
 // Batching of scripted trials' rows: a batch is written when it has
-// flushRows trials, flushBytes of text (one trial's bound: an insert stays
-// the size of a few trials whatever the agents did), or is flushEvery old.
-// Every insert makes a part of each table that the engine merges again
-// later: with the library's rows, writing 60,760 trials and merging them
-// cost 0.26 ms of CPU per trial in batches of 500, 0.19 in batches of 1,000
-// and 0.16 in batches of 2,000 (sweepbench's insert row, one run). A shard
-// holds at most 1,000 trials (internal/runner's sizing) and about 1.5 s of
-// them, so a scripted shard is mostly one batch; a crash loses at most
-// flushEvery of trials that are free to redo.
+// flushRows trials, flushBytes of text (two trials' bound: an insert stays
+// the size of a few trials whatever the agents did; 2,000 of the library's
+// trials hold about 8 MB), or is flushEvery old. Every insert makes a part
+// of each table that the engine merges again later: with the library's
+// rows, writing 60,760 trials and merging them cost 0.26 ms of CPU per
+// trial in batches of 500, 0.19 in batches of 1,000 and 0.16 in batches of
+// 2,000 as JSONEachRow (sweepbench's insert row, one run), 0.13-0.15 and
+// 0.10-0.12 as RowBinary (two runs each). A shard holds at most 2,000
+// trials (internal/runner's sizing) and about 1.5 s of them, so a scripted
+// shard is mostly one batch; a crash loses at most flushEvery of trials
+// that are free to redo.
 const (
-	flushRows  = 1000
-	flushBytes = bounds.Trial
+	flushRows  = 2000
+	flushBytes = 2 * bounds.Trial
 	flushEvery = 2 * time.Second
 	// flushTimeout bounds a write of finished trials that goes on after
 	// the shard was cancelled.

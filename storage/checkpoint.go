@@ -48,7 +48,7 @@ WHERE sweep_id = {sweep_id:String} AND trial_id = {trial_id:String}
 ORDER BY step, generation`
 
 	// A shard's checkpoint, the first query of every shard: which of its
-	// (up to 1,000) trials are stored. It names each trial by its place in
+	// (up to 2,000) trials are stored. It names each trial by its place in
 	// the primary key, (sweep_id, arm, scenario, variant, seed, trial_id),
 	// as one IN set of tuples, so the engine reads only the granules that
 	// can hold them: how many depends on the shard (its trials are a run of

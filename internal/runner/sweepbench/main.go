@@ -59,7 +59,7 @@ func main() {
 		bin          = flag.String("rebound", ".cache/bin/rebound", "the rebound binary to run end to end")
 		trials       = flag.Int("trials", 60720, "trials per plan: the plan's seeds are raised to reach at least this many")
 		insertTrials = flag.Int("insert-trials", 10000, "trials whose rows the insert benchmark writes")
-		batch        = flag.Int("batch", 1000, "trials per insert in the insert benchmark")
+		batch        = flag.Int("batch", 2000, "trials per insert in the insert benchmark (a scripted shard's batch, activities' flushRows)")
 		work         = flag.String("work", "", "scratch directory (default: a new temporary one, removed at the end)")
 		skipE2E      = flag.Bool("skip-e2e", false, "skip the end-to-end runs")
 		cpuProfile   = flag.String("cpuprofile", "", "write a CPU profile of this process (the in-process and insert parts) to this file")
