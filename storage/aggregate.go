@@ -146,17 +146,7 @@ var (
 	// how many (scenario, variant) and distinct 64-bit hashes of them it
 	// has: equal counts mean the hashes name the pairs exactly, so the
 	// report can join on them (qReportTotalsFastHashed).
-	qSweepClasses = `SELECT
-    arraySort(groupUniqArrayArray(sv_classes)) AS classes,
-    count() AS pairs,
-    uniqExact(sv_key) AS pair_keys
-FROM
-(
-    SELECT scenario, variant, groupUniqArrayArray(fault_classes) AS sv_classes, any(` + caseKeySQL + `) AS sv_key
-    FROM {{db}}.trials FINAL
-    WHERE sweep_id = {sweep_id:String}
-    GROUP BY scenario, variant
-)`
+	qSweepClasses = casesSQL(`sweep_id = {sweep_id:String}`)
 
 	// The fast form of qRateTotals and qRateTotalsByClass together, exact
 	// when every cell (arm, scenario, variant, seed) holds one trial, as a
@@ -258,6 +248,23 @@ ORDER BY group_kind, arm, group_name, scenario`
     LEFT ANY JOIN faults AS f ON t.case_key = f.case_key AND t.seed = f.seed`, 1)
 	}
 	return q
+}
+
+// casesSQL renders the statement that reads, over the trials where selects,
+// their fault classes, sorted, and how many (scenario, variant) pairs and
+// distinct caseKeySQL hashes of them they hold (a sweepCasesRow).
+func casesSQL(where string) string {
+	return `SELECT
+    arraySort(groupUniqArrayArray(sv_classes)) AS classes,
+    count() AS pairs,
+    uniqExact(sv_key) AS pair_keys
+FROM
+(
+    SELECT scenario, variant, groupUniqArrayArray(fault_classes) AS sv_classes, any(` + caseKeySQL + `) AS sv_key
+    FROM {{db}}.trials FINAL
+    WHERE ` + where + `
+    GROUP BY scenario, variant
+)`
 }
 
 // caseKeySQL is a 64-bit hash of (scenario, variant), which names them

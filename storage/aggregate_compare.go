@@ -496,17 +496,7 @@ ORDER BY group_kind, group_name, metric_index, scenario, variant`
 	// how many (scenario, variant) and distinct 64-bit hashes of them they
 	// have: equal counts mean the hashes name the pairs exactly
 	// (qComparePairsFastHashed).
-	qCompareCases = `SELECT
-    arraySort(groupUniqArrayArray(sv_classes)) AS classes,
-    count() AS pairs,
-    uniqExact(sv_key) AS pair_keys
-FROM
-(
-    SELECT scenario, variant, groupUniqArrayArray(fault_classes) AS sv_classes, any(` + caseKeySQL + `) AS sv_key
-    FROM {{db}}.trials FINAL
-    WHERE ` + sideWhereSQL + `
-    GROUP BY scenario, variant
-)`
+	qCompareCases = casesSQL(sideWhereSQL)
 
 	// Per scenario, whether the side ran it from one file (its hash) or
 	// several ('mixed').
