@@ -442,7 +442,7 @@ func (s *store) ReportTotals(ctx context.Context, sweepID, noFault string) (reco
 	p["classes"] = arrayParam(classes)
 	read := func(q string, threads int) ([]rateTotalsRow, error) {
 		var rows []rateTotalsRow
-		err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(q), Params: p, Threads: threads})
+		err := s.t.Select(ctx, &rows, Stmt{SQL: s.sql(q), Params: p, Threads: threads, ReleaseMemory: true})
 		return rows, err
 	}
 	rows, err := read(fast, reportTotalsThreads)

@@ -120,8 +120,10 @@ func comparePairsFastSQL(hashed bool) string {
 // compareThreads is how many threads the fast comparison may use on the
 // embedded engine (Stmt.Threads). Each builds its own table of the cases
 // (250,000 at 1,000,000 trials); keyed by hash, two of them kept `rebound
-// compare` at 465-472 MB peak RSS on the readbench, against 407-423 MB on
-// one thread (keyed by name, two had reached 495-509 MB).
+// compare` at 436-487 MB peak RSS on the readbench, against 407-423 MB on
+// one thread (keyed by name, two had reached 495-509 MB), and at 388-410
+// MB once the engine released its memory after the statement
+// (ReleaseMemory).
 const compareThreads = 2
 
 // caseNamesCTE: the (scenario, variant) of each case key of both sides.
@@ -733,7 +735,7 @@ func (s *store) CompareTotals(ctx context.Context, a, b record.CompareSide, with
 	// The fast form first; when some pair holds several trials in a side
 	// (multi_keys), the general form.
 	var cases []pairCaseRow
-	if err := s.t.Select(ctx, &cases, Stmt{SQL: s.sql(fast), Params: p, Threads: compareThreads}); err != nil {
+	if err := s.t.Select(ctx, &cases, Stmt{SQL: s.sql(fast), Params: p, Threads: compareThreads, ReleaseMemory: true}); err != nil {
 		return out, wrap("pairs", err)
 	}
 	multi := false

@@ -272,6 +272,9 @@ func TestReadOnlyAttacks(t *testing.T) {
 	}
 	// A read that asks for threads still runs, on the session's one thread:
 	// the session may not change a setting.
+	if _, err := ro.(*store).t.(*chdbTransport).run(ctx, Stmt{SQL: "SELECT 1", ReleaseMemory: true}, "TabSeparated"); err != nil {
+		t.Errorf("a read releasing memory on the read-only session: %v", err)
+	}
 	if got := statementThreads(t, ro, 2); got != "1" {
 		t.Errorf("a statement asking for 2 threads on the read-only session ran with max_threads %s, want 1", got)
 	}
@@ -285,6 +288,16 @@ func TestReadOnlyAttacks(t *testing.T) {
 	defer w.Close()
 	if err := w.PutSweep(ctx, record.Sweep{SweepID: "after", Name: "after", PlanJSON: "{}", Arms: []string{"a"}, Status: sweepstatus.Completed}); err != nil {
 		t.Fatalf("write after the read-only session closed: %v", err)
+	}
+	// The engine takes the statement that returns freed memory (run with
+	// Stmt.ReleaseMemory, whose failure is ignored: here it must not fail),
+	// and a read asking for it reads as any other.
+	if _, err := w.(*store).t.(*chdbTransport).conn.Query(ctx, releaseMemorySQL, "TabSeparated"); err != nil {
+		t.Errorf("%s: %v", releaseMemorySQL, err)
+	}
+	var one []countRow
+	if err := w.(*store).t.Select(ctx, &one, Stmt{SQL: "SELECT toUInt64(42) AS n", ReleaseMemory: true}); err != nil || len(one) != 1 || one[0].N != 42 {
+		t.Errorf("a read releasing memory: %+v, %v", one, err)
 	}
 	// A writable session runs statements on one thread unless one asks.
 	for threads, want := range map[int]string{0: "1", 1: "1", 2: "2"} {

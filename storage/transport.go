@@ -33,6 +33,13 @@ type Stmt struct {
 	// A server, and a read-only embedded session, use their own setting.
 	// For reads whose per-thread hash tables are small (ReportTotals).
 	Threads int
+	// ReleaseMemory: once the statement has run, the embedded engine
+	// returns the memory it freed to the system instead of keeping it for
+	// its next statements, so that a command's peak resident set is its
+	// big read's or what it does with the rows, not their sum. For the
+	// one big read of a command; a server, and a read-only embedded
+	// session, ignore it.
+	ReleaseMemory bool
 }
 
 // Transport carries the shared SQL to one engine: what differs between a
