@@ -413,7 +413,8 @@ func at[T uint64 | float64](a []T, i int) T {
 // variant, class mask, weight), small enough for one per thread: at
 // 1,000,000 trials on two cores, two threads took `rebound report` from
 // 1.08-1.13 s to 0.75-0.81 s wall at the same CPU, for 15-30 MB more peak
-// RSS (403-420 MB to 429-438 MB). The per-cell forms group by cell and keep
+// RSS (403-420 MB to 429-438 MB; 387-392 MB once the engine releases its
+// memory after the statement). The per-cell forms group by cell and keep
 // one thread.
 const reportTotalsThreads = 2
 

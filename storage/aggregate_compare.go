@@ -92,8 +92,8 @@ var (
 
 // comparePairsFastSQL renders qComparePairsFast; hashed groups the cases by
 // (caseKeySQL, seed), two integers, instead of (scenario, variant, seed):
-// a 250,000-case comparison's per-case hash table is 25-40 MB smaller per
-// thread (and its keys cheaper to hash), and the names come back from a
+// a 250,000-case comparison's per-case hash table is about 20 MB smaller
+// per thread (and its keys cheaper to hash), and the names come back from a
 // join of the few case rows with the pairs' names. CompareTotals reads it
 // when the hashes name the pairs exactly, as the report does.
 func comparePairsFastSQL(hashed bool) string {
