@@ -86,6 +86,27 @@ func appendRowBinaryRow(b []byte, cols []rbColumn, vals []any) ([]byte, error) {
 	return b, nil
 }
 
+// rowBinarySize bounds the bytes appendRowBinaryRow writes for vals: a
+// string's bytes and the longest length prefix, nine bytes for any other
+// value (a NULL flag and eight).
+func rowBinarySize(vals []any) int {
+	n := 0
+	for _, v := range vals {
+		switch x := v.(type) {
+		case string:
+			n += binary.MaxVarintLen64 + len(x)
+		case []string:
+			n += binary.MaxVarintLen64
+			for _, s := range x {
+				n += binary.MaxVarintLen64 + len(s)
+			}
+		default:
+			n += 9
+		}
+	}
+	return n
+}
+
 func appendRBString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)

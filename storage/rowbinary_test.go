@@ -403,3 +403,58 @@ func TestRowBinaryDescribesAChangedTableAgain(t *testing.T) {
 		t.Fatalf("CountTrials = %d, %v", n, err)
 	}
 }
+
+// TestRowBinarySizeBoundsTheRow: the size an insert's buffer is made with
+// holds the row (a bound that fell short would only cost a copy; one far
+// above would waste memory: within a few bytes per value).
+func TestRowBinarySizeBoundsTheRow(t *testing.T) {
+	r := rand.New(rand.NewPCG(35, 16))
+	trials, calls := genTrials(r, "size", 50)
+	st := &store{now: time.Now}
+	check := func(types []string, vals []any) {
+		t.Helper()
+		cols := make([]rbColumn, len(types))
+		for i, typ := range types {
+			enc, ok := rbEncoderFor(typ)
+			if !ok {
+				t.Fatalf("no encoder for %s", typ)
+			}
+			cols[i] = rbColumn{name: fmt.Sprint(i), typ: typ, enc: enc}
+		}
+		b, err := appendRowBinaryRow(nil, cols, vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rowBinarySize(vals); got < len(b) || got > len(b)+20*len(vals) {
+			t.Fatalf("rowBinarySize = %d for a row of %d bytes (%d values)", got, len(b), len(vals))
+		}
+	}
+	trialTypes := []string{"String", "String", "LowCardinality(String)", "String", "LowCardinality(String)",
+		"LowCardinality(String)", "LowCardinality(String)", "UInt64", "UInt8", "UInt8", "Array(LowCardinality(String))"}
+	for i := 0; i < 9; i++ {
+		trialTypes = append(trialTypes, "Nullable(UInt8)")
+	}
+	trialTypes = append(trialTypes, "UInt32", "UInt32", "UInt32", "UInt32", "UInt64", "UInt64", "UInt64",
+		"Float64", "Float64", "Float64", "UInt8", "UInt8")
+	for i := 0; i < 10; i++ {
+		trialTypes = append(trialTypes, "String")
+	}
+	trialTypes = append(trialTypes, "UInt32", "UInt32", "DateTime64(3, 'UTC')")
+	for _, tr := range trials {
+		v, err := trialValues(tr, st.stamp())
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(trialTypes, v)
+	}
+	callTypes := []string{"String", "String", "UInt32", "LowCardinality(String)", "String", "LowCardinality(String)",
+		"LowCardinality(String)", "UInt8", "LowCardinality(String)", "UInt8", "UInt64", "UInt8", "UInt64", "String",
+		"DateTime64(3, 'UTC')"}
+	for _, c := range calls {
+		v, err := toolCallValues(c, st.stamp())
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(callTypes, v)
+	}
+}

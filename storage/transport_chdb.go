@@ -334,7 +334,13 @@ func (t *chdbTransport) forgetTypes(insertSQL string) {
 // of at most maxInsertBytes (a row larger than that alone).
 func (t *chdbTransport) insertRowBinary(ctx context.Context, insertSQL string, cols []rbColumn, rows [][]any) error {
 	header := appendRowBinaryHeader(nil, cols)
-	buf := append(make([]byte, 0, min(t.maxInsertBytes, 1<<20)), header...)
+	// The buffer is sized once (growing it by doubling copied a shard's
+	// 8 MB of rows four times over: 3% of a sweep's CPU).
+	size := len(header)
+	for _, r := range rows {
+		size += rowBinarySize(r)
+	}
+	buf := append(make([]byte, 0, min(size, t.maxInsertBytes+len(header))), header...)
 	flush := func() error {
 		if len(buf) == len(header) {
 			return nil
