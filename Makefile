@@ -102,7 +102,7 @@ BENCH_ARGS   ?=
 # The worker of `rebound run` needs a redaction key; an explicit one wins.
 REBOUND_REDACTION_KEY ?= sweepbench-redaction-key-not-a-secret-0123
 
-bench-sweep: setup build ## sweep benchmarks: BENCH_PLANS at BENCH_TRIALS trials end to end, in process, inserts; growth (3-5 min on 2 shared cores)
+bench-sweep: setup build ## sweep benchmarks: BENCH_PLANS at BENCH_TRIALS trials end to end, in process, inserts; growth (2-5 min on 2 shared cores)
 	$(TOOLS_ENV) REBOUND_REDACTION_KEY="$(REBOUND_REDACTION_KEY)" \
 		$(GO) run ./internal/runner/sweepbench -rebound $(REBOUND) -trials $(BENCH_TRIALS) $(BENCH_ARGS) $(BENCH_PLANS)
 
@@ -115,7 +115,7 @@ ORACLE_SEED ?= 1000000
 oracle: ## long oracle run: ORACLE_N generated scenarios against the grader (default 200000)
 	$(GO) test ./core/oracle/ -run Generated -count=1 -timeout 0 -v -args -n $(ORACLE_N) -seed $(ORACLE_SEED)
 
-bench: bench-read bench-sweep ## every benchmark: reads at a million trials, then sweeps at 60,720 and 240,000 trials (3-5 min on 2 shared cores)
+bench: bench-read bench-sweep ## every benchmark: reads at a million trials, then sweeps at 60,720 and 240,000 trials (2-5 min on 2 shared cores)
 
 bench-read: setup build ## report and compare over a synthetic 1,000,000-trial sweep (time, peak RSS)
 	$(TOOLS_ENV) REBOUND_BIN="$(REBOUND)" $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./results/report/readbench/
