@@ -444,11 +444,12 @@ ARRAY JOIN [
 ] AS metric_pair`
 
 // Migration 10: a bloom filter on trial_id sharp enough for a shard's
-// checkpoint (StoredTrials: up to 1,000 ids IN one query). The ORDER BY key
-// ends with trial_id, so the primary key cannot find a set of ids inside a
-// sweep, and migration 1's filter (1% false positives per id) matches
-// almost every granule for a set of 1,000 (1 − 0.99^1000). At 1e-5 a
-// granule holding none of the ids is read with probability about 1%, so
+// checkpoint (StoredTrials: a shard's ids IN one query, 1,000 when this was
+// written, 2,000 since). The ORDER BY key ends with trial_id, so the
+// primary key alone cannot find a set of ids inside a sweep, and migration
+// 1's filter (1% false positives per id) matches almost every granule for
+// a set of 1,000 (1 − 0.99^1000). At 1e-5 a granule holding none of 1,000
+// ids is read with probability about 1% (2% for 2,000), so
 // the query reads the few granules that hold the shard's trials however
 // large the sweep grows (24 bits per row: 3 MB at a million trials).
 // Parts written before are indexed by MATERIALIZE INDEX, a mutation that
