@@ -65,9 +65,13 @@ func TestSealedAgentCannotReachTheServedStore(t *testing.T) {
 // TestEndpointFile).
 func TestBindsLoopbackOnly(t *testing.T) {
 	need(t)
-	_, port, err := net.SplitHostPort(fx.srv.Endpoint().Address)
+	host, port, err := net.SplitHostPort(fx.srv.Endpoint().Address)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// On any host: the address it listens on is a loopback one.
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		t.Errorf("the served store listens on %s, not a loopback address", fx.srv.Endpoint().Address)
 	}
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
@@ -87,6 +91,7 @@ func TestBindsLoopbackOnly(t *testing.T) {
 		}
 	}
 	if tried == 0 {
-		t.Skip("this host has no address but loopback")
+		// Nothing else to dial: the listening address above is the check.
+		t.Log("this host has no address but loopback")
 	}
 }
