@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -22,10 +21,7 @@ func TestReviewReadsThroughTheServerTransport(t *testing.T) {
 	ctx := context.Background()
 	remote := client(t)
 	first := sweepA + "/careful/s1/1"
-	reads := []struct {
-		name string
-		do   func(st storage.Store) (any, error)
-	}{
+	reads := []read{
 		{"ListTrials", func(st storage.Store) (any, error) {
 			return st.ListTrials(ctx, sweepA, record.TrialFilter{Arm: "naive", Metric: "harm", Value: "false", Fault: "transient"}, 1, 3)
 		}},
@@ -49,20 +45,7 @@ func TestReviewReadsThroughTheServerTransport(t *testing.T) {
 			}).PairOutcomes(ctx, sweepB, map[string][]string{"s2": {"v1", "v1"}, "s1": {"v1"}, "none'": {"x"}})
 		}},
 	}
-	for _, r := range reads {
-		want, err := r.do(fx.st)
-		if err != nil {
-			t.Fatalf("%s in process: %v", r.name, err)
-		}
-		got, err := r.do(remote)
-		if err != nil {
-			t.Errorf("%s served: %v", r.name, err)
-			continue
-		}
-		if !reflect.DeepEqual(normalize(t, got), normalize(t, want)) {
-			t.Errorf("%s: served\n%v\nin process\n%v", r.name, got, want)
-		}
-	}
+	sameReads(t, reads, fx.st, remote)
 }
 
 // The review endpoint takes one valid review of a stored trial, with the

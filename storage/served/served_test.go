@@ -184,10 +184,6 @@ func TestEveryReadThroughTheServerTransport(t *testing.T) {
 	remote := client(t)
 	local := fx.st
 	first := sweepA + "/careful/s1/1"
-	type read struct {
-		name string
-		do   func(st storage.Store) (any, error)
-	}
 	reads := []read{
 		{"Sweep", func(st storage.Store) (any, error) { return st.Sweep(ctx, sweepA) }},
 		{"Sweeps", func(st storage.Store) (any, error) { return st.Sweeps(ctx, 0) }},
@@ -229,6 +225,21 @@ func TestEveryReadThroughTheServerTransport(t *testing.T) {
 			return []any{out, found}, err
 		}},
 	}
+	sameReads(t, reads, local, remote)
+	// A write through the served store is refused: writes stay in the
+	// holding process.
+	err := remote.PutSweep(ctx, record.Sweep{SweepID: "x", Status: sweepstatus.Running})
+	if err == nil {
+		t.Fatal("a write through the served store succeeded")
+	}
+}
+
+// normalize compares times as instants (the two transports give them
+// different locations).
+// sameReads runs every read in process (local) and through the served
+// store (remote) and requires the same results.
+func sameReads(t *testing.T, reads []read, local, remote storage.Store) {
+	t.Helper()
 	for _, r := range reads {
 		want, err := r.do(local)
 		if err != nil {
@@ -243,16 +254,8 @@ func TestEveryReadThroughTheServerTransport(t *testing.T) {
 			t.Errorf("%s: served\n%v\nin process\n%v", r.name, got, want)
 		}
 	}
-	// A write through the served store is refused: writes stay in the
-	// holding process.
-	err := remote.PutSweep(ctx, record.Sweep{SweepID: "x", Status: sweepstatus.Running})
-	if err == nil {
-		t.Fatal("a write through the served store succeeded")
-	}
 }
 
-// normalize compares times as instants (the two transports give them
-// different locations).
 func normalize(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
