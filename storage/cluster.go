@@ -161,9 +161,12 @@ func clusterStatements(tmpl, db string, c Cluster) ([]string, error) {
 			// parts; the Distributed table stores nothing.
 			return []string{render("ALTER TABLE {{db}}."+table+localSuffix+on+" "+rest, db)}, nil
 		}
-		if !strings.HasPrefix(rest, "ADD COLUMN IF NOT EXISTS ") {
-			return nil, fmt.Errorf("storage: only ALTER TABLE ... ADD COLUMN IF NOT EXISTS, ADD INDEX IF NOT EXISTS, MATERIALIZE INDEX and MATERIALIZE COLUMN are distributed to a cluster, not:\n%s", tmpl)
+		if !strings.HasPrefix(rest, "ADD COLUMN IF NOT EXISTS ") && !strings.HasPrefix(rest, "MODIFY COLUMN ") {
+			return nil, fmt.Errorf("storage: only ALTER TABLE ... ADD COLUMN IF NOT EXISTS, MODIFY COLUMN, ADD INDEX IF NOT EXISTS, MATERIALIZE INDEX and MATERIALIZE COLUMN are distributed to a cluster, not:\n%s", tmpl)
 		}
+		// A column's type is the local table's and the Distributed table's
+		// alike (a MODIFY COLUMN rewrites the local parts and changes the
+		// Distributed table's metadata only).
 		local := "ALTER TABLE {{db}}." + table + localSuffix + on + " " + rest
 		// A Distributed table stores nothing: the column needs no codec.
 		dist := "ALTER TABLE {{db}}." + table + on + " " + reCodec.ReplaceAllLiteralString(rest, "")

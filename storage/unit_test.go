@@ -92,6 +92,9 @@ var (
 	// rewrites parts and adds none.
 	addMaterializedRe   = regexp.MustCompile(`(?s)^ALTER TABLE \{\{db\}\}\.(\w+) ADD COLUMN IF NOT EXISTS (\w+) \w+ MATERIALIZED .+$`)
 	materializeColumnRe = regexp.MustCompile(`^ALTER TABLE \{\{db\}\}\.(\w+) MATERIALIZE COLUMN (\w+)$`)
+	// A column's type changed in place: the column must exist, and stays
+	// where it is.
+	modifyColumnRe = regexp.MustCompile(`^ALTER TABLE \{\{db\}\}\.(\w+) MODIFY COLUMN (\w+) [^\n]+$`)
 )
 
 // schemaColumns replays every migration's DDL and returns each table's
@@ -173,6 +176,11 @@ func replaySchema(t *testing.T) (tables, materialized map[string][]string) {
 				sm := addIndexRe.FindStringSubmatch(q)
 				if indexOf(tables[sm[1]], sm[2]) < 0 {
 					t.Errorf("migration %d statement %d indexes %s.%s, which does not exist", m.Version, i+1, sm[1], sm[2])
+				}
+			case modifyColumnRe.MatchString(q):
+				sm := modifyColumnRe.FindStringSubmatch(q)
+				if indexOf(tables[sm[1]], sm[2]) < 0 {
+					t.Errorf("migration %d statement %d modifies %s.%s, which does not exist", m.Version, i+1, sm[1], sm[2])
 				}
 			case materializeIndexRe.MatchString(q):
 				if _, ok := tables[materializeIndexRe.FindStringSubmatch(q)[1]]; !ok {
