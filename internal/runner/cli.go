@@ -229,7 +229,9 @@ type InProcessWorker struct {
 }
 
 // StartWorker builds (NewWorker) and starts a worker of queue.
+// It sets the process's garbage collector for trials (SetWorkerGC).
 func StartWorker(c Client, queue string, acts *activities.Activities, opts WorkerOptions) (*InProcessWorker, error) {
+	SetWorkerGC()
 	w, err := NewWorker(c, queue, acts, opts)
 	if err != nil {
 		return nil, err
