@@ -97,7 +97,8 @@ func (a *Activities) checkOnce(sweepID string, plan *scenario.Resolved) error {
 func (a *Activities) RegisterSweep(ctx context.Context, in workflows.RegisterSweepInput) error {
 	var plan scenario.Resolved
 	if err := json.Unmarshal([]byte(in.PlanJSON), &plan); err != nil {
-		return temporal.NewNonRetryableApplicationError("plan is not valid JSON: "+err.Error(), workflows.ErrInvalidPlan, err)
+		// Not JSON, or an order of trials this worker does not know.
+		return temporal.NewNonRetryableApplicationError("plan cannot be read: "+err.Error(), workflows.ErrInvalidPlan, err)
 	}
 	if plan.TrialCount() != in.Trials {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("plan has %d trials, sweep says %d", plan.TrialCount(), in.Trials), workflows.ErrInvalidPlan, nil)

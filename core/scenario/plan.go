@@ -123,6 +123,40 @@ type Resolved struct {
 	Judge           *JudgeSpec `json:"judge,omitempty"`
 	// MaxUSD is the plan's spend cap (0: none), see Plan.MaxUSD.
 	MaxUSD float64 `json:"max_usd,omitempty"`
+	// TrialOrder is how Trial numbers the trials, and so the order in
+	// which a sweep's shards run them. LoadPlan sets SeedMajor; a plan
+	// stored before orders existed has none (ScenarioMajor), and keeps it.
+	TrialOrder TrialOrder `json:"trial_order,omitempty"`
+}
+
+// TrialOrder is how a resolved plan numbers its trials. A sweep's shards
+// are ranges of trial numbers recorded in its workflow's history, so the
+// order is stored with the plan: a sweep keeps the order it started with,
+// whichever rebound binary runs its remaining shards or resumes it.
+type TrialOrder string
+
+const (
+	// ScenarioMajor (the zero value: plans stored before orders existed,
+	// where the field is absent) numbers scenario, variant, seed, arm. A
+	// sweep stopped early measured its first scenarios on every seed and
+	// its last ones not at all.
+	ScenarioMajor TrialOrder = ""
+	// SeedMajor numbers seed, then the (scenario, variant) cases in the
+	// plan's order, then arm: the first k seeds of every case come before
+	// seed k+1 of any, so every prefix of the sweep (stopped by max_usd,
+	// cancelled, or still running) covers every case.
+	SeedMajor TrialOrder = "seed_major"
+)
+
+// Check reports an order this binary does not know (a plan stored by a
+// newer rebound): reading its trials in another order would run and
+// count the wrong ones.
+func (o TrialOrder) Check() error {
+	switch o {
+	case ScenarioMajor, SeedMajor:
+		return nil
+	}
+	return fmt.Errorf("trial_order %q is not an order this rebound knows (absent: scenario by scenario; %q: seed by seed); the plan was stored by a newer rebound, run its sweep with that version", string(o), string(SeedMajor))
 }
 
 // TrialKey identifies one trial of a resolved plan.
@@ -160,7 +194,7 @@ func LoadPlanWith(path string, opts LoadOptions) (*Resolved, error) {
 		errs = append(errs, locate(path, root, pe)...)
 	}
 	r := &Resolved{Name: p.Name, Description: p.Description, File: path, Arms: append(append([]Arm(nil), p.Arms...), p.expanded...), Seeds: p.Seeds,
-		ShardSize: p.ShardSize, Concurrency: p.Concurrency, MaxUSD: p.MaxUSD}
+		ShardSize: p.ShardSize, Concurrency: p.Concurrency, MaxUSD: p.MaxUSD, TrialOrder: SeedMajor}
 	if r.ShardSize <= 0 {
 		r.ShardSize, r.ShardSizeAuto = defaultShardSize(r.Arms), true
 	}
@@ -307,37 +341,59 @@ func (r *Resolved) computeHash() string {
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
-// perScenario is the number of trials one variant contributes.
+// perVariant is the number of trials one variant contributes.
 func (r *Resolved) perVariant() int { return len(r.Seeds) * len(r.Arms) }
 
 // TrialCount is the number of trials in the matrix.
-func (r *Resolved) TrialCount() int {
+func (r *Resolved) TrialCount() int { return r.caseCount() * r.perVariant() }
+
+// caseCount is the number of (scenario, variant) cases.
+func (r *Resolved) caseCount() int {
 	n := 0
 	for _, s := range r.Scenarios {
-		n += len(s.Variants) * r.perVariant()
+		n += len(s.Variants)
 	}
 	return n
 }
 
-// Trial returns the i-th trial of the matrix (0-based). The order is
-// scenario, variant, seed, arm: both arms of one case are neighbours, so a
-// shard holds matched pairs.
-func (r *Resolved) Trial(i int) (TrialKey, error) {
-	if i < 0 {
-		return TrialKey{}, fmt.Errorf("trial index %d out of range", i)
+// Trial returns the i-th trial of the matrix (0-based) in the plan's
+// TrialOrder. In either order both arms of one (case, seed) are
+// neighbours, so a shard holds matched pairs.
+func (r *Resolved) Trial(i int) (TrialKey, error) { return r.TrialIn(r.TrialOrder, i) }
+
+// TrialIn returns the i-th trial in the given order. Every order numbers
+// the same TrialCount trials; a sweep runs its plan's (Trial), and a
+// sample that must not depend on how a sweep runs (runner.SizeShards)
+// names its own. O(scenarios).
+func (r *Resolved) TrialIn(order TrialOrder, i int) (TrialKey, error) {
+	if err := order.Check(); err != nil {
+		return TrialKey{}, err
+	}
+	if i < 0 || i >= r.TrialCount() {
+		return TrialKey{}, fmt.Errorf("trial index %d out of range (plan has %d trials)", i, r.TrialCount())
+	}
+	arms := len(r.Arms)
+	arm := r.Arms[i%arms]
+	if order == SeedMajor {
+		perSeed := r.caseCount() * arms
+		s, v := r.caseAt(i % perSeed / arms)
+		return TrialKey{Scenario: s, Variant: v, Seed: r.Seeds[i/perSeed], Arm: arm}, nil
 	}
 	per := r.perVariant()
+	s, v := r.caseAt(i / per)
+	return TrialKey{Scenario: s, Variant: v, Seed: r.Seeds[i%per/arms], Arm: arm}, nil
+}
+
+// caseAt returns the c-th (scenario, variant) case in the plan's order
+// (0 <= c < caseCount).
+func (r *Resolved) caseAt(c int) (*Scenario, Variant) {
 	for _, s := range r.Scenarios {
-		n := len(s.Variants) * per
-		if i >= n {
-			i -= n
-			continue
+		if c < len(s.Variants) {
+			return s, s.Variants[c]
 		}
-		v := s.Variants[i/per]
-		i %= per
-		return TrialKey{Scenario: s, Variant: v, Seed: r.Seeds[i/len(r.Arms)], Arm: r.Arms[i%len(r.Arms)]}, nil
+		c -= len(s.Variants)
 	}
-	return TrialKey{}, fmt.Errorf("trial index out of range (plan has %d trials)", r.TrialCount())
+	panic(fmt.Sprintf("case %d out of range", c))
 }
 
 // Scenario returns the named scenario.

@@ -49,6 +49,9 @@ func (r *Resolved) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &in); err != nil {
 		return err
 	}
+	if err := in.TrialOrder.Check(); err != nil {
+		return fmt.Errorf("resolved plan: %w", err)
+	}
 	*r = Resolved(in.resolvedPlain)
 	for _, s := range r.Scenarios {
 		h, ok := in.WorldSourceOf[s.Name]
