@@ -289,17 +289,13 @@ func sliceCosts(ctx context.Context, planPath string, ss []slice, every int) err
 	}
 	rr := activities.NewRowRedactor(red)
 	n := plan.TrialCount()
-	every = max(every, 1)
 	for k := range ss {
-		from, to := ss[k].from, min(ss[k].to, n)
-		if to <= from {
+		sample := sampleIndices(ss[k].from, min(ss[k].to, n), every, uint64(k))
+		if len(sample) == 0 {
 			continue
 		}
-		rng := rand.New(rand.NewPCG(uint64(k), 35))
-		samples := (to - from + every - 1) / every
 		start := time.Now()
-		for range samples {
-			i := from + rng.IntN(to-from)
+		for _, i := range sample {
 			key, err := plan.Trial(i)
 			if err != nil {
 				return err
@@ -311,9 +307,25 @@ func sliceCosts(ctx context.Context, planPath string, ss []slice, every int) err
 			}
 			rr.Rows(r)
 		}
-		ss[k].inProcess = time.Since(start) / time.Duration(samples)
+		ss[k].inProcess = time.Since(start) / time.Duration(len(sample))
 	}
 	return nil
+}
+
+// sampleIndices draws one in every of the trial numbers [from, to) at
+// random (with replacement; seed fixes the draw): ceil((to-from)/every)
+// of them.
+func sampleIndices(from, to, every int, seed uint64) []int {
+	if to <= from {
+		return nil
+	}
+	every = max(every, 1)
+	rng := rand.New(rand.NewPCG(seed, 35))
+	out := make([]int, (to-from+every-1)/every)
+	for j := range out {
+		out[j] = from + rng.IntN(to-from)
+	}
+	return out
 }
 
 func trialRange(from, to int) string {

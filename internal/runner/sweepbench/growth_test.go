@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"rebound/core/scenario"
+	"rebound/core/world"
 )
 
 func TestSlices(t *testing.T) {
@@ -80,4 +84,52 @@ func TestSampleCPU(t *testing.T) {
 		}
 	}
 	t.Fatal("sampleCPU: this process's CPU time did not grow over 5 s of spinning")
+}
+
+// A slice's in-process sample covers every arm and every case position of
+// a seed, where a stride of every-th trial sharing a factor with them
+// would not (10 over 8 arms reaches only the even arms).
+func TestSampleIndicesSpreadOverArmsAndCases(t *testing.T) {
+	const arms, perSeed = 8, 5520 // the library plan: 690 cases x 8 arms
+	from, to := 60000, 120000
+	got := sampleIndices(from, to, 10, 1)
+	if len(got) != 6000 {
+		t.Fatalf("%d samples of %d trials at one in 10, want 6000", len(got), to-from)
+	}
+	armSeen, caseSeen := map[int]int{}, map[int]bool{}
+	for _, i := range got {
+		if i < from || i >= to {
+			t.Fatalf("trial %d outside the slice [%d, %d)", i, from, to)
+		}
+		armSeen[i%arms]++
+		caseSeen[i%perSeed/arms] = true
+	}
+	for a := range arms {
+		if n := armSeen[a]; n < 6000/arms/2 {
+			t.Errorf("arm %d sampled %d times of 6000", a, n)
+		}
+	}
+	if len(caseSeen) < perSeed/arms*9/10 {
+		t.Errorf("%d of %d cases sampled", len(caseSeen), perSeed/arms)
+	}
+	if sampleIndices(5, 5, 10, 1) != nil || len(sampleIndices(0, 3, 10, 1)) != 1 {
+		t.Error("an empty or short slice is sampled wrongly")
+	}
+}
+
+// Each slice's sample runs in process, in the plan's order of trials.
+func TestSliceCostsMeasuresEachSlice(t *testing.T) {
+	const path = "../../../examples/plans/quickstart.yaml"
+	plan, err := scenario.LoadPlan(path, world.Catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := plan.TrialCount()
+	ss := []slice{{from: 0, to: n / 2}, {from: n / 2, to: n}, {from: n, to: n}}
+	if err := sliceCosts(context.Background(), path, ss, 10); err != nil {
+		t.Fatal(err)
+	}
+	if ss[0].inProcess <= 0 || ss[1].inProcess <= 0 || ss[2].inProcess != 0 {
+		t.Fatalf("in-process time per trial of the slices: %v, %v, %v", ss[0].inProcess, ss[1].inProcess, ss[2].inProcess)
+	}
 }
