@@ -143,8 +143,9 @@ const (
 	ScenarioMajor TrialOrder = ""
 	// SeedMajor numbers seed, then the (scenario, variant) cases in the
 	// plan's order, then arm: the first k seeds of every case come before
-	// seed k+1 of any, so every prefix of the sweep (stopped by max_usd,
-	// cancelled, or still running) covers every case.
+	// seed k+1 of any, so once a sweep (stopped by max_usd, cancelled, or
+	// still running) has run one seed's worth of trials, what it ran
+	// covers every case. (With one seed the two orders are the same.)
 	SeedMajor TrialOrder = "seed_major"
 )
 
