@@ -44,17 +44,20 @@ func TestShardsKeepTheStoredTrialOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Blocks of two seeds (shards of two seeds per arm), so that the
+	// orders differ on the quickstart's seeds.
+	plan.ShardSize = 2 * len(plan.Arms)
 	const from, to = 7, 31 // across scenarios (old order) and seeds (new)
 	differ := false
 	for i := from; i < to; i++ {
 		old, _ := plan.TrialIn(scenario.ScenarioMajor, i)
-		seedMajor, _ := plan.TrialIn(scenario.SeedMajor, i)
-		differ = differ || old.Scenario != seedMajor.Scenario || old.Seed != seedMajor.Seed
+		seedBlocks, _ := plan.TrialIn(scenario.SeedBlocks, i)
+		differ = differ || old.Scenario != seedBlocks.Scenario || old.Seed != seedBlocks.Seed
 	}
 	if !differ {
 		t.Fatalf("trials [%d, %d) are the same in both orders: the test cannot tell them apart", from, to)
 	}
-	for _, order := range []scenario.TrialOrder{scenario.ScenarioMajor, scenario.SeedMajor} {
+	for _, order := range []scenario.TrialOrder{scenario.ScenarioMajor, scenario.SeedBlocks} {
 		plan.TrialOrder = order
 		planJSON, err := json.Marshal(plan)
 		if err != nil {

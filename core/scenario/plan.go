@@ -124,7 +124,7 @@ type Resolved struct {
 	// MaxUSD is the plan's spend cap (0: none), see Plan.MaxUSD.
 	MaxUSD float64 `json:"max_usd,omitempty"`
 	// TrialOrder is how Trial numbers the trials, and so the order in
-	// which a sweep's shards run them. LoadPlan sets SeedMajor; a plan
+	// which a sweep's shards run them. LoadPlan sets SeedBlocks; a plan
 	// stored before orders existed has none (ScenarioMajor), and keeps it.
 	TrialOrder TrialOrder `json:"trial_order,omitempty"`
 }
@@ -141,23 +141,42 @@ const (
 	// sweep stopped early measured its first scenarios on every seed and
 	// its last ones not at all.
 	ScenarioMajor TrialOrder = ""
-	// SeedMajor numbers seed, then the (scenario, variant) cases in the
-	// plan's order, then arm: the first k seeds of every case come before
-	// seed k+1 of any, so once a sweep (stopped by max_usd, cancelled, or
-	// still running) has run one seed's worth of trials, what it ran
-	// covers every case. (With one seed the two orders are the same.)
-	SeedMajor TrialOrder = "seed_major"
+	// SeedBlocks cuts the seeds into blocks of SeedBlock() seeds and
+	// numbers block, then the (scenario, variant) cases in the plan's
+	// order, then the block's seeds, then arm: every case's seeds of one
+	// block come before any case's seeds of the next, so once a sweep
+	// (stopped by max_usd, cancelled, or still running) has run one
+	// block's worth of trials, what it ran covers every case. A block is
+	// as many seeds as a shard holds per arm: a shard holds one case's run
+	// of seeds, adjacent in the trials table's key (arm, scenario,
+	// variant, seed), where a retried or resumed shard's checkpoint finds
+	// them (storage.StoredTrials); a plan of model or process arms (one or
+	// two trials per shard) runs seed by seed. (With one block, as with
+	// one seed, the two orders are the same.)
+	SeedBlocks TrialOrder = "seed_blocks"
 )
+
+// SeedBlock is the number of seeds in a block of the SeedBlocks order:
+// the trials a shard holds per arm (ShardSize / arms), at least 1 and at
+// most the plan's seeds. It is derived from fields stored with the plan,
+// so every worker of a sweep cuts the same blocks.
+func (r *Resolved) SeedBlock() int {
+	b := 1
+	if len(r.Arms) > 0 {
+		b = max(b, r.ShardSize/len(r.Arms))
+	}
+	return min(b, max(len(r.Seeds), 1))
+}
 
 // Check reports an order this binary does not know (a plan stored by a
 // newer rebound): reading its trials in another order would run and
 // count the wrong ones.
 func (o TrialOrder) Check() error {
 	switch o {
-	case ScenarioMajor, SeedMajor:
+	case ScenarioMajor, SeedBlocks:
 		return nil
 	}
-	return fmt.Errorf("trial_order %q is not an order this rebound knows (absent: scenario by scenario; %q: seed by seed); the plan was stored by a newer rebound, run its sweep with that version", string(o), string(SeedMajor))
+	return fmt.Errorf("trial_order %q is not an order this rebound knows (absent: scenario by scenario; %q: blocks of seeds); the plan was stored by a newer rebound, run its sweep with that version", string(o), string(SeedBlocks))
 }
 
 // TrialKey identifies one trial of a resolved plan.
@@ -195,7 +214,7 @@ func LoadPlanWith(path string, opts LoadOptions) (*Resolved, error) {
 		errs = append(errs, locate(path, root, pe)...)
 	}
 	r := &Resolved{Name: p.Name, Description: p.Description, File: path, Arms: append(append([]Arm(nil), p.Arms...), p.expanded...), Seeds: p.Seeds,
-		ShardSize: p.ShardSize, Concurrency: p.Concurrency, MaxUSD: p.MaxUSD, TrialOrder: SeedMajor}
+		ShardSize: p.ShardSize, Concurrency: p.Concurrency, MaxUSD: p.MaxUSD, TrialOrder: SeedBlocks}
 	if r.ShardSize <= 0 {
 		r.ShardSize, r.ShardSizeAuto = defaultShardSize(r.Arms), true
 	}
@@ -375,10 +394,14 @@ func (r *Resolved) TrialIn(order TrialOrder, i int) (TrialKey, error) {
 	}
 	arms := len(r.Arms)
 	arm := r.Arms[i%arms]
-	if order == SeedMajor {
-		perSeed := r.caseCount() * arms
-		s, v := r.caseAt(i % perSeed / arms)
-		return TrialKey{Scenario: s, Variant: v, Seed: r.Seeds[i/perSeed], Arm: arm}, nil
+	if order == SeedBlocks {
+		// Every block before the last holds SeedBlock seeds of every case.
+		block := r.SeedBlock()
+		full := r.caseCount() * block * arms
+		b, j := i/full, i%full
+		seeds := min(block, len(r.Seeds)-b*block) // the last block may be short
+		s, v := r.caseAt(j / (seeds * arms))
+		return TrialKey{Scenario: s, Variant: v, Seed: r.Seeds[b*block+j%(seeds*arms)/arms], Arm: arm}, nil
 	}
 	per := r.perVariant()
 	s, v := r.caseAt(i / per)

@@ -32,6 +32,8 @@ func randomPlan(rng *rand.Rand) *Resolved {
 	for a := range 1 + rng.IntN(3) {
 		r.Arms = append(r.Arms, Arm{Name: fmt.Sprintf("a%d", a), Agent: "careful"})
 	}
+	// Shards of 1 trial to more than the plan: blocks of 1 seed to all.
+	r.ShardSize = 1 + rng.IntN(2*len(r.Seeds)*len(r.Arms)+1)
 	return r
 }
 
@@ -50,12 +52,19 @@ func oracleOrder(r *Resolved, order TrialOrder) []string {
 				}
 			}
 		}
-	case SeedMajor:
-		for _, seed := range r.Seeds {
+	case SeedBlocks:
+		// Blocks of max(1, shard size / arms) seeds, the last one short.
+		block := 1
+		if r.ShardSize > len(r.Arms) {
+			block = r.ShardSize / len(r.Arms)
+		}
+		for from := 0; from < len(r.Seeds); from += block {
 			for _, s := range r.Scenarios {
 				for _, v := range s.Variants {
-					for _, a := range r.Arms {
-						out = append(out, keyID(TrialKey{Scenario: s, Variant: v, Seed: seed, Arm: a}))
+					for _, seed := range r.Seeds[from:min(from+block, len(r.Seeds))] {
+						for _, a := range r.Arms {
+							out = append(out, keyID(TrialKey{Scenario: s, Variant: v, Seed: seed, Arm: a}))
+						}
 					}
 				}
 			}
@@ -66,7 +75,7 @@ func oracleOrder(r *Resolved, order TrialOrder) []string {
 
 // Both orders number the same set of trials, each exactly once, as the
 // nested loops of the oracle do; the arms of one (case, seed) are
-// neighbours in arm order; and under SeedMajor the first k seeds' worth of
+// neighbours in arm order; and under SeedBlocks the first k seeds' worth of
 // trials are every case at the first k seeds.
 func TestTrialOrdersAreBijectionsOntoTheSameTrials(t *testing.T) {
 	rng := rand.New(rand.NewPCG(35, 1))
@@ -81,7 +90,7 @@ func TestTrialOrdersAreBijectionsOntoTheSameTrials(t *testing.T) {
 			t.Fatalf("plan %d: TrialCount %d, want %d", n, r.TrialCount(), total)
 		}
 		sets := map[TrialOrder]map[string]bool{}
-		for _, order := range []TrialOrder{ScenarioMajor, SeedMajor} {
+		for _, order := range []TrialOrder{ScenarioMajor, SeedBlocks} {
 			r.TrialOrder = order
 			want := oracleOrder(r, order)
 			got := make([]string, total)
@@ -124,37 +133,59 @@ func TestTrialOrdersAreBijectionsOntoTheSameTrials(t *testing.T) {
 				t.Fatalf("plan %d, order %q: trial -1 was accepted", n, order)
 			}
 		}
-		if len(sets[ScenarioMajor]) != len(sets[SeedMajor]) {
-			t.Fatalf("plan %d: the orders number %d and %d trials", n, len(sets[ScenarioMajor]), len(sets[SeedMajor]))
+		if len(sets[ScenarioMajor]) != len(sets[SeedBlocks]) {
+			t.Fatalf("plan %d: the orders number %d and %d trials", n, len(sets[ScenarioMajor]), len(sets[SeedBlocks]))
 		}
 		for id := range sets[ScenarioMajor] {
-			if !sets[SeedMajor][id] {
+			if !sets[SeedBlocks][id] {
 				t.Fatalf("plan %d: %s is numbered scenario-major only", n, id)
 			}
 		}
-		// Every prefix of a seed-major sweep covers every case at its
-		// first seeds: after k whole seeds, each case holds k of them.
-		r.TrialOrder = SeedMajor
-		perSeed := cases * len(r.Arms)
-		for k := 1; k <= len(r.Seeds); k++ {
+		// Every prefix of a sweep in blocks covers every case at its first
+		// seeds: after k whole blocks, each case holds their seeds.
+		r.TrialOrder = SeedBlocks
+		block := r.SeedBlock()
+		for k := 1; (k-1)*block < len(r.Seeds); k++ {
+			seeds := min(k*block, len(r.Seeds))
 			seen := map[string]int{}
-			for i := range k * perSeed {
+			for i := range seeds * cases * len(r.Arms) {
 				key, _ := r.Trial(i)
-				if key.Seed != r.Seeds[i/perSeed] {
-					t.Fatalf("plan %d: trial %d has seed %d, want the %d-th seed %d", n, i, key.Seed, i/perSeed, r.Seeds[i/perSeed])
+				if at := indexOfSeed(r.Seeds, key.Seed); at >= seeds {
+					t.Fatalf("plan %d: trial %d has the %d-th seed, within the first %d blocks of %d seeds", n, i, at, k, block)
 				}
 				seen[key.Scenario.Name+"/"+key.Variant.Name]++
 			}
 			if len(seen) != cases {
-				t.Fatalf("plan %d: the first %d seeds' trials cover %d of %d cases", n, k, len(seen), cases)
+				t.Fatalf("plan %d: the first %d blocks' trials cover %d of %d cases", n, k, len(seen), cases)
 			}
 			for c, got := range seen {
-				if got != k*len(r.Arms) {
-					t.Fatalf("plan %d: case %s has %d trials in the first %d seeds, want %d", n, c, got, k, k*len(r.Arms))
+				if got != seeds*len(r.Arms) {
+					t.Fatalf("plan %d: case %s has %d trials in the first %d blocks, want %d", n, c, got, k, seeds*len(r.Arms))
+				}
+			}
+		}
+		// A shard holds one case's run of seeds per arm when it is a
+		// block's worth: its trials of an arm are one case's adjacent seeds.
+		if r.ShardSize%len(r.Arms) == 0 && block < len(r.Seeds) {
+			for from := 0; from+r.ShardSize <= cases*block*len(r.Arms); from += r.ShardSize {
+				first, _ := r.Trial(from)
+				for i := from; i < from+r.ShardSize; i++ {
+					if key, _ := r.Trial(i); key.Scenario != first.Scenario || key.Variant.Name != first.Variant.Name {
+						t.Fatalf("plan %d: shard [%d, %d) of a block's size holds two cases", n, from, from+r.ShardSize)
+					}
 				}
 			}
 		}
 	}
+}
+
+func indexOfSeed(seeds []uint64, s uint64) int {
+	for i, x := range seeds {
+		if x == s {
+			return i
+		}
+	}
+	return -1
 }
 
 // An order this binary does not know is an error wherever a trial is
@@ -173,13 +204,13 @@ func TestUnknownTrialOrderIsAnError(t *testing.T) {
 // A new plan numbers seed by seed; its hash, which trend, compare and gate
 // match sweeps by, does not depend on the order (the same trials are
 // measured either way).
-func TestLoadPlanNumbersSeedMajor(t *testing.T) {
+func TestLoadPlanNumbersSeedBlocks(t *testing.T) {
 	r, err := LoadPlanWith(writePlan(t, "  - {name: a, agent: careful}\n  - {name: b, agent: naive_retrier}\n"), noCatalog)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.TrialOrder != SeedMajor {
-		t.Fatalf("a loaded plan's order is %q, want %q", r.TrialOrder, SeedMajor)
+	if r.TrialOrder != SeedBlocks {
+		t.Fatalf("a loaded plan's order is %q, want %q", r.TrialOrder, SeedBlocks)
 	}
 	hash := r.Hash
 	r.TrialOrder = ScenarioMajor
@@ -204,7 +235,7 @@ func TestStoredPlanKeepsItsTrialOrder(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(7, 7))
 	for n := range 20 {
-		for _, order := range []TrialOrder{ScenarioMajor, SeedMajor} {
+		for _, order := range []TrialOrder{ScenarioMajor, SeedBlocks} {
 			r := randomPlan(rng)
 			r.TrialOrder = order
 			b, err := json.Marshal(r)

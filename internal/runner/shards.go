@@ -76,8 +76,8 @@ func SizeShards(ctx context.Context, plan *scenario.Resolved) (Sizing, error) {
 	start := time.Now()
 	ran := 0
 	// The sample strides over the scenarios in the plan's order, whatever
-	// order the sweep will run them in: seed by seed, a stride that is a
-	// multiple of one seed's trials would measure a single case.
+	// order the sweep will run them in: in blocks of one seed, a stride
+	// that is a multiple of one seed's trials would measure a single case.
 	for i := 0; i < total && ran < n; i += step {
 		key, err := plan.TrialIn(scenario.ScenarioMajor, i)
 		if err != nil {

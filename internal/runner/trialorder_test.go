@@ -74,7 +74,7 @@ arms:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plan.TrialOrder != scenario.SeedMajor {
+	if plan.TrialOrder != scenario.SeedBlocks {
 		t.Fatalf("a new plan's trial order is %q", plan.TrialOrder)
 	}
 

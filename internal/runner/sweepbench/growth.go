@@ -29,13 +29,12 @@ import (
 // children (the Temporal dev server) spent over that time, read from
 // /proc samples taken while it ran.
 //
-// A plan runs its trials seed by seed (core/scenario's SeedMajor order;
-// the bench scales a plan by its seeds), so every slice holds every case of
-// the plan at about the same number of seeds: the slices' raw rates
-// compare, up to the part of one seed at each slice's edges. (Sweeps
-// stored before the order existed ran scenario by scenario, and their
-// slices held different scenarios, whose costs differ 1.5x on the library
-// plan: a files world writes a directory per trial.) Each slice's trials
+// A plan runs its trials in blocks of seeds (core/scenario's SeedBlocks
+// order: every case at a block's seeds before the next block); a block is
+// as many seeds as a shard holds per arm, 250 with the library's 2,000-trial
+// shards and 8 arms. The growth plan's 139 seeds are one block, so its
+// slices hold different scenarios, whose costs differ 1.5x on the library
+// plan (a files world writes a directory per trial). Each slice's trials
 // are also run in process (a sample of one in -growth-sample of them, on
 // one goroutine, with the row conversion a worker adds), and a slice is
 // reported as its end-to-end rate over that in-process rate of the same
@@ -232,6 +231,34 @@ func storedBatches(ctx context.Context, bin, dataDir string) ([]batch, error) {
 	return bs, nil
 }
 
+// storedShardSize reads, through `rebound sql` on the finished run's data
+// dir, the shard size its (one) sweep's stored plan says: the size the run
+// measured for it, which decides its trial order's blocks of seeds.
+func storedShardSize(ctx context.Context, bin, dataDir string) (int, error) {
+	const q = `SELECT plan_json FROM rebound.sweeps FINAL`
+	cmd := exec.CommandContext(ctx, bin, "sql", "--data-dir", dataDir, "--output", "json", q)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("rebound sql: %w\n%s", err, tail(stderr.String(), 2000))
+	}
+	var res struct {
+		Rows [][]string `json:"rows"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		return 0, fmt.Errorf("rebound sql output: %w", err)
+	}
+	if len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
+		return 0, fmt.Errorf("rebound sql: %d sweeps stored, want 1", len(res.Rows))
+	}
+	plan, err := scenario.OpenStoredPlan(res.Rows[0][0], []byte(os.Getenv("REBOUND_REDACTION_KEY")))
+	if err != nil {
+		return 0, fmt.Errorf("the stored plan: %w", err)
+	}
+	return plan.ShardSize, nil
+}
+
 // growthLine prints a sweep's slices: rate and CPU per trial of each,
 // against the in-process cost of the same trials when measured, and the
 // last slice as a share of the first.
@@ -270,11 +297,16 @@ func growthLine(ss []slice) string {
 // The sample is drawn at random (a fixed seed per slice), not every
 // every-th trial: a stride that shares a factor with the arms or with one
 // seed's trials would measure some arms or cases only.
-func sliceCosts(ctx context.Context, planPath string, ss []slice, every int) error {
+//
+// shardSize is the size the run gave its shards (storedShardSize): the
+// plan's order cuts its seeds into blocks of that many trials per arm, so
+// the sample numbers trials as the run did.
+func sliceCosts(ctx context.Context, planPath string, shardSize int, ss []slice, every int) error {
 	plan, err := scenario.LoadPlan(planPath, world.Catalog)
 	if err != nil {
 		return err
 	}
+	plan.ShardSize = shardSize
 	agents := map[string]agent.Agent{}
 	for _, arm := range plan.Arms {
 		ag, err := agent.NewScripted(arm.Agent)

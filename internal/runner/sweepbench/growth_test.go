@@ -126,7 +126,7 @@ func TestSliceCostsMeasuresEachSlice(t *testing.T) {
 	}
 	n := plan.TrialCount()
 	ss := []slice{{from: 0, to: n / 2}, {from: n / 2, to: n}, {from: n, to: n}}
-	if err := sliceCosts(context.Background(), path, ss, 10); err != nil {
+	if err := sliceCosts(context.Background(), path, 2000, ss, 10); err != nil {
 		t.Fatal(err)
 	}
 	if ss[0].inProcess <= 0 || ss[1].inProcess <= 0 || ss[2].inProcess != 0 {

@@ -201,7 +201,11 @@ func growthRow(ctx context.Context, out io.Writer, o options, src, only, dir str
 		return fmt.Errorf("%s growth: %w", what, err)
 	}
 	printE2E(out, e, scaled.Trials)
-	if err := sliceCosts(ctx, scaled.Path, e.slices, o.growthSample); err != nil {
+	shardSize, err := storedShardSize(ctx, o.bin, filepath.Join(dir, "data"))
+	if err != nil {
+		return fmt.Errorf("%s growth: %w", what, err)
+	}
+	if err := sliceCosts(ctx, scaled.Path, shardSize, e.slices, o.growthSample); err != nil {
 		return fmt.Errorf("%s growth, in process: %w", what, err)
 	}
 	fmt.Fprintf(out, "growth, per %d trials in the order they were stored (in process: every %dth trial of the slice):\n  %s\n", o.slice, o.growthSample, growthLine(e.slices))
