@@ -25,7 +25,7 @@ import (
 // RunShard opens it): a sweep stored before orders existed (no
 // trial_order in its plan) keeps numbering scenario by scenario, so the
 // shard ranges its workflow recorded still name the same trials; a new
-// one numbers seed by seed. A stored order this worker does not know is a
+// one numbers in blocks of seeds. A stored order this worker does not know is a
 // permanent error, never another order's trials.
 func TestShardsKeepTheStoredTrialOrder(t *testing.T) {
 	lib := devstacktest.ChDBLib(t)

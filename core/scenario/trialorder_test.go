@@ -201,7 +201,7 @@ func TestUnknownTrialOrderIsAnError(t *testing.T) {
 	}
 }
 
-// A new plan numbers seed by seed; its hash, which trend, compare and gate
+// A new plan numbers in blocks of seeds; its hash, which trend, compare and gate
 // match sweeps by, does not depend on the order (the same trials are
 // measured either way).
 func TestLoadPlanNumbersSeedBlocks(t *testing.T) {
@@ -221,7 +221,7 @@ func TestLoadPlanNumbersSeedBlocks(t *testing.T) {
 
 // A stored plan keeps its order through the store: one stored before
 // orders existed (no trial_order) opens scenario-major and numbers its
-// trials as it did; one stored seed-major stays seed-major, sealed or not;
+// trials as it did; one stored in blocks of seeds keeps them, sealed or not;
 // an unknown order is refused with the field named.
 func TestStoredPlanKeepsItsTrialOrder(t *testing.T) {
 	key := []byte("0123456789abcdef0123456789abcdef")

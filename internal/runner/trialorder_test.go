@@ -18,9 +18,9 @@ import (
 )
 
 // A sweep stopped early by its max_usd has measured every case of its
-// plan, on its first seeds: a new sweep numbers its trials seed by seed,
-// so what it stored is a prefix of that order, and such a prefix holds
-// every scenario. Scenario by scenario (the order of sweeps stored before),
+// plan, on its first seeds: a new sweep numbers its trials in blocks of
+// seeds (of one seed here: shards of one trial), so what it stored is a
+// prefix of that order, and such a prefix holds every scenario. Scenario by scenario (the order of sweeps stored before),
 // the same number of trials would have held none of the plan's last
 // scenario; the test checks that too, so it cannot pass on the old order.
 func TestStoppedSweepCoversEveryScenario(t *testing.T) {

@@ -203,18 +203,11 @@ func slices(start time.Time, batches []batch, size int, samples []cpuSample) []s
 // dir, how many trials were stored at each written_at.
 func storedBatches(ctx context.Context, bin, dataDir string) ([]batch, error) {
 	const q = `SELECT toUnixTimestamp64Milli(written_at) AS ts, count() AS n FROM rebound.trials FINAL GROUP BY ts ORDER BY ts`
-	cmd := exec.CommandContext(ctx, bin, "sql", "--data-dir", dataDir, "--output", "json", q)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("rebound sql: %w\n%s", err, tail(stderr.String(), 2000))
-	}
 	var res struct {
 		Rows [][]json.Number `json:"rows"`
 	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		return nil, fmt.Errorf("rebound sql output: %w", err)
+	if err := reboundSQL(ctx, bin, dataDir, q, &res); err != nil {
+		return nil, err
 	}
 	bs := make([]batch, 0, len(res.Rows))
 	for _, r := range res.Rows {
@@ -236,18 +229,11 @@ func storedBatches(ctx context.Context, bin, dataDir string) ([]batch, error) {
 // measured for it, which decides its trial order's blocks of seeds.
 func storedShardSize(ctx context.Context, bin, dataDir string) (int, error) {
 	const q = `SELECT plan_json FROM rebound.sweeps FINAL`
-	cmd := exec.CommandContext(ctx, bin, "sql", "--data-dir", dataDir, "--output", "json", q)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return 0, fmt.Errorf("rebound sql: %w\n%s", err, tail(stderr.String(), 2000))
-	}
 	var res struct {
 		Rows [][]string `json:"rows"`
 	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		return 0, fmt.Errorf("rebound sql output: %w", err)
+	if err := reboundSQL(ctx, bin, dataDir, q, &res); err != nil {
+		return 0, err
 	}
 	if len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
 		return 0, fmt.Errorf("rebound sql: %d sweeps stored, want 1", len(res.Rows))
@@ -257,6 +243,22 @@ func storedShardSize(ctx context.Context, bin, dataDir string) (int, error) {
 		return 0, fmt.Errorf("the stored plan: %w", err)
 	}
 	return plan.ShardSize, nil
+}
+
+// reboundSQL runs one read of the finished run's data dir through
+// `rebound sql --output json` and decodes its output into res.
+func reboundSQL(ctx context.Context, bin, dataDir, q string, res any) error {
+	cmd := exec.CommandContext(ctx, bin, "sql", "--data-dir", dataDir, "--output", "json", q)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("rebound sql: %w\n%s", err, tail(stderr.String(), 2000))
+	}
+	if err := json.Unmarshal(out, res); err != nil {
+		return fmt.Errorf("rebound sql output: %w", err)
+	}
+	return nil
 }
 
 // growthLine prints a sweep's slices: rate and CPU per trial of each,
